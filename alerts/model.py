@@ -1,0 +1,52 @@
+"""The alert model: what a rule reports, how it is identified, and its states."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class Severity(enum.StrEnum):
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"critical": 0, "warning": 1, "info": 2}[self.value]
+
+
+class AlertState(enum.StrEnum):
+    INACTIVE = "inactive"
+    PENDING = "pending"
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+    @property
+    def active(self) -> bool:
+        return self in (AlertState.PENDING, AlertState.FIRING)
+
+
+def fingerprint(labels: Mapping[str, str]) -> str:
+    """A stable identity for an alert: the hash of its sorted label set.
+
+    The rule name (``alertname``) and the run (``run``) are labels like any other, so
+    fingerprint = rule + run + labels.
+    """
+    canonical = json.dumps(sorted((str(k), str(v)) for k, v in labels.items()), separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One evaluation result of a rule for one run: is the condition true now, and the evidence."""
+
+    active: bool
+    value: float | None = None
+    threshold: float | None = None
+    step: int | None = None
+    reason: str = ""
+    extra_labels: Mapping[str, str] = field(default_factory=dict)

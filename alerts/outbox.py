@@ -1,0 +1,114 @@
+"""The durable outbox's delivery loop.
+
+Notifications are written by whoever changes alert state, in the same transaction. This module
+claims due rows from an ``OutboxStore``, hands them to the receiver's notifier and records the
+outcome: sent (with the receiver's reference), retried later with backoff (or Retry-After), or
+failed for good. A crash between claim and send leaves a claim that expires and is taken again; the
+idempotency key lets a notifier that can check (Slack) avoid a second post.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from alerts.notifiers.base import Notification, Notifier, SendResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimedNotification:
+    id: int
+    attempts: int
+    notification: Notification
+
+
+class OutboxStore(Protocol):
+    def claim_due(
+        self, now: float, limit: int, worker: str, lease_seconds: float
+    ) -> Sequence[ClaimedNotification]: ...
+
+    def mark_sent(self, id: int, now: float, ref: str | None) -> None: ...
+
+    def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None: ...
+
+    def mark_failed(self, id: int, now: float, error: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    base: float = 2.0
+    factor: float = 2.0
+    max_delay: float = 300.0
+    max_attempts: int = 12
+    jitter: float = 0.2
+
+    def delay(
+        self, attempts: int, retry_after: float | None, rand: Callable[[], float] = random.random
+    ) -> float:
+        if retry_after is not None and retry_after >= 0:
+            return retry_after
+        d = min(self.max_delay, self.base * self.factor ** max(0, attempts - 1))
+        return d * (1 + self.jitter * (2 * rand() - 1))
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: OutboxStore,
+        notifiers: Mapping[str, Notifier],
+        clock: Callable[[], float],
+        worker: str = "herowatch",
+        policy: RetryPolicy | None = None,
+        lease_seconds: float = 60.0,
+    ) -> None:
+        self.store = store
+        self.notifiers = notifiers
+        self.clock = clock
+        self.worker = worker
+        self.policy = policy or RetryPolicy()
+        self.lease_seconds = lease_seconds
+
+    def run_once(self, limit: int = 100) -> int:
+        """Deliver what is due. Returns how many were sent."""
+        sent = 0
+        for claimed in self.store.claim_due(self.clock(), limit, self.worker, self.lease_seconds):
+            result = self._send(claimed)
+            now = self.clock()
+            attempts = claimed.attempts + 1
+            if result.ok:
+                self.store.mark_sent(claimed.id, now, result.ref)
+                sent += 1
+            elif result.retry and attempts < self.policy.max_attempts:
+                delay = self.policy.delay(attempts, result.retry_after)
+                log.warning(
+                    "notification %s to %s failed (%s); retrying in %.0fs",
+                    claimed.id,
+                    claimed.notification.receiver,
+                    result.error,
+                    delay,
+                )
+                self.store.mark_retry(claimed.id, now, now + delay, result.error or "unknown error")
+            else:
+                log.error(
+                    "notification %s to %s failed for good: %s",
+                    claimed.id,
+                    claimed.notification.receiver,
+                    result.error,
+                )
+                self.store.mark_failed(claimed.id, now, result.error or "unknown error")
+        return sent
+
+    def _send(self, claimed: ClaimedNotification) -> SendResult:
+        notifier = self.notifiers.get(claimed.notification.receiver)
+        if notifier is None:
+            return SendResult.permanent(f"no receiver named {claimed.notification.receiver!r}")
+        try:
+            return notifier.send(claimed.notification)
+        except Exception as exc:  # a notifier bug must not stop delivery of the others
+            log.exception("notifier for %s raised", claimed.notification.receiver)
+            return SendResult.transient(f"{type(exc).__name__}: {exc}")

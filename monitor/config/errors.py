@@ -1,0 +1,27 @@
+"""Config errors that point at the file, line and field, never a traceback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int | None  # 1-based
+    field: str  # dotted path, e.g. watch[0].poll_interval
+    message: str
+
+
+class ConfigError(Exception):
+    def __init__(self, path: str, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [f"{self.path}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"]
+        for p in self.problems:
+            where = f"{self.path}:{p.line}" if p.line else self.path
+            field = f" {p.field}:" if p.field else ""
+            lines.append(f"  {where}:{field} {p.message}")
+        return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Load YAML keeping the line of every key and item, and turn pydantic errors into file:line:field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from monitor.config.errors import ConfigError, Problem
+
+Path_ = tuple[str | int, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
+    """Parse YAML text. Returns the data and a map from each value's path to its 1-based line."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        raise ConfigError(path, [Problem(line, "", f"not valid YAML: {msg}")]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
+    if node is None:
+        return None, {}
+    positions: dict[Path_, int] = {}
+    _walk(node, (), positions)
+    try:
+        data = _Loader(text).get_single_data()
+    except yaml.YAMLError as exc:  # pragma: no cover - compose already validated the text
+        raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
+    return data, positions
+
+
+def _walk(node: yaml.Node, here: Path_, out: dict[Path_, int]) -> None:
+    out.setdefault(here, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            out[here + (key,)] = key_node.start_mark.line + 1
+            _walk(value_node, here + (key,), out)
+            out[here + (key,)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, here + (i,), out)
+
+
+def format_loc(loc: Iterable[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def line_for(loc: Path_, positions: dict[Path_, int]) -> int | None:
+    for n in range(len(loc), -1, -1):
+        if loc[:n] in positions:
+            return positions[loc[:n]]
+    return None
+
+
+def problems_from(
+    exc: ValidationError, positions: dict[Path_, int], strip: Iterable[str] = ()
+) -> list[Problem]:
+    """One Problem per pydantic error, with the line of the deepest key it names."""
+    problems = []
+    skip = set(strip)
+    for err in exc.errors(include_url=False):
+        # Drop pydantic's union-member and validator tags (e.g. 'function-after[...]'), keep data keys.
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or (p not in skip and "[" not in str(p)))
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (check the spelling; see the commented example config)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        elif "input" in err and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
+            msg = f"{msg} (got {err['input']!r})"
+        problems.append(Problem(line_for(loc, positions), format_loc(loc), msg))
+    return problems
+
+
+def validate_yaml(model: type[BaseModel], text: str, path: str, context: dict | None = None) -> BaseModel:
+    data, positions = load_with_positions(text, path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, [Problem(1, "", "expected a mapping of keys to values at the top level")])
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise ConfigError(path, problems_from(exc, positions)) from None

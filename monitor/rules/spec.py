@@ -1,0 +1,61 @@
+"""The rule spec every rule kind shares; each kind adds its own parameters in a subclass."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from alerts.model import Severity
+from monitor.durations import Duration
+
+
+class RuleSpec(BaseModel):
+    """One rule, as written in a rule file (close to a Prometheus alerting rule)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    kind_name: ClassVar[str] = ""
+
+    name: str
+    kind: str
+    metric: str | None = None
+    for_: Duration = Field(default=0.0, alias="for")
+    keep_firing_for: Duration = 0.0
+    severity: Severity = Severity.WARNING
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not v or not all(c.isalnum() or c in "_-" for c in v):
+            raise ValueError("rule names use letters, digits, '_' and '-'")
+        return v
+
+    def raw(self) -> dict[str, Any]:
+        """The rule as a plain dict again, for applying overrides and re-validating."""
+        return self.model_dump(by_alias=True, exclude_unset=False, mode="json")
+
+    def render(self, key: str, **values: Any) -> str:
+        """An annotation with {run}, {metric}, {value}, {threshold}, {step} filled in."""
+        template = self.annotations.get(key, "")
+        fields = {"rule": self.name, "metric": self.metric or "", **{k: _fmt(v) for k, v in values.items()}}
+        try:
+            return template.format_map(_Default(fields))
+        except (ValueError, IndexError):
+            return template
+
+
+class _Default(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if v != v:
+            return "NaN"
+        if abs(v) >= 1e5 or (v != 0 and abs(v) < 1e-3):
+            return f"{v:.3g}"
+        return f"{v:.4g}"
+    return "" if v is None else str(v)

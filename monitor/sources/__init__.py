@@ -1,0 +1,1 @@
+"""Sources: where samples come from (the simulator, Weights & Biases, Prometheus)."""

@@ -1,0 +1,40 @@
+"""The one interface every source implements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from monitor.samples import RunInfo, Sample
+
+Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
+
+
+@dataclass(frozen=True)
+class Target:
+    """One watch entry as a source sees it: the watch name, its source-specific settings, its labels."""
+
+    watch: str
+    config: Any
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PollResult:
+    samples: list[Sample] = field(default_factory=list)
+    runs: list[RunInfo] = field(default_factory=list)
+    cursors: dict[str, Cursor] = field(default_factory=dict)
+    error: str | None = None  # the source could not be read: its runs' data is unknown, not stalled
+    requests: int = 0
+
+
+class Source(Protocol):
+    kind: ClassVar[str]
+
+    def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
+        """Read what is new for ``target`` since ``cursors``. Must not raise for a source outage:
+        return a PollResult with ``error`` set instead."""
+        ...
+
+    def close(self) -> None: ...

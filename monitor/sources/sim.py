@@ -1,0 +1,196 @@
+"""The built-in simulated hero run: a realistic training run that can be made to fail on schedule.
+
+Loss falls with noise, steps come at a steady cadence with jitter, tokens/s and MFU follow the step
+time, checkpoints and evals pause the run. Incidents (stall, restart with a step rewind, loss spike,
+NaN, throughput drop, OOM kills, crash) happen at set times after the run starts. The run is a
+deterministic function of its settings, its start time and the clock, so a restarted herowatch
+regenerates the same history and resumes where its cursor says.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from typing import ClassVar
+
+from monitor.samples import RunInfo, Sample
+from monitor.sources.base import Cursor, PollResult, Target
+from monitor.sources.sim_config import Incident, SimTarget
+
+INFRA_METRIC = "oom_kills_total"
+
+
+class SimRun:
+    """One simulated run, advanced on demand up to a given time."""
+
+    def __init__(self, cfg: SimTarget, run_id: str, origin: float) -> None:
+        self.cfg = cfg
+        self.run_id = run_id
+        self.origin = origin
+        self.rng = random.Random(cfg.seed)
+        self.step = cfg.start_step
+        self.t = origin
+        self.last_checkpoint = cfg.start_step
+        self.state = "running"
+        self.started_at = origin  # of the current process (changes on restart)
+        self.restarts = 0
+        self._events = sorted(
+            (origin + inc.at, inc) for inc in cfg.incidents if inc.kind in ("restart", "crash")
+        )
+        self._stalls = [
+            (origin + i.at, origin + i.at + (i.duration or 0)) for i in cfg.incidents if i.kind == "stall"
+        ]
+        self._oom = sorted((origin + i.at, i.count) for i in cfg.incidents if i.kind == "oom_kill")
+        self._next: float | None = None  # completion time of the step in flight
+        self._compute = cfg.step_time
+        self._spent: set[int] = set()  # single-step incidents already applied
+
+    # ---- the timeline ------------------------------------------------------------------------
+    def _window(self, inc: Incident, t: float) -> bool:
+        start = self.origin + inc.at
+        end = start + (inc.duration if inc.duration else 0.0)
+        if inc.kind == "throughput_drop" and inc.duration is None:
+            return t >= start
+        if inc.duration:
+            return start <= t < end
+        return start <= t  # single-step incidents: the first step at or after ``at``
+
+    def _speed(self, t: float) -> float:
+        f = 1.0
+        for inc in self.cfg.incidents:
+            if inc.kind == "throughput_drop" and self._window(inc, t):
+                f *= inc.factor
+        return f
+
+    def _compute_time(self, t: float) -> float:
+        noise = 1.0 + self.cfg.jitter * max(-3.0, min(3.0, self.rng.gauss(0.0, 1.0)))
+        return self.cfg.step_time * noise / self._speed(t)
+
+    def _pause_after(self, step: int) -> float:
+        pause = 0.0
+        if step > 0 and step % self.cfg.checkpoint_every == 0:
+            pause += self.cfg.checkpoint_pause
+        if step > 0 and step % self.cfg.eval_every == 0:
+            pause += self.cfg.eval_pause
+        return pause
+
+    def _schedule_next(self) -> float:
+        start = self.t + self._pause_after(self.step)
+        self._compute = self._compute_time(start)
+        end = start + self._compute
+        for s0, s1 in self._stalls:  # a hung collective holds the step until the stall ends
+            if s0 < end and s1 > start:
+                end = max(end, s1 + self._compute * 0.5)
+        return end
+
+    def advance(self, now: float) -> list[Sample]:
+        rows: list[Sample] = []
+        while self.state == "running":
+            if self._next is None:
+                self._next = self._schedule_next()
+            if self._events and self._events[0][0] <= min(self._next, now):
+                at, inc = self._events.pop(0)
+                self._next = None
+                if inc.kind == "crash":
+                    self.state = "crashed"
+                    break
+                self.restarts += 1
+                self.step = inc.rewind_to if inc.rewind_to is not None else self.last_checkpoint
+                self.t = at + self.cfg.restore_time
+                self.started_at = at
+                continue
+            if self._next > now:
+                break
+            self.t = self._next
+            self._next = None
+            self.step += 1
+            if self.step % self.cfg.checkpoint_every == 0:
+                self.last_checkpoint = self.step
+            rows.append(self._row())
+            if self.cfg.target_step and self.step >= self.cfg.target_step:
+                self.state = "finished"
+        return rows
+
+    def oom_kills(self, now: float) -> int:
+        return sum(count for at, count in self._oom if at <= now)
+
+    # ---- what a step logs ----------------------------------------------------------------------
+    def _row(self) -> Sample:
+        cfg, s, t = self.cfg, self.step, self.t
+        base = cfg.final_loss + (cfg.initial_loss - cfg.final_loss) / math.sqrt(1.0 + s / 150.0)
+        loss = base * (1.0 + 0.012 * self.rng.gauss(0.0, 1.0))
+        grad = 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0))
+        for i, inc in enumerate(cfg.incidents):
+            if inc.kind not in ("loss_spike", "nan") or not self._window(inc, t) or i in self._spent:
+                continue
+            if not inc.duration:
+                self._spent.add(i)
+            if inc.kind == "loss_spike":
+                loss *= 1.0 + inc.magnitude
+                grad *= 8.0
+            else:
+                loss = grad = float("nan")
+        duration = self._compute
+        tps = cfg.tokens_per_step / duration
+        metrics: dict[str, float] = {
+            "train/loss": loss,
+            "global_step": float(s),
+            "throughput/duration": duration,
+            "throughput/tokens_per_second": tps,
+            "throughput/mfu": cfg.mfu * cfg.step_time / duration,
+            "grad/norm/total": grad,
+            "optim/learning_rate": 3e-4 * min(1.0, s / 2000.0) * (0.1 + 0.9 * math.exp(-s / 200_000.0)),
+            "_runtime": t - self.started_at,
+        }
+        if s % cfg.eval_every == 0:
+            metrics["eval/loss"] = base * 1.03
+        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
+
+
+class SimSource:
+    """Source kind ``sim``. One SimRun per watch entry, kept in memory and rebuilt from its cursor."""
+
+    kind: ClassVar[str] = "sim"
+
+    def __init__(self) -> None:
+        self._runs: dict[str, SimRun] = {}
+
+    def _run_for(self, target: Target, cursor: Cursor | None, now: float) -> SimRun:
+        cfg: SimTarget = target.config
+        run_id = cfg.run or target.watch
+        sim = self._runs.get(target.watch)
+        if sim is None:
+            origin = float(cursor["origin"]) if cursor and "origin" in cursor else now
+            sim = SimRun(cfg, run_id, origin)
+            if cursor and "t" in cursor:  # resume: replay silently up to what was already read
+                sim.advance(float(cursor["t"]))
+            self._runs[target.watch] = sim
+        return sim
+
+    def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
+        cfg: SimTarget = target.config
+        run_id = cfg.run or target.watch
+        sim = self._run_for(target, cursors.get(run_id), now)
+        rows = sim.advance(now)
+        infra = Sample(
+            t=now,
+            run=run_id,
+            metrics={INFRA_METRIC: float(sim.oom_kills(now))},
+            state=sim.state,
+            source="sim",
+        )
+        labels = {"source": "sim", **dict(target.labels)}
+        info = RunInfo(
+            run=run_id,
+            source="sim",
+            display_name=run_id,
+            state=sim.state,
+            labels=labels,
+            heartbeat_at=now if sim.state == "running" else None,
+        )
+        cursor = {"origin": sim.origin, "t": now, "step": sim.step}
+        return PollResult(samples=[*rows, infra], runs=[info], cursors={run_id: cursor}, requests=0)
+
+    def close(self) -> None:
+        self._runs.clear()

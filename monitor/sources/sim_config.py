@@ -1,0 +1,56 @@
+"""Settings of the built-in simulated hero run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from monitor.durations import Duration
+
+IncidentKind = Literal["stall", "restart", "loss_spike", "nan", "throughput_drop", "oom_kill", "crash"]
+
+
+class Incident(BaseModel):
+    """Something going wrong at ``at`` after the simulated run starts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: IncidentKind
+    at: Duration
+    duration: Duration | None = Field(default=None, description="stall, loss_spike, nan, throughput_drop")
+    factor: float = Field(default=0.9, gt=0, description="throughput_drop: speed kept, e.g. 0.9 = 10% slower")
+    magnitude: float = Field(default=1.0, gt=0, description="loss_spike: relative jump, 1.0 = loss doubles")
+    count: int = Field(default=1, ge=1, description="oom_kill: kills at once")
+    rewind_to: int | None = Field(
+        default=None, ge=0, description="restart: step to resume from (default: last checkpoint)"
+    )
+
+    @model_validator(mode="after")
+    def _needs_duration(self) -> Incident:
+        if self.kind == "stall" and not self.duration:
+            raise ValueError("a stall needs a duration (how long no step completes)")
+        return self
+
+
+class SimTarget(BaseModel):
+    """A simulated run. All times are on the engine's clock, which the demo speeds up."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str | None = Field(default=None, description="run id; default: the watch name")
+    seed: int = 0
+    step_time: Duration = 10.0
+    jitter: float = Field(default=0.03, ge=0, le=0.5)
+    tokens_per_step: int = Field(default=4_194_304, gt=0)
+    mfu: float = Field(default=42.0, gt=0, le=100, description="percent")
+    initial_loss: float = Field(default=10.5, gt=0)
+    final_loss: float = Field(default=2.1, gt=0)
+    checkpoint_every: int = Field(default=500, ge=1)
+    checkpoint_pause: Duration = 60.0
+    eval_every: int = Field(default=1000, ge=1)
+    eval_pause: Duration = 45.0
+    restore_time: Duration = 300.0
+    start_step: int = Field(default=0, ge=0)
+    target_step: int | None = Field(default=None, ge=1)
+    incidents: list[Incident] = Field(default_factory=list)

@@ -1,0 +1,175 @@
+"""The tables: what herowatch needs to resume after a restart, and to show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from monitor.storage.types import EpochTime
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, float: Float}
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    watch: Mapped[str] = mapped_column(String(128))
+    source: Mapped[str] = mapped_column(String(32))
+    display_name: Mapped[str | None] = mapped_column(String(300))
+    url: Mapped[str | None] = mapped_column(Text)
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    state: Mapped[str | None] = mapped_column(String(32))
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_step_at: Mapped[float | None] = mapped_column(EpochTime)  # when last_step was first seen
+    last_seen_at: Mapped[float | None] = mapped_column(EpochTime)  # newest sample of any kind
+    last_polled_at: Mapped[float | None] = mapped_column(EpochTime)
+    source_error: Mapped[str | None] = mapped_column(Text)
+    restarts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    first_seen_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class SourceCursor(Base):
+    __tablename__ = "source_cursors"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    source: Mapped[str] = mapped_column(String(32), primary_key=True)
+    cursor: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class Alert(Base):
+    """One alert instance: from the first time its condition held until it resolved (or never fired)."""
+
+    __tablename__ = "alerts"
+    __table_args__ = (
+        Index("ix_alerts_fingerprint_state", "fingerprint", "state"),
+        Index("ix_alerts_run_id", "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    fingerprint: Mapped[str] = mapped_column(String(32))
+    rule: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(32))
+    run_id: Mapped[str] = mapped_column(String(200))
+    metric: Mapped[str | None] = mapped_column(String(200))
+    severity: Mapped[str] = mapped_column(String(16))
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    annotations: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    state: Mapped[str] = mapped_column(String(16))
+    active_at: Mapped[float] = mapped_column(EpochTime)
+    fired_at: Mapped[float | None] = mapped_column(EpochTime)
+    resolved_at: Mapped[float | None] = mapped_column(EpochTime)
+    last_true_at: Mapped[float | None] = mapped_column(EpochTime)
+    value: Mapped[float | None] = mapped_column(Float)
+    threshold: Mapped[float | None] = mapped_column(Float)
+    step: Mapped[int | None] = mapped_column(BigInteger)
+    updated_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class AlertTransition(Base):
+    """Every state change of every alert, with its reason: the incident timeline."""
+
+    __tablename__ = "alert_transitions"
+    __table_args__ = (Index("ix_alert_transitions_run_id_at", "run_id", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"), index=True)
+    run_id: Mapped[str] = mapped_column(String(200))
+    at: Mapped[float] = mapped_column(EpochTime)
+    from_state: Mapped[str] = mapped_column(String(16))
+    to_state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    value: Mapped[float | None] = mapped_column(Float)
+    step: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Notification(Base):
+    """The durable outbox: written with the transition that caused it, delivered by the dispatcher."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (
+        UniqueConstraint("idempotency_key"),
+        Index("ix_notifications_status_due", "status", "next_attempt_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    idempotency_key: Mapped[str] = mapped_column(String(200))
+    alert_id: Mapped[int | None] = mapped_column(ForeignKey("alerts.id", ondelete="SET NULL"))
+    receiver: Mapped[str] = mapped_column(String(128))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|sending|sent|failed
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[float] = mapped_column(EpochTime)
+    claimed_by: Mapped[str | None] = mapped_column(String(128))
+    claim_expires_at: Mapped[float | None] = mapped_column(EpochTime)
+    sent_at: Mapped[float | None] = mapped_column(EpochTime)
+    external_ref: Mapped[str | None] = mapped_column(String(200))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class Silence(Base):
+    __tablename__ = "silences"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    matchers: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"matchers": ["run=hero-1", ...]}
+    starts_at: Mapped[float] = mapped_column(EpochTime)
+    ends_at: Mapped[float] = mapped_column(EpochTime)
+    created_by: Mapped[str] = mapped_column(String(200))
+    comment: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class SeriesMeta(Base):
+    """Per run and metric: the current bucket width of its bounded, min/max-preserving series."""
+
+    __tablename__ = "series_meta"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)
+    axis: Mapped[str] = mapped_column(String(8), default="step")  # step | time
+    width: Mapped[float] = mapped_column(Float, default=1.0)
+    buckets: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    points: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
+class SeriesBucket(Base):
+    """One bucket: every point with x in [x0, x0 + width) folded into min, max, sum, count and last."""
+
+    __tablename__ = "series_buckets"
+
+    run_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)
+    x0: Mapped[float] = mapped_column(Float, primary_key=True)
+    min: Mapped[float | None] = mapped_column(Float)
+    max: Mapped[float | None] = mapped_column(Float)
+    sum: Mapped[float] = mapped_column(Float, default=0.0)
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    nonfinite: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last: Mapped[float | None] = mapped_column(Float)
+    t_last: Mapped[float | None] = mapped_column(EpochTime)
