@@ -18,6 +18,9 @@ class Target:
     watch: str
     config: Any
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Runs this watch already knows (found by another source of the same watch, or earlier polls),
+    # with their labels: a Prometheus target substitutes them into its queries.
+    known_runs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass

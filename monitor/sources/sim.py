@@ -153,7 +153,7 @@ class SimSource:
 
     kind: ClassVar[str] = "sim"
 
-    def __init__(self) -> None:
+    def __init__(self, settings: object | None = None) -> None:
         self._runs: dict[str, SimRun] = {}
 
     def _run_for(self, target: Target, cursor: Cursor | None, now: float) -> SimRun:
