@@ -1,0 +1,241 @@
+"""The `herowatch` command."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+
+import typer
+
+from monitor import __version__, cli_rules
+from monitor.cli_rules import rules_app
+from monitor.config.errors import ConfigError
+
+app = typer.Typer(
+    name="herowatch",
+    help="herowatch watches long GPU training runs (W&B, Prometheus) and pages on-call when one is in "
+    "trouble: stalled steps, loss spikes, NaNs, throughput drops, OOM kills, restart loops.\n\n"
+    "Start with `herowatch demo` (no account needed), then write a watch config "
+    "(`herowatch example-config > herowatch.yaml`), check it with `herowatch check-config`, "
+    "and run it with `herowatch serve --config`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(
+    help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
+)
+app.add_typer(db_app, name="db")
+app.add_typer(rules_app, name="rules")
+if hasattr(cli_rules, "replay_command"):
+    app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
+        cli_rules.replay_command
+    )
+
+log = logging.getLogger("herowatch")
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+    )
+    for noisy in ("apscheduler", "httpx", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    return typer.Exit(code)
+
+
+def _settings(database_url: str | None = None, listen: str | None = None):  # noqa: ANN202
+    from pydantic import ValidationError
+
+    from monitor.settings import Settings
+
+    overrides = {k: v for k, v in {"database_url": database_url, "listen": listen}.items() if v}
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise _fail(f"bad environment settings: {exc}") from None
+
+
+def _load(config: Path):  # noqa: ANN202
+    from monitor.config.loader import load_config
+    from monitor.service import build_rules, check_matchers
+
+    cfg = load_config(config)
+    rules = build_rules(cfg, config.parent, str(config))
+    check_matchers(cfg, str(config))
+    return cfg, rules
+
+
+@app.command("check-config")
+def check_config(config: Path = typer.Argument(..., help="the watch config file (YAML)")) -> None:
+    """Validate a watch config and its rule files without starting anything.
+
+    Exit 0 when valid; exit 2 with every problem as FILE:LINE: FIELD: MESSAGE otherwise.
+    """
+    try:
+        cfg, rules = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    typer.echo(
+        f"{config}: OK: {len(cfg.watch)} watch entr{'y' if len(cfg.watch) == 1 else 'ies'}, "
+        f"{len(rules.rules)} rules, {len(cfg.receivers)} receiver(s)"
+    )
+    for w in cfg.watch:
+        typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
+
+
+@app.command("example-config")
+def example_config() -> None:
+    """Print a commented example watch config to start from."""
+    typer.echo(
+        resources.files("monitor.config").joinpath("example.yaml").read_text(encoding="utf-8"), nl=False
+    )
+
+
+def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
+    import uvicorn
+
+    from monitor.api.app import create_app
+
+    api = create_app(service.sessions, on_start=service.start, on_stop=service.stop)
+    typer.echo(
+        f"herowatch {__version__}: API and dashboard on http://{host}:{port}  (Ctrl-C stops)", err=True
+    )
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def serve(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    listen: str = typer.Option(
+        None, help="host:port to serve on [env HEROWATCH_LISTEN, default 127.0.0.1:8080]"
+    ),
+    database_url: str = typer.Option(
+        None,
+        "--database-url",
+        help="SQLAlchemy URL [env HEROWATCH_DATABASE_URL, default an SQLite file in the user's data folder]",
+    ),
+    log_level: str = typer.Option("INFO", help="DEBUG, INFO, WARNING or ERROR"),
+) -> None:
+    """Watch the runs of a config: poll, evaluate rules, send alerts, serve the API.
+
+    SQLite databases are migrated at start; a PostgreSQL database must be migrated first with
+    `herowatch db upgrade`.
+    """
+    from alerts.clock import SystemClock
+    from monitor.service import SchemaNotReady, build_service
+
+    _logging(log_level)
+    settings = _settings(database_url, listen)
+    try:
+        cfg, _ = _load(config)
+        service = build_service(cfg, settings, SystemClock(), base_dir=config.parent, config_path=str(config))
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    except SchemaNotReady as exc:
+        raise _fail(str(exc)) from None
+    _serve(service, settings, settings.host, settings.port)
+
+
+@app.command()
+def demo(
+    port: int = typer.Option(8080, help="port to serve the API and dashboard on"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on"),
+    speed: float = typer.Option(30.0, min=1.0, help="how much faster than real time the simulated runs go"),
+    database_url: str = typer.Option(
+        None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
+    ),
+) -> None:
+    """Run herowatch on two simulated hero runs, one of which stalls. No account or network needed.
+
+    At the default 30x speed the stall alert prints here within about a minute and resolves about a
+    minute later; watch http://127.0.0.1:8080/api/alerts meanwhile.
+    """
+    from alerts.clock import ScaledClock
+    from monitor.config.loader import parse_config
+    from monitor.service import build_service
+    from monitor.settings import data_dir
+
+    _logging("WARNING")
+    if database_url is None:
+        db_file = data_dir() / "demo.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+        database_url = f"sqlite:///{db_file}"
+    settings = _settings(database_url)
+    text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
+    cfg = parse_config(text, "<demo config>")
+    service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    typer.echo(
+        f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
+        f"minutes in. Alerts print below and show at http://{host}:{port}/api/alerts",
+        err=True,
+    )
+    _serve(service, settings, host, port)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: str = typer.Option("head", help="target revision"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Bring the database schema up to date (run before starting a new version on PostgreSQL)."""
+    from monitor.storage import migrate
+
+    settings = _settings(database_url)
+    try:
+        migrate.upgrade(settings.database_url, revision)
+    except Exception as exc:
+        raise _fail(f"upgrade of {settings.redacted_database_url()} failed: {exc}", 1) from None
+    typer.echo(f"{settings.redacted_database_url()}: at revision {revision}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: str = typer.Argument(..., help="target revision, e.g. -1 or base"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Step the schema back (for rolling back a release)."""
+    from monitor.storage import migrate
+
+    settings = _settings(database_url)
+    migrate.downgrade(settings.database_url, revision)
+    typer.echo(f"{settings.redacted_database_url()}: downgraded to {revision}")
+
+
+@db_app.command("current")
+def db_current(
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Show the database's schema revision and the newest one this version knows."""
+    from monitor.storage import migrate
+    from monitor.storage.db import make_engine
+
+    settings = _settings(database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        typer.echo(f"current: {migrate.current_revision(engine)}  head: {migrate.head_revision()}")
+    finally:
+        engine.dispose()
+
+
+@app.command()
+def version() -> None:
+    """Print herowatch's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""The poll-evaluate-persist cycle: sources -> samples -> rules -> lifecycle -> outbox, one watch at a time.
+
+Everything a cycle changes (runs, cursors, chart series, alert transitions and the notifications they
+cause) is written in one transaction. Time comes from the injected clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from alerts.clock import Clock
+from alerts.lifecycle import advance
+from alerts.model import AlertState
+from alerts.routing import Route, receivers_for
+from monitor import source_health
+from monitor.config.schema import Watch
+from monitor.evaluator import AlertEvent, Evaluator
+from monitor.rules.loader import RuleSet
+from monitor.samples import RunInfo, Sample
+from monitor.sources.base import PollResult, Source, Target
+from monitor.storage import alerts_repo, runs_repo
+from monitor.storage.models import Run
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleReport:
+    watch: str
+    samples: int = 0
+    runs: int = 0
+    events: list[AlertEvent] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(
+        self,
+        watches: list[Watch],
+        sources: Mapping[str, Source],
+        rules: RuleSet,
+        route: Route,
+        sessions: sessionmaker[Session],
+        clock: Clock,
+    ) -> None:
+        self.watches = {w.name: w for w in watches}
+        self.sources = sources
+        self.rules = rules
+        self.route = route
+        self.sessions = sessions
+        self.clock = clock
+        self._run_watch: dict[str, str] = {}
+        self._run_labels: dict[str, dict[str, str]] = {}
+        self.evaluator = Evaluator(self._rules_for_run, lambda run: self._run_labels.get(run, {}))
+        self._alert_ids: dict[str, int] = {}  # fingerprint -> id of its active instance
+        self._lock = threading.Lock()
+        self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
+        self.last_error: dict[str, str | None] = {}
+
+    # ---- wiring ---------------------------------------------------------------------------------
+    def _rules_for_run(self, run: str):  # noqa: ANN202
+        watch = self.watches.get(self._run_watch.get(run, ""))
+        if watch is None:
+            return self.rules.for_run()
+        return self.rules.for_run(watch.rules.overrides, watch.rules.disabled)
+
+    def resume(self) -> None:
+        """After a restart: active alerts keep their state (no second notification), detectors are primed
+        with what the database knows of each run."""
+        with self.sessions() as s:
+            for row in alerts_repo.load_active(s):
+                self.evaluator.active[row.fingerprint] = alerts_repo.status_of(row)
+                self._alert_ids[row.fingerprint] = row.id
+            for run in runs_repo.list_runs(s):
+                if run.watch not in self.watches:
+                    continue
+                self._remember(run)
+                if run.last_step is not None and run.last_step_at is not None:
+                    self.evaluator.observe(
+                        Sample(t=run.last_step_at, run=run.id, step=run.last_step, state=run.state)
+                    )
+        log.info("resumed: %d active alerts", len(self._alert_ids))
+
+    def _remember(self, run: Run) -> None:
+        self._run_watch[run.id] = run.watch
+        self._run_labels[run.id] = {
+            **self.watches[run.watch].labels,
+            **{k: str(v) for k, v in (run.labels or {}).items()},
+        }
+
+    # ---- one cycle ------------------------------------------------------------------------------
+    def poll(self, watch_name: str) -> CycleReport:
+        watch = self.watches[watch_name]
+        report = CycleReport(watch_name)
+        results: dict[str, PollResult] = {}
+        with self.sessions() as s:
+            known = {
+                r.id: dict(r.labels or {}) for r in s.scalars(select(Run).where(Run.watch == watch_name))
+            }
+            cursors = {kind: runs_repo.cursors_for(s, kind, known or None) for kind in watch.targets()}
+        for kind, cfg in watch.targets().items():
+            target = Target(watch_name, cfg, watch.labels, known)
+            try:
+                results[kind] = self.sources[kind].poll(target, cursors[kind], self.clock.time())
+            except Exception as exc:  # a source bug is an outage of that source, not of herowatch
+                log.exception("source %s raised while polling %s", kind, watch_name)
+                results[kind] = PollResult(error=f"{type(exc).__name__}: {exc}")
+            for info in results[kind].runs:
+                known.setdefault(info.run, dict(info.labels))
+        now = self.clock.time()
+        with self._lock, self.sessions.begin() as s:
+            self._persist(s, watch, results, known, now, report)
+        return report
+
+    def _persist(
+        self,
+        s: Session,
+        watch: Watch,
+        results: Mapping[str, PollResult],
+        known: Mapping[str, dict],
+        now: float,
+        report: CycleReport,
+    ) -> None:
+        samples_by_run: dict[str, list[Sample]] = defaultdict(list)
+        for kind, res in results.items():
+            for info in res.runs:
+                runs_repo.upsert_run(s, info, watch.name, now)
+            for sample in res.samples:
+                samples_by_run[sample.run].append(sample)
+            if res.error:
+                report.errors[kind] = res.error
+                self.last_error[kind] = res.error
+            else:
+                self.last_poll_ok[kind] = now
+                self.last_error[kind] = None
+        s.flush()
+        run_ids = set(known) | set(samples_by_run) | {r for res in results.values() for r in res.cursors}
+        for run_id in sorted(run_ids):
+            run = s.get(Run, run_id)
+            if run is None:  # samples for a run no source described: record it minimally
+                info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
+                run = runs_repo.upsert_run(s, info, watch.name, now)
+                s.flush()
+            self._remember(run)
+            run.last_polled_at = now
+            samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
+            runs_repo.record_samples(s, run, samples)
+            report.samples += len(samples)
+            for sample in samples:
+                self.evaluator.observe(sample)
+            run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
+            events = self._source_health(run_id, report.errors, results, now)
+            if not report.errors:  # an unreadable source freezes the data rules: no false stall
+                events += self.evaluator.evaluate(run_id, now)
+            for event in events:
+                self._record(s, event, now)
+            report.events.extend(events)
+        for kind, res in results.items():
+            if not res.error:
+                runs_repo.save_cursors(s, kind, res.cursors, now)
+        report.runs = len(run_ids)
+
+    def _source_health(
+        self, run: str, errors: Mapping[str, str], results: Mapping[str, PollResult], now: float
+    ) -> list[AlertEvent]:
+        events = []
+        for kind in results:
+            rule = source_health.source_rule(kind)
+            finding = source_health.finding(errors.get(kind))
+            key = self.evaluator.key(rule, run, finding)
+            status, tr = advance(self.evaluator.active.get(key.fingerprint), finding, now, rule.for_)
+            if status is not None and status.state.active:
+                self.evaluator.active[key.fingerprint] = status
+            else:
+                self.evaluator.active.pop(key.fingerprint, None)
+            if tr is not None:
+                events.append(AlertEvent(key, tr, status, finding, Evaluator.annotations(rule, run, finding)))
+        return events
+
+    def _record(self, s: Session, event: AlertEvent, now: float) -> None:
+        fp = event.key.fingerprint
+        row = alerts_repo.record_event(s, event, self._alert_ids.get(fp), now)
+        if event.transition.to_state.active:
+            self._alert_ids[fp] = row.id
+        else:
+            self._alert_ids.pop(fp, None)
+        to = event.transition.to_state
+        if to in (AlertState.FIRING, AlertState.RESOLVED):
+            receivers = [r.receiver for r in receivers_for(self.route, row.labels)]
+            alerts_repo.enqueue(s, row, to.value, receivers, now)
+        log.info(
+            "alert %s %s -> %s for %s: %s",
+            event.key.rule.name,
+            event.transition.from_state.value,
+            to.value,
+            event.key.run,
+            event.transition.reason,
+        )

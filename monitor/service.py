@@ -1,0 +1,160 @@
+"""The composition root: builds sources, rules, engine, outbox dispatcher, scheduler and API from
+config + settings + clock, and nothing else does."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Engine as DbEngine
+from sqlalchemy.orm import Session, sessionmaker
+
+from alerts.clock import Clock
+from alerts.notifiers import make_notifier
+from alerts.outbox import Dispatcher
+from alerts.routing import Matcher, Route
+from monitor.config.errors import ConfigError, Problem
+from monitor.config.schema import RouteConfig, WatchConfig
+from monitor.engine import Engine
+from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
+from monitor.scheduling import add_interval_job, make_scheduler
+from monitor.settings import Settings
+from monitor.sources.base import Source
+from monitor.sources.registry import make_source
+from monitor.storage import migrate
+from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker
+from monitor.storage.outbox_store import SqlOutboxStore
+
+log = logging.getLogger(__name__)
+
+
+def build_route(cfg: RouteConfig) -> Route:
+    return Route(
+        receiver=cfg.receiver,
+        matchers=tuple(Matcher.parse(m) for m in cfg.matchers),
+        group_by=tuple(cfg.group_by),
+        continue_=cfg.continue_,
+        routes=tuple(build_route(c) for c in cfg.routes),
+    )
+
+
+def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
+    """Packs, then rule files; global overrides applied; every watch's overrides checked now."""
+    specs = []
+    for pack in cfg.rules.packs:
+        specs.extend(load_pack(pack))
+    for f in cfg.rules.files:
+        specs.extend(load_rule_file(base_dir / f))
+    rules = RuleSet(tuple(specs))
+    problems = check_overrides(rules, cfg.rules.overrides, "rules.overrides")
+    if problems:
+        raise ConfigError(config_path, problems)
+    rules = RuleSet(tuple(rules.for_run(cfg.rules.overrides, cfg.rules.disabled)))
+    problems = []
+    for i, w in enumerate(cfg.watch):
+        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
+    for bad in {*cfg.rules.disabled} - {r.name for r in specs}:
+        problems.append(Problem(None, "rules.disabled", f"no rule named {bad!r}"))
+    if problems:
+        raise ConfigError(config_path, problems)
+    return rules
+
+
+def check_matchers(cfg: WatchConfig, config_path: str) -> None:
+    try:
+        build_route(cfg.route)
+    except ValueError as exc:
+        raise ConfigError(config_path, [Problem(None, "route.matchers", str(exc))]) from None
+
+
+@dataclass
+class Service:
+    config: WatchConfig
+    settings: Settings
+    clock: Clock
+    db: DbEngine
+    sessions: sessionmaker[Session]
+    engine: Engine
+    dispatcher: Dispatcher
+    outbox: SqlOutboxStore
+    speed: float = 1.0
+    sources: dict[str, Source] = field(default_factory=dict)
+    started_at: float | None = None
+
+    def start(self) -> None:
+        self.started_at = self.clock.time()
+        self.engine.resume()
+        self.scheduler = make_scheduler()
+        for w in self.config.watch:
+            real = w.poll_interval / self.speed
+            add_interval_job(
+                self.scheduler,
+                f"poll:{w.name}",
+                lambda n=w.name: self.engine.poll(n),
+                real,
+                jitter=min(real * 0.1, 5.0),
+            )
+        add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
+        self.scheduler.start()
+        log.info(
+            "herowatch started: %d watches, database %s",
+            len(self.config.watch),
+            self.settings.redacted_database_url(),
+        )
+
+    def stop(self) -> None:
+        sched = getattr(self, "scheduler", None)
+        if sched is not None and sched.running:
+            sched.shutdown(wait=True)
+        for src in self.sources.values():
+            src.close()
+        self.db.dispose()
+
+
+class SchemaNotReady(RuntimeError):
+    pass
+
+
+def prepare_database(settings: Settings, auto_migrate: bool | None = None) -> DbEngine:
+    """An engine on a database at the current schema. The embedded SQLite default migrates itself;
+    a shared database (PostgreSQL) is migrated explicitly with ``herowatch db upgrade``."""
+    url = settings.database_url
+    if auto_migrate is None:
+        auto_migrate = is_sqlite(url)
+    if auto_migrate:
+        migrate.upgrade(url)
+    db = make_engine(url)
+    if not migrate.is_up_to_date(db):
+        db.dispose()
+        raise SchemaNotReady(
+            f"the database {settings.redacted_database_url()} is not at the current schema "
+            f"(head {migrate.head_revision()}); run `herowatch db upgrade` first"
+        )
+    return db
+
+
+def build_service(
+    cfg: WatchConfig,
+    settings: Settings,
+    clock: Clock,
+    *,
+    base_dir: Path = Path("."),
+    config_path: str = "<config>",
+    speed: float = 1.0,
+    auto_migrate: bool | None = None,
+) -> Service:
+    rules = build_rules(cfg, base_dir, config_path)
+    check_matchers(cfg, config_path)
+    db = prepare_database(settings, auto_migrate)
+    sessions = make_sessionmaker(db)
+    kinds = {k for w in cfg.watch for k in w.targets()}
+    sources = {k: make_source(k, settings) for k in sorted(kinds)}
+    engine = Engine(cfg.watch, sources, rules, build_route(cfg.route), sessions, clock)
+    notifiers = {r.name: make_notifier(r.kind, r.model_dump(exclude={"name", "kind"})) for r in cfg.receivers}
+    outbox = SqlOutboxStore(sessions)
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
+    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources)

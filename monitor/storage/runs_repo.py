@@ -1,0 +1,76 @@
+"""Runs and source cursors: what the engine writes after each poll, and reads to resume."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.samples import RunInfo, Sample
+from monitor.storage.models import Run, SourceCursor
+from monitor.storage.series import Point, ingest
+
+
+def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
+    run = session.get(Run, info.run)
+    if run is None:
+        run = Run(id=info.run, watch=watch, source=info.source, first_seen_at=now, labels={}, restarts=0)
+        session.add(run)
+    run.watch = watch
+    if info.display_name:
+        run.display_name = info.display_name
+    if info.url:
+        run.url = info.url
+    if info.state:
+        run.state = info.state
+    if info.labels:
+        run.labels = {**(run.labels or {}), **dict(info.labels)}
+    return run
+
+
+def cursors_for(
+    session: Session, source: str, run_ids: Iterable[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    q = select(SourceCursor).where(SourceCursor.source == source)
+    if run_ids is not None:
+        q = q.where(SourceCursor.run_id.in_(list(run_ids)))
+    return {c.run_id: dict(c.cursor or {}) for c in session.scalars(q)}
+
+
+def save_cursors(session: Session, source: str, cursors: Mapping[str, Mapping[str, Any]], now: float) -> None:
+    for run_id, cursor in cursors.items():
+        row = session.get(SourceCursor, (run_id, source))
+        if row is None:
+            session.add(SourceCursor(run_id=run_id, source=source, cursor=dict(cursor), updated_at=now))
+        else:
+            row.cursor, row.updated_at = dict(cursor), now
+
+
+def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> None:
+    """Fold samples into the run's summary (step, state, last seen, restarts) and its chart series."""
+    by_metric: dict[tuple[str, str], list[Point]] = {}
+    for s in samples:
+        if run.last_seen_at is None or s.t > run.last_seen_at:
+            run.last_seen_at = s.t
+        if s.state:
+            run.state = s.state
+        if s.step is not None:
+            if run.last_step is not None and s.step < run.last_step:
+                run.restarts = (run.restarts or 0) + 1
+                run.last_step, run.last_step_at = s.step, s.t
+            elif run.last_step is None or s.step > run.last_step:
+                run.last_step, run.last_step_at = s.step, s.t
+        axis = "step" if s.step is not None else "time"
+        x = float(s.step) if s.step is not None else s.t
+        for name, value in s.metrics.items():
+            if name.startswith("_"):
+                continue
+            by_metric.setdefault((name, axis), []).append(Point(x, float(value), s.t))
+    for (name, axis), points in by_metric.items():
+        ingest(session, run.id, name, points, axis)
+
+
+def list_runs(session: Session) -> list[Run]:
+    return list(session.scalars(select(Run).order_by(Run.id)))

@@ -1,0 +1,181 @@
+"""Bounded chart series: each (run, metric) keeps at most ``max_buckets`` buckets, whatever the run's length.
+
+Points fold into buckets of ``width`` x-units (steps, or seconds for step-less metrics). When a series
+outgrows its budget the width doubles and neighbouring buckets merge. Each bucket keeps min and max,
+so a one-step spike stays visible however far the series is compacted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from monitor.storage.models import SeriesBucket, SeriesMeta
+
+MAX_BUCKETS = 512
+TIME_WIDTH = 15.0  # seconds: the first bucket width of a step-less (time axis) series
+
+
+@dataclass
+class Point:
+    x: float
+    value: float
+    t: float
+
+
+def _fold(b: SeriesBucket, p: Point) -> None:
+    if math.isfinite(p.value):
+        b.min = p.value if b.min is None else min(b.min, p.value)
+        b.max = p.value if b.max is None else max(b.max, p.value)
+        b.sum = (b.sum or 0.0) + p.value
+        b.count = (b.count or 0) + 1
+    else:
+        b.nonfinite = (b.nonfinite or 0) + 1
+    if b.t_last is None or p.t >= b.t_last:
+        b.last, b.t_last = (p.value if math.isfinite(p.value) else None), p.t
+
+
+def ingest(
+    session: Session,
+    run_id: str,
+    metric: str,
+    points: Iterable[Point],
+    axis: str,
+    max_buckets: int = MAX_BUCKETS,
+) -> None:
+    points = list(points)
+    if not points:
+        return
+    meta = session.get(SeriesMeta, (run_id, metric))
+    if meta is None:
+        meta = SeriesMeta(
+            run_id=run_id,
+            metric=metric,
+            axis=axis,
+            width=1.0 if axis == "step" else TIME_WIDTH,
+            buckets=0,
+            points=0,
+        )
+        session.add(meta)
+    width = meta.width
+    groups: dict[float, list[Point]] = defaultdict(list)
+    for p in points:
+        groups[math.floor(p.x / width) * width].append(p)
+    existing = {
+        b.x0: b
+        for b in session.scalars(
+            select(SeriesBucket).where(
+                SeriesBucket.run_id == run_id,
+                SeriesBucket.metric == metric,
+                SeriesBucket.x0.in_(list(groups)),
+            )
+        )
+    }
+    for x0, pts in groups.items():
+        b = existing.get(x0)
+        if b is None:
+            b = SeriesBucket(run_id=run_id, metric=metric, x0=x0, sum=0.0, count=0, nonfinite=0)
+            session.add(b)
+            meta.buckets += 1
+        for p in pts:
+            _fold(b, p)
+    meta.points += len(points)
+    if meta.buckets > max_buckets:
+        session.flush()
+        _compact(session, meta, max_buckets)
+
+
+def _compact(session: Session, meta: SeriesMeta, max_buckets: int) -> None:
+    rows = list(
+        session.scalars(
+            select(SeriesBucket).where(SeriesBucket.run_id == meta.run_id, SeriesBucket.metric == meta.metric)
+        )
+    )
+    width = meta.width
+    while True:
+        width *= 2
+        if len({math.floor(b.x0 / width) for b in rows}) <= max_buckets // 2 or width > 2**60:
+            break
+    merged: dict[float, SeriesBucket] = {}
+    for b in sorted(rows, key=lambda r: r.x0):
+        x0 = math.floor(b.x0 / width) * width
+        m = merged.get(x0)
+        if m is None:
+            merged[x0] = SeriesBucket(
+                run_id=b.run_id,
+                metric=b.metric,
+                x0=x0,
+                min=b.min,
+                max=b.max,
+                sum=b.sum,
+                count=b.count,
+                nonfinite=b.nonfinite,
+                last=b.last,
+                t_last=b.t_last,
+            )
+            continue
+        m.min = b.min if m.min is None else (m.min if b.min is None else min(m.min, b.min))
+        m.max = b.max if m.max is None else (m.max if b.max is None else max(m.max, b.max))
+        m.sum += b.sum
+        m.count += b.count
+        m.nonfinite += b.nonfinite
+        if b.t_last is not None and (m.t_last is None or b.t_last >= m.t_last):
+            m.last, m.t_last = b.last, b.t_last
+    for b in rows:
+        session.expunge(b)
+    session.execute(
+        delete(SeriesBucket).where(SeriesBucket.run_id == meta.run_id, SeriesBucket.metric == meta.metric),
+        execution_options={"synchronize_session": False},
+    )
+    session.add_all(merged.values())
+    meta.width = width
+    meta.buckets = len(merged)
+
+
+@dataclass(frozen=True)
+class BucketView:
+    x0: float
+    x1: float
+    min: float | None
+    max: float | None
+    mean: float | None
+    last: float | None
+    count: int
+    nonfinite: int
+
+
+def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[BucketView]]:
+    meta = session.get(SeriesMeta, (run_id, metric))
+    if meta is None:
+        return "step", []
+    rows = session.scalars(
+        select(SeriesBucket)
+        .where(SeriesBucket.run_id == run_id, SeriesBucket.metric == metric)
+        .order_by(SeriesBucket.x0)
+    )
+    return meta.axis, [
+        BucketView(
+            b.x0,
+            b.x0 + meta.width,
+            b.min,
+            b.max,
+            (b.sum / b.count) if b.count else None,
+            b.last,
+            b.count,
+            b.nonfinite,
+        )
+        for b in rows
+    ]
+
+
+def metrics_of(session: Session, run_id: str) -> list[str]:
+    return list(
+        session.scalars(
+            select(SeriesMeta.metric).where(SeriesMeta.run_id == run_id).order_by(SeriesMeta.metric)
+        )
+    )
