@@ -66,11 +66,17 @@ def _settings(database_url: str | None = None, listen: str | None = None):  # no
 
 def _load(config: Path):  # noqa: ANN202
     from monitor.config.loader import load_config
+    from monitor.config.yamlpos import add_lines
     from monitor.service import build_rules, check_matchers
 
     cfg = load_config(config)
-    rules = build_rules(cfg, config.parent, str(config))
-    check_matchers(cfg, str(config))
+    try:
+        rules = build_rules(cfg, config.parent, str(config))
+        check_matchers(cfg, str(config))
+    except ConfigError as exc:
+        if exc.path != str(config):
+            raise
+        raise add_lines(exc, config.read_text(encoding="utf-8")) from None
     return cfg, rules
 
 

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     )
     api_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HEROWATCH_API_TOKEN"))
 
+    def __repr_args__(self):  # noqa: ANN204 - the database URL may hold a password: never show it
+        for key, value in super().__repr_args__():
+            yield key, (redact_url(value) if key == "database_url" and isinstance(value, str) else value)
+
     @property
     def host(self) -> str:
         return self.listen.rsplit(":", 1)[0] or "127.0.0.1"

@@ -101,3 +101,24 @@ def validate_yaml(model: type[BaseModel], text: str, path: str, context: dict | 
         return model.model_validate(data, context=context)
     except ValidationError as exc:
         raise ConfigError(path, problems_from(exc, positions)) from None
+
+
+def parse_loc(field: str) -> Path_:
+    """``watch[0].rules.overrides`` -> ('watch', 0, 'rules', 'overrides')."""
+    import re
+
+    out: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        out.append(int(index) if index else name)
+    return tuple(out)
+
+
+def add_lines(exc: ConfigError, text: str) -> ConfigError:
+    """Fill in the line of problems found after parsing (cross-field checks) from the file's text."""
+    try:
+        _, positions = load_with_positions(text, exc.path)
+    except ConfigError:
+        return exc
+    problems = [p if p.line else Problem(line_for(parse_loc(p.field), positions), p.field, p.message)
+                for p in exc.problems]
+    return ConfigError(exc.path, problems)

@@ -1,0 +1,48 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from alerts.clock import Clock
+from alerts.notifiers.console import ConsoleNotifier
+from monitor.config.loader import parse_config
+from monitor.service import Service, build_service
+from monitor.settings import Settings
+
+STALL_CONFIG = """
+watch:
+  - name: hero-a
+    poll_interval: 60s
+    labels: {team: pretrain}
+    sim:
+      seed: 3
+      step_time: 10s
+      checkpoint_every: 50
+      checkpoint_pause: 60s
+      incidents:
+        - {kind: stall, at: 10m, duration: 30m}
+  - name: hero-b
+    poll_interval: 60s
+    sim: {seed: 4, step_time: 12s}
+"""
+
+
+def make_service(db_url: str, clock: Clock, text: str = STALL_CONFIG) -> tuple[Service, io.StringIO]:
+    cfg = parse_config(text, "test.yaml")
+    service = build_service(cfg, Settings(database_url=db_url), clock, base_dir=Path("."), auto_migrate=True)
+    out = io.StringIO()
+    service.dispatcher.notifiers = {"console": ConsoleNotifier(stream=out)}
+    return service, out
+
+
+def tick(service: Service, clock, seconds: float, every: float = 60.0) -> None:
+    """Advance the clock by ``seconds`` in poll-interval steps, polling every watch and delivering."""
+    done = 0.0
+    while done < seconds:
+        clock.advance(every)
+        done += every
+        for name in service.engine.watches:
+            service.engine.poll(name)
+        service.dispatcher.run_once()

@@ -1,0 +1,91 @@
+"""Bad config files get file, line and field, and exit code 2 (check-config and serve alike)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from monitor.cli import app
+from monitor.config import ConfigError, parse_config
+from tests.conftest import REPO
+
+runner = CliRunner()
+
+BAD_TYPE = """\
+watch:
+  - name: hero-a
+    sim:
+      step_time: 10s
+  - name: hero-b
+    poll_interval: often
+    sim: {}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "hw.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_check_config_names_file_line_and_field(tmp_path):
+    cfg = write(tmp_path, BAD_TYPE)
+    result = runner.invoke(app, ["check-config", str(cfg)])
+    assert result.exit_code == 2
+    assert f"{cfg}:6: watch[1].poll_interval: 'often' is not a duration" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_serve_refuses_a_bad_config_the_same_way(tmp_path):
+    cfg = write(tmp_path, BAD_TYPE)
+    proc = subprocess.run([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 2
+    assert f"{cfg}:6: watch[1].poll_interval" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("watch:\n  - name: a\n    sim:\n      step_tme: 3\n", ":4: watch[0].sim.step_tme: unknown field"),
+    ("watch:\n  - name: a\n    sim:\n      incidents:\n        - {kind: meteor, at: 1h}\n",
+     ":5: watch[0].sim.incidents[0].kind"),
+    ("watch:\n  - name: a\n", ":2: watch[0]: say which source to watch"),
+    ("watch: [\n", ":2: not valid YAML"),
+    ("route:\n  receiver: pager\n", "route.receiver 'pager' is not a receiver"),
+    ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers: bad regex"),
+    ("watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n        progress_stalled: {floor: soon}\n",
+     ":6: watch[0].rules.overrides.progress_stalled.floor"),
+    ("watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n        no_such_rule: {x: 1}\n",
+     ":6: watch[0].rules.overrides.no_such_rule: no rule named 'no_such_rule'"),
+])
+def test_each_kind_of_mistake_is_pointed_at(tmp_path, text, where):
+    cfg = write(tmp_path, text)
+    result = runner.invoke(app, ["check-config", str(cfg)])
+    assert result.exit_code == 2, result.output
+    assert where in result.output
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    result = runner.invoke(app, ["check-config", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2 and "file not found" in result.output
+
+
+def test_the_shipped_example_and_demo_configs_are_valid(tmp_path):
+    out = runner.invoke(app, ["example-config"]).output
+    cfg = write(tmp_path, out)
+    result = runner.invoke(app, ["check-config", str(cfg)])
+    assert result.exit_code == 0, result.output
+    assert "hero-70b: sim every 30s" in result.output
+    demo = (REPO / "monitor" / "config" / "demo.yaml").read_text()
+    assert [w.name for w in parse_config(demo).watch] == ["hero-demo-7b", "hero-demo-healthy"]
+
+
+def test_durations_read_like_people_write_them():
+    cfg = parse_config("watch:\n  - name: a\n    poll_interval: 1h30m\n    sim: {restore_time: 90}\n")
+    assert cfg.watch[0].poll_interval == 5400 and cfg.watch[0].sim.restore_time == 90
+    with pytest.raises(ConfigError):
+        parse_config("watch:\n  - name: a\n    poll_interval: 0.5\n    sim: {}\n")

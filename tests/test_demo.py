@@ -1,0 +1,54 @@
+"""`herowatch demo` as a newcomer runs it: a real process, real HTTP, the stall alert printed and resolved."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from tests.conftest import REPO
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url: str):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
+    port = free_port()
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path)}
+    # 90x instead of the default 30x keeps the test short; the timeline is the same in simulated time.
+    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "demo", "--port", str(port), "--speed", "90"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen = set()
+        while time.monotonic() < deadline and "resolved" not in seen:
+            try:
+                for a in get(f"http://127.0.0.1:{port}/api/alerts"):
+                    if a["rule"] == "progress_stalled" and a["run"] == "hero-demo-7b":
+                        seen.add(a["state"])
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert "resolved" in seen, f"the stall alert did not resolve within 2 minutes: {seen}"
+        runs = {r["id"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
+        assert runs["hero-demo-healthy"]["health"] == "ok"
+        assert (tmp_path / "herowatch" / "demo.db").exists(), "the demo keeps its data in the data folder"
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert "FIRING CRITICAL progress_stalled run=hero-demo-7b" in out, err
+    assert "RESOLVED CRITICAL progress_stalled run=hero-demo-7b" in out
+    assert "hero-demo-healthy" not in out, "the healthy run raised nothing"
+    assert "Traceback" not in err

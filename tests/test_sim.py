@@ -1,0 +1,91 @@
+"""The simulated hero run: realistic when healthy, and each incident does what it says."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from monitor.sources.base import Target
+from monitor.sources.sim import SimRun, SimSource
+from monitor.sources.sim_config import SimTarget
+
+HOUR = 3600.0
+
+
+def sim(**kw) -> SimRun:
+    return SimRun(SimTarget(**kw), "r", origin=0.0)
+
+
+def gaps(rows):
+    return [b.t - a.t for a, b in zip(rows, rows[1:], strict=False)]
+
+
+def test_a_healthy_run_steps_steadily_and_its_loss_falls():
+    rows = sim(step_time=10, checkpoint_every=100, checkpoint_pause=60, eval_every=300, eval_pause=30).advance(
+        4 * HOUR)
+    assert 1300 < len(rows) < 1440
+    assert [r.step for r in rows] == list(range(1, len(rows) + 1))
+    g = gaps(rows)
+    assert 9.5 < statistics.median(g) < 10.5
+    assert max(g) > 60, "checkpoint saves pause the run"
+    first, last = rows[0].metrics["train/loss"], rows[-1].metrics["train/loss"]
+    assert last < first * 0.6
+    assert all(math.isfinite(r.metrics["train/loss"]) for r in rows)
+    assert any("eval/loss" in r.metrics for r in rows)
+    tps = [r.metrics["throughput/tokens_per_second"] for r in rows]
+    assert statistics.pstdev(tps) / statistics.mean(tps) < 0.1
+
+
+def test_the_same_seed_gives_the_same_run_and_resuming_in_pieces_changes_nothing():
+    whole = sim(seed=5).advance(HOUR)
+    pieces = sim(seed=5)
+    parts = [r for t in range(300, 3601, 300) for r in pieces.advance(float(t))]
+    assert [(r.step, r.t, r.metrics["train/loss"]) for r in whole] == [
+        (r.step, r.t, r.metrics["train/loss"]) for r in parts]
+
+
+def test_stall_holds_the_step_counter():
+    rows = sim(incidents=[{"kind": "stall", "at": "1h", "duration": "40m"}]).advance(3 * HOUR)
+    longest = max(gaps(rows))
+    assert 40 * 60 <= longest < 42 * 60
+
+
+def test_restart_rewinds_to_the_last_checkpoint_after_the_restore():
+    s = sim(checkpoint_every=100, restore_time=300, incidents=[{"kind": "restart", "at": "1h"}])
+    rows = s.advance(2 * HOUR)
+    rewind = next(i for i, (a, b) in enumerate(zip(rows, rows[1:], strict=False)) if b.step <= a.step)
+    assert rows[rewind + 1].step == 301, "resumed from checkpoint 300"
+    assert rows[rewind + 1].t - HOUR >= 300, "after the restore time"
+    assert s.restarts == 1
+
+
+def test_loss_spike_nan_throughput_drop_oom_and_crash():
+    s = sim(incidents=[{"kind": "loss_spike", "at": "30m", "magnitude": 2.0},
+                       {"kind": "nan", "at": "50m"},
+                       {"kind": "throughput_drop", "at": "1h", "factor": 0.8},
+                       {"kind": "oom_kill", "at": "70m", "count": 2},
+                       {"kind": "crash", "at": "2h"}])
+    rows = s.advance(3 * HOUR)
+    losses = [r.metrics["train/loss"] for r in rows]
+    spike = next(i for i, r in enumerate(rows) if r.t >= 1800)
+    assert losses[spike] > 2.5 * losses[spike - 1] and losses[spike + 1] < 1.2 * losses[spike - 1]
+    nans = [r.step for r in rows if math.isnan(r.metrics["train/loss"])]
+    assert len(nans) == 1
+    before = [r.metrics["throughput/tokens_per_second"] for r in rows if 2400 < r.t < 3600]
+    after = [r.metrics["throughput/tokens_per_second"] for r in rows if r.t > 3700]
+    assert 0.75 < statistics.mean(after) / statistics.mean(before) < 0.85
+    assert s.oom_kills(69 * 60) == 0 and s.oom_kills(71 * 60) == 2
+    assert s.state == "crashed" and rows[-1].t < 2 * HOUR
+
+
+def test_the_source_reports_state_counters_and_a_resumable_cursor():
+    src = SimSource()
+    target = Target("w", SimTarget(run="hero", incidents=[{"kind": "oom_kill", "at": "10m"}]), {"team": "x"})
+    res = src.poll(target, {}, 1000.0)
+    assert res.error is None and res.runs[0].run == "hero" and res.runs[0].labels["team"] == "x"
+    assert src.poll(target, {}, 1000.0 + 1200).samples[-1].metrics["oom_kills_total"] == 1.0
+    cursor = res.cursors["hero"]
+    fresh = SimSource()  # herowatch restarted: the sim resumes from the cursor, nothing is read twice
+    rows = fresh.poll(target, {"hero": cursor}, 1000.0 + 600).samples
+    stepped = [r for r in rows if r.step is not None]
+    assert stepped and stepped[0].t > cursor["t"]
