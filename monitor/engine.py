@@ -23,6 +23,7 @@ from monitor import source_health
 from monitor.config.schema import Watch
 from monitor.evaluator import AlertEvent, Evaluator
 from monitor.rules.loader import RuleSet
+from monitor.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
 from monitor.storage import alerts_repo, runs_repo
@@ -60,6 +61,7 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self.evaluator = Evaluator(self._rules_for_run, lambda run: self._run_labels.get(run, {}))
         self._alert_ids: dict[str, int] = {}  # fingerprint -> id of its active instance
+        self._stats: dict[str, RunStats] = {}
         self._lock = threading.Lock()
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
         self.last_error: dict[str, str | None] = {}
@@ -82,6 +84,7 @@ class Engine:
                 if run.watch not in self.watches:
                     continue
                 self._remember(run)
+                self._stats[run.id] = RunStats.restore(run.stats, self.watches[run.watch].target_step)
                 if run.last_step is not None and run.last_step_at is not None:
                     self.evaluator.observe(
                         Sample(t=run.last_step_at, run=run.id, step=run.last_step, state=run.state)
@@ -153,8 +156,13 @@ class Engine:
             samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
             runs_repo.record_samples(s, run, samples)
             report.samples += len(samples)
+            stats = self._stats.get(run_id)
+            if stats is None:
+                stats = self._stats[run_id] = RunStats.restore(run.stats, watch.target_step)
             for sample in samples:
                 self.evaluator.observe(sample)
+                stats.observe(sample.t, sample.step, sample.metrics)
+            run.stats = stats.snapshot(now)
             run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
             events = self._source_health(run_id, report.errors, results, now)
             if not report.errors:  # an unreadable source freezes the data rules: no false stall

@@ -17,6 +17,12 @@ def test_runs_and_alerts_show_the_stall(db_url, clock):
     runs = {r["id"]: r for r in client.get("/api/runs").json()}
     assert runs["hero-a"]["health"] == "critical" and runs["hero-a"]["active_alerts"] == {"critical": 1}
     assert runs["hero-b"]["health"] == "ok" and runs["hero-b"]["step"] > 100
+    with service.sessions() as s:
+        from monitor.storage.models import Run
+
+        stats = s.get(Run, "hero-b").stats
+    assert 0.07 < stats["steps_per_second"] < 0.09, "about one step per 12 s"
+    assert 2 < stats["latest"]["train/loss"] < 11
     assert runs["hero-a"]["labels"]["team"] == "pretrain"
     firing = client.get("/api/alerts", params={"state": "firing"}).json()
     assert [(a["rule"], a["run"], a["severity"]) for a in firing] == [("progress_stalled", "hero-a", "critical")]

@@ -138,3 +138,16 @@ def test_a_claim_by_a_dead_worker_expires_and_is_delivered_once(migrated_url):
     with sessions() as s:
         assert s.scalars(select(Notification)).one().external_ref == "ts-1"
     engine.dispose()
+
+
+def test_the_migrations_build_exactly_the_models(migrated_url):
+    """A model change without a migration (or the reverse) fails here, on both databases."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from monitor.storage.models import Base
+
+    engine = make_engine(migrated_url)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+    engine.dispose()

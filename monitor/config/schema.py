@@ -37,6 +37,7 @@ class Watch(Strict):
     name: str
     poll_interval: Duration = 15.0
     labels: dict[str, str] = Field(default_factory=dict)
+    target_step: int | None = Field(default=None, ge=1, description="the run's last step, for an ETA")
     rules: WatchRules = Field(default_factory=WatchRules)
     sim: SimTarget | None = None
 

@@ -51,6 +51,8 @@ class Run(Base):
     source_error: Mapped[str | None] = mapped_column(Text)
     restarts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     first_seen_at: Mapped[float] = mapped_column(EpochTime)
+    # Derived figures for the API and dashboard (rate, latest values, goodput), kept by monitor.run_stats.
+    stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
 
 
 class SourceCursor(Base):
@@ -89,6 +91,9 @@ class Alert(Base):
     threshold: Mapped[float | None] = mapped_column(Float)
     step: Mapped[int | None] = mapped_column(BigInteger)
     updated_at: Mapped[float] = mapped_column(EpochTime)
+    acked_by: Mapped[str | None] = mapped_column(String(200))
+    acked_at: Mapped[float | None] = mapped_column(EpochTime)
+    silenced_by: Mapped[int | None] = mapped_column(Integer)  # id of the silence muting it, if any
 
 
 class AlertTransition(Base):
