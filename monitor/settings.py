@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
     )
+    prometheus_token: SecretStr | None = Field(default=None,
+                                               validation_alias=AliasChoices("HEROWATCH_PROMETHEUS_TOKEN"))
     api_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HEROWATCH_API_TOKEN"))
 
     def __repr_args__(self):  # noqa: ANN204 - the database URL may hold a password: never show it

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.sim_config import SimTarget
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -40,6 +41,7 @@ class Watch(Strict):
     target_step: int | None = Field(default=None, ge=1, description="the run's last step, for an ETA")
     rules: WatchRules = Field(default_factory=WatchRules)
     sim: SimTarget | None = None
+    prometheus: PrometheusTarget | None = None
 
     @field_validator("name")
     @classmethod

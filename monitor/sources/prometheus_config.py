@@ -1,0 +1,258 @@
+"""Settings of a Prometheus target, its default queries, and the PromQL template language.
+
+A target runs named PromQL queries once per run, with the run's labels substituted.
+
+Templates
+    ``{name}`` is replaced by the value of ``name`` escaped for a double-quoted PromQL string
+    (``job="{job}"``); ``{name:re}`` by the value escaped as a literal regular expression first
+    (``pod=~"{run:re}-.*"``: a run id ``llama.70b`` must not also match ``llama-70b``'s pods).
+    ``{selector}`` (a name from ``selectors``) is replaced by that selector, itself rendered first.
+    PromQL's own braces never clash: a label matcher always holds an operator (``{job="x"}``).
+
+Values for a run, later ones winning: ``job`` = the run id; the watch's labels; the labels the watch
+already knows for the run (``Target.known_runs``, e.g. found by a W&B source); ``run_labels[run]``
+from this config; and ``run`` = the run id.
+
+Query kinds (what the value of an alias means)
+    ``gauge``   the query's value as read. It must return at most one series per run (aggregate it:
+                ``min(...)``, ``avg(...)``); several series are reported as a configuration error.
+    ``counter`` a cumulative count that never decreases. The query may return one series (``sum(...)``)
+                or one per pod/container/GPU; the source follows each series: a drop is a counter
+                reset (the process restarted and counts again from zero, so the new value is all new
+                increments), and a series that disappears (a replaced pod) keeps what it counted.
+                The first read of a run starts from the raw values then present, so without resets
+                or replaced series the alias equals the raw ``sum`` of the counters.
+    ``events``  a count of events from a series that holds the code of the last event (DCGM's
+                ``DCGM_FI_DEV_XID_ERRORS`` holds the last XID, not a count): every change of a series
+                to a non-zero value is one event, a series first seen non-zero counts as one. Two
+                identical codes in a row on the same GPU between two reads cannot be told apart.
+
+Default aliases, used by the rules (override any of them per watch under ``queries``, or drop one
+with ``null``):
+    ``oom_kills_total``              counter: OOM kills in the run's containers (cAdvisor's
+                                     ``container_oom_events_total``). With kube-state-metrics only,
+                                     ``sum(kube_pod_container_status_last_terminated_reason{
+                                     reason="OOMKilled", {pod_selector}})`` as a gauge counts the
+                                     containers whose last termination was an OOM kill.
+    ``restarts_total``               counter: container restarts (kube-state-metrics'
+                                     ``kube_pod_container_status_restarts_total``).
+    ``gpu_sm_active_ratio``          gauge 0..1: mean SM activity over the run's GPUs (DCGM profiling
+                                     field ``DCGM_FI_PROF_SM_ACTIVE``).
+    ``xid_errors_total``             events: XID errors seen on the run's GPUs (``DCGM_FI_DEV_XID_ERRORS``).
+    ``host_memory_available_bytes``  gauge: the lowest MemAvailable over the run's nodes (node-exporter's
+                                     ``node_memory_MemAvailable_bytes``): the node closest to the OOM killer.
+
+Default selectors: ``pod_selector`` = ``pod=~"{run:re}-.*"`` (Kubernetes pods named after the run, as
+JobSet and the Kubeflow training operators name them; cAdvisor, kube-state-metrics and dcgm-exporter
+with pod mapping all carry ``pod``), ``node_selector`` = ``job="{job}"`` (node-exporter scraped under
+a job per run, or any ``job`` the run's labels give). Override them under ``selectors``, e.g.
+``pod_selector: 'namespace="train", pod=~"{run:re}-.*"'``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from monitor.durations import Duration
+
+QueryKind = Literal["gauge", "counter", "events"]
+
+# Prometheus refuses range queries of more than 11,000 points per series.
+MAX_RANGE_POINTS = 11_000
+
+TOKEN_ENV = "HEROWATCH_PROMETHEUS_TOKEN"
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_]+))?\}")
+_MODIFIERS = frozenset({"re"})
+_SECRET_HEADER = re.compile(r"authorization|cookie|token|secret|password|api[-_]?key", re.IGNORECASE)
+
+
+class TemplateError(ValueError):
+    """A template names a value the run does not have, or uses an unknown modifier."""
+
+
+def check_template(text: str) -> None:
+    for m in _PLACEHOLDER.finditer(text):
+        if m.group(2) is not None and m.group(2) not in _MODIFIERS:
+            raise ValueError(f"unknown modifier ':{m.group(2)}' in {m.group(0)}; known: :re")
+
+
+def promql_string(value: str) -> str:
+    """``value`` escaped for the inside of a double-quoted PromQL string literal."""
+    out = value.replace("\\", "\\\\").replace('"', '\\"')
+    return out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
+def promql_regex(value: str) -> str:
+    """``value`` as a regular expression matching exactly itself, escaped for a PromQL string."""
+    return promql_string(re.escape(value))
+
+
+def render(text: str, values: Mapping[str, str], fragments: Mapping[str, str] | None = None) -> str:
+    """Substitute ``{name}``/``{name:re}`` with escaped ``values`` and ``{name}`` with raw ``fragments``."""
+    fragments = fragments or {}
+
+    def one(m: re.Match[str]) -> str:
+        name, modifier = m.group(1), m.group(2)
+        if modifier is None and name in fragments:
+            return fragments[name]
+        if name not in values:
+            known = ", ".join(sorted({*values, *fragments}))
+            raise TemplateError(f"{m.group(0)} is not known for this run (known: {known})")
+        return promql_regex(values[name]) if modifier == "re" else promql_string(values[name])
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+class QuerySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    expr: str = Field(min_length=1, description="PromQL template")
+    kind: QueryKind = "gauge"
+
+    @field_validator("expr")
+    @classmethod
+    def _template(cls, v: str) -> str:
+        check_template(v)
+        return v
+
+
+DEFAULT_SELECTORS: dict[str, str] = {
+    "pod_selector": 'pod=~"{run:re}-.*"',
+    "node_selector": 'job="{job}"',
+}
+
+DEFAULT_QUERIES: dict[str, QuerySpec] = {
+    "oom_kills_total": QuerySpec(expr="container_oom_events_total{{pod_selector}}", kind="counter"),
+    "restarts_total": QuerySpec(
+        expr="kube_pod_container_status_restarts_total{{pod_selector}}", kind="counter"
+    ),
+    "gpu_sm_active_ratio": QuerySpec(expr="avg(DCGM_FI_PROF_SM_ACTIVE{{pod_selector}})"),
+    "xid_errors_total": QuerySpec(expr="DCGM_FI_DEV_XID_ERRORS{{pod_selector}}", kind="events"),
+    "host_memory_available_bytes": QuerySpec(expr="min(node_memory_MemAvailable_bytes{{node_selector}})"),
+}
+
+
+class PrometheusTarget(BaseModel):
+    """Runs read from a Prometheus server's HTTP API. See the module docstring for templates and aliases.
+
+    The bearer token, if the server needs one, comes from the environment (HEROWATCH_PROMETHEUS_TOKEN),
+    never from this file.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="base URL of the server, e.g. http://prometheus:9090")
+    runs: list[str] = Field(
+        default_factory=list,
+        description="run ids to watch; runs another source of the same watch finds are watched as well",
+    )
+    run_labels: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="run id -> values for its query templates, e.g. {job: trainer-a}"
+    )
+    selectors: dict[str, str] = Field(
+        default_factory=dict, description="selector name -> label matchers template, merged over the defaults"
+    )
+    queries: dict[str, str | QuerySpec | None] = Field(
+        default_factory=dict,
+        description="alias -> PromQL template (or {expr, kind}); merged over the defaults, null drops one",
+    )
+    mode: Literal["range", "instant"] = Field(
+        default="range", description="after the warm-up: every step since the last read, or one value at now"
+    )
+    step: Duration = Field(default=15.0, description="resolution of range queries")
+    lookback: Duration = Field(
+        default=3600.0,
+        description="how far back the first read of a run goes; also the most one poll catches up",
+    )
+    timeout: Duration = Field(default=10.0, description="per request, and the server's evaluation timeout")
+    retries: int = Field(default=2, ge=0, le=10, description="extra attempts after a failed request")
+    backoff: Duration = Field(default=0.5, description="first retry delay; doubles each time, with jitter")
+    max_concurrency: int = Field(default=4, ge=1, le=64, description="requests in flight to this server")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="extra request headers, e.g. X-Scope-OrgID; no credentials"
+    )
+    forget_after: Duration = Field(
+        default=21600.0, description="a counter series unseen this long is no longer followed"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        import httpx
+
+        try:
+            url = httpx.URL(v)
+        except Exception as exc:  # noqa: BLE001 - any parse failure is a config error
+            raise ValueError(f"not a URL: {exc}") from None
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ValueError("use an http:// or https:// URL, e.g. http://prometheus:9090")
+        if url.userinfo:
+            raise ValueError(f"no credentials in the URL: put a bearer token in {TOKEN_ENV}")
+        return v.rstrip("/")
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if _SECRET_HEADER.search(name):
+                raise ValueError(
+                    f"header {name!r} looks like a credential: put a bearer token in {TOKEN_ENV}"
+                )
+        return v
+
+    @field_validator("selectors")
+    @classmethod
+    def _selectors(cls, v: dict[str, str]) -> dict[str, str]:
+        for text in v.values():
+            check_template(text)
+        return v
+
+    @field_validator("queries")
+    @classmethod
+    def _queries(cls, v: dict[str, str | QuerySpec | None]) -> dict[str, str | QuerySpec | None]:
+        for alias, q in v.items():
+            if not alias:
+                raise ValueError("an alias cannot be empty")
+            if isinstance(q, str):
+                if not q.strip():
+                    raise ValueError(f"query {alias!r} is empty")
+                check_template(q)
+        return v
+
+    @field_validator("step", "timeout")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be more than 0s")
+        return v
+
+    @model_validator(mode="after")
+    def _points(self) -> PrometheusTarget:
+        if self.lookback < self.step:
+            raise ValueError("lookback must be at least one step")
+        if self.lookback / self.step > MAX_RANGE_POINTS:
+            raise ValueError(
+                f"lookback / step gives more than {MAX_RANGE_POINTS} points, the most Prometheus returns"
+            )
+        return self
+
+    def all_selectors(self) -> dict[str, str]:
+        return {**DEFAULT_SELECTORS, **self.selectors}
+
+    def all_queries(self) -> dict[str, QuerySpec]:
+        """The default queries with this target's overrides; a bare string keeps the default's kind."""
+        out = dict(DEFAULT_QUERIES)
+        for alias, q in self.queries.items():
+            if q is None:
+                out.pop(alias, None)
+            elif isinstance(q, str):
+                kind = DEFAULT_QUERIES[alias].kind if alias in DEFAULT_QUERIES else "gauge"
+                out[alias] = QuerySpec(expr=q, kind=kind)
+            else:
+                out[alias] = q
+        return out
