@@ -6,6 +6,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from alerts.grouping import GroupTiming
+
 
 @dataclass(frozen=True)
 class Matcher:
@@ -48,6 +50,7 @@ class Route:
     receiver: str
     matchers: Sequence[Matcher] = ()
     group_by: Sequence[str] = ("run",)
+    timing: GroupTiming = GroupTiming()
     continue_: bool = False
     routes: Sequence[Route] = field(default_factory=tuple)
 

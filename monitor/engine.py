@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from alerts.clock import Clock
 from alerts.lifecycle import advance
 from alerts.model import AlertState
-from alerts.routing import Route, receivers_for
 from monitor import source_health
 from monitor.config.schema import Watch
 from monitor.evaluator import AlertEvent, Evaluator
+from monitor.notifications import Planner
 from monitor.rules.loader import RuleSet
 from monitor.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
@@ -47,14 +47,14 @@ class Engine:
         watches: list[Watch],
         sources: Mapping[str, Source],
         rules: RuleSet,
-        route: Route,
+        planner: Planner,
         sessions: sessionmaker[Session],
         clock: Clock,
     ) -> None:
         self.watches = {w.name: w for w in watches}
         self.sources = sources
         self.rules = rules
-        self.route = route
+        self.planner = planner
         self.sessions = sessions
         self.clock = clock
         self._run_watch: dict[str, str] = {}
@@ -201,8 +201,7 @@ class Engine:
             self._alert_ids.pop(fp, None)
         to = event.transition.to_state
         if to in (AlertState.FIRING, AlertState.RESOLVED):
-            receivers = [r.receiver for r in receivers_for(self.route, row.labels)]
-            alerts_repo.enqueue(s, row, to.value, receivers, now)
+            self.planner.on_transition(s, row, to.value, now)
         log.info(
             "alert %s %s -> %s for %s: %s",
             event.key.rule.name,

@@ -13,12 +13,14 @@ from sqlalchemy import Engine as DbEngine
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
-from alerts.notifiers import make_notifier
+from alerts.inhibition import InhibitRule
+from alerts.notifiers import Notifier, make_notifier
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import RouteConfig, WatchConfig
 from monitor.engine import Engine
+from monitor.notifications import Planner
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
 from monitor.scheduling import add_interval_job, make_scheduler
 from monitor.settings import Settings
@@ -63,11 +65,20 @@ def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>")
     return rules
 
 
+def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
+    return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in cfg.inhibit_rules]
+
+
 def check_matchers(cfg: WatchConfig, config_path: str) -> None:
     try:
         build_route(cfg.route)
     except ValueError as exc:
         raise ConfigError(config_path, [Problem(None, "route.matchers", str(exc))]) from None
+    for i, rule in enumerate(cfg.inhibit_rules):
+        try:
+            InhibitRule.parse(rule.source_matchers, rule.target_matchers, rule.equal)
+        except ValueError as exc:
+            raise ConfigError(config_path, [Problem(None, f"inhibit_rules[{i}]", str(exc))]) from None
 
 
 @dataclass
@@ -80,6 +91,7 @@ class Service:
     engine: Engine
     dispatcher: Dispatcher
     outbox: SqlOutboxStore
+    planner: Planner
     speed: float = 1.0
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
@@ -98,12 +110,32 @@ class Service:
                 jitter=min(real * 0.1, 5.0),
             )
         add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
+        add_interval_job(self.scheduler, "repeats", self.plan_repeats, 60.0 / self.speed)
+        if self.config.watchdog:
+            add_interval_job(
+                self.scheduler, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed
+            )
         self.scheduler.start()
         log.info(
             "herowatch started: %d watches, database %s",
             len(self.config.watch),
             self.settings.redacted_database_url(),
         )
+
+    def plan_repeats(self) -> int:
+        with self.sessions.begin() as s:
+            return self.planner.plan_repeats(s, self.clock.time())
+
+    def heartbeat(self) -> None:
+        wd = self.config.watchdog
+        if wd is not None:
+            with self.sessions.begin() as s:
+                self.planner.heartbeat(s, wd.receiver, wd.interval, self.clock.time())
+
+    def deliver(self) -> int:
+        """Plan reminders and send what is due now (what the scheduler's jobs do, in one call)."""
+        self.plan_repeats()
+        return self.dispatcher.run_once()
 
     def stop(self) -> None:
         sched = getattr(self, "scheduler", None)
@@ -152,9 +184,30 @@ def build_service(
     sessions = make_sessionmaker(db)
     kinds = {k for w in cfg.watch for k in w.targets()}
     sources = {k: make_source(k, settings) for k in sorted(kinds)}
-    engine = Engine(cfg.watch, sources, rules, build_route(cfg.route), sessions, clock)
-    notifiers = {r.name: make_notifier(r.kind, r.model_dump(exclude={"name", "kind"})) for r in cfg.receivers}
-    outbox = SqlOutboxStore(sessions)
+    planner = Planner(
+        build_route(cfg.route),
+        {r.name: r.kind for r in cfg.receivers},
+        build_inhibit_rules(cfg),
+        cfg.server.external_url,
+        {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers},
+    )
+    engine = Engine(cfg.watch, sources, rules, planner, sessions, clock)
+    notifiers = build_notifiers(cfg, settings)
+    outbox = SqlOutboxStore(sessions, planner)
     worker = f"{socket.gethostname()}:{os.getpid()}"
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
-    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources)
+    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, planner, speed, sources)
+
+
+def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:
+    out: dict[str, Notifier] = {}
+    for r in cfg.receivers:
+        if r.kind == "dashboard":
+            continue
+        options = r.model_dump(exclude={"name", "kind"}, exclude_none=True)
+        if r.kind == "slack":
+            options["token"] = (
+                settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+            )
+        out[r.name] = make_notifier(r.kind, options)
+    return out

@@ -9,7 +9,12 @@ from typing import TextIO
 from alerts.clock import isoformat
 from alerts.notifiers.base import Notification, SendResult
 
-_ICON = {"firing": "FIRING", "resolved": "RESOLVED"}
+_ICON = {"firing": "FIRING", "resolved": "RESOLVED", "repeat": "STILL FIRING"}
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
 class ConsoleNotifier:
@@ -18,12 +23,42 @@ class ConsoleNotifier:
         self._lock = threading.Lock()
 
     def render(self, n: Notification) -> str:
+        """One block per alert that changed (a group's message may carry several)."""
+        alerts = n.extra.get("alerts")
+        if not alerts:
+            return self._one(n)
+        changed = set(n.extra.get("changed") or [])
+        blocks = []
+        for a in alerts:
+            if a.get("id") not in changed:
+                continue
+            status = "firing" if a["state"] == "firing" else "resolved"
+            if n.extra.get("kind") == "repeat":
+                status = "repeat"
+            blocks.append(
+                self._one(
+                    Notification(
+                        idempotency_key=n.idempotency_key,
+                        receiver=n.receiver,
+                        status=status,
+                        alertname=a["alertname"],
+                        severity=a["severity"],
+                        labels=a["labels"],
+                        annotations={"summary": a.get("summary") or ""},
+                        started_at=a["started_at"],
+                        ended_at=a.get("ended_at"),
+                    )
+                )
+            )
+        return "\n".join(blocks) or self._one(n)
+
+    def _one(self, n: Notification) -> str:
         run = n.labels.get("run", "?")
         when = isoformat(n.ended_at if n.status == "resolved" else n.started_at)
         head = f"[herowatch] {_ICON.get(n.status, n.status.upper())} {n.severity.upper()} {n.alertname}"
         parts = [f"{head} run={run} at {when}", f"  {n.summary}"]
         if n.status == "resolved" and n.ended_at is not None:
-            parts.append(f"  lasted {int(n.ended_at - n.started_at)}s")
+            parts.append(f"  lasted {_duration(n.ended_at - n.started_at)}")
         return "\n".join(parts)
 
     def send(self, notification: Notification) -> SendResult:

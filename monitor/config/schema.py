@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from monitor.durations import Duration
 from monitor.sources.prometheus_config import PrometheusTarget
@@ -74,21 +74,97 @@ class Watch(Strict):
         return {k: getattr(self, k) for k in self.source_kinds() if getattr(self, k) is not None}
 
 
-class Receiver(Strict):
+class ConsoleReceiver(Strict):
     name: str
     kind: Literal["console"] = "console"
+
+
+class DashboardReceiver(Strict):
+    """Recorded and shown on the dashboard, never sent (e.g. route warnings here)."""
+
+    name: str
+    kind: Literal["dashboard"]
+
+
+class SlackReceiver(Strict):
+    """A Slack channel, through a bot token from SLACK_BOT_TOKEN (never in this file)."""
+
+    name: str
+    kind: Literal["slack"]
+    channel: str = Field(description="channel id, e.g. C0123456789 (the bot must be a member)")
+    base_url: str | None = Field(default=None, description="Slack API base URL; only for tests and proxies")
+    timeout: Duration = 10.0
+    plots: bool = True
+    actions: bool = Field(
+        default=True, description="Acknowledge / Silence buttons (needs the interactivity URL)"
+    )
+
+
+class WebhookReceiver(Strict):
+    """POSTs a JSON document per notification (Alertmanager-webhook-like) to ``url``."""
+
+    name: str
+    kind: Literal["webhook"]
+    url: str
+    timeout: Duration = 10.0
+
+
+def _receiver_kind(v: Any) -> str:
+    kind = v.get("kind", "console") if isinstance(v, dict) else getattr(v, "kind", "console")
+    return kind if kind in ("console", "dashboard", "slack", "webhook") else "unknown"
+
+
+class _UnknownReceiver(Strict):
+    name: str
+    kind: Literal["console", "dashboard", "slack", "webhook"]
+
+
+Receiver = Annotated[
+    Annotated[ConsoleReceiver, Tag("console")]
+    | Annotated[DashboardReceiver, Tag("dashboard")]
+    | Annotated[SlackReceiver, Tag("slack")]
+    | Annotated[WebhookReceiver, Tag("webhook")]
+    | Annotated[_UnknownReceiver, Tag("unknown")],
+    Discriminator(_receiver_kind),
+]
 
 
 class RouteConfig(Strict):
     receiver: str = "console"
     matchers: list[str] = Field(default_factory=list)
     group_by: list[str] = Field(default_factory=lambda: ["run"])
+    group_wait: Duration | None = Field(default=None, description="default 30s")
+    group_interval: Duration | None = Field(default=None, description="default 5m")
+    repeat_interval: Duration | None = Field(default=None, description="default 4h")
+    send_resolved: bool | None = Field(default=None, description="default true")
     continue_: bool = Field(default=False, alias="continue")
     routes: list[RouteConfig] = Field(default_factory=list)
 
 
+class InhibitRuleConfig(Strict):
+    source_matchers: list[str]
+    target_matchers: list[str]
+    equal: list[str] = Field(default_factory=lambda: ["run"])
+
+
+def _default_inhibit_rules() -> list[InhibitRuleConfig]:
+    from alerts.inhibition import DEFAULT_INHIBIT_RULES
+
+    return [
+        InhibitRuleConfig(source_matchers=s, target_matchers=t, equal=e) for s, t, e in DEFAULT_INHIBIT_RULES
+    ]
+
+
+class WatchdogConfig(Strict):
+    """A dead man's switch: herowatch sends a heartbeat here; the receiver pages when it stops."""
+
+    receiver: str
+    interval: Duration = 300.0
+
+
 class ServerConfig(Strict):
     dashboard_title: str = "herowatch"
+    external_url: str | None = Field(default=None, description="where people reach the dashboard, for links")
     evaluation_interval: Annotated[Duration, Field(description="how often time-based rules are checked")] = (
         15.0
     )
@@ -97,8 +173,10 @@ class ServerConfig(Strict):
 class WatchConfig(Strict):
     watch: list[Watch] = Field(default_factory=list)
     rules: RulesConfig = Field(default_factory=RulesConfig)
-    receivers: list[Receiver] = Field(default_factory=lambda: [Receiver(name="console")])
+    receivers: list[Receiver] = Field(default_factory=lambda: [ConsoleReceiver(name="console")])
     route: RouteConfig = Field(default_factory=RouteConfig)
+    inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=_default_inhibit_rules)
+    watchdog: WatchdogConfig | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)
 
     @model_validator(mode="after")
@@ -119,4 +197,6 @@ class WatchConfig(Strict):
                 check(child, f"{where}.routes[{i}]")
 
         check(self.route, "route")
+        if self.watchdog and self.watchdog.receiver not in known:
+            raise ValueError(f"watchdog.receiver {self.watchdog.receiver!r} is not a receiver")
         return self

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from monitor.config.errors import ConfigError, Problem
 
 Path_ = tuple[str | int, ...]
+_UNION_TAGS = {"console", "dashboard", "slack", "webhook", "unknown"}  # receiver kinds in error locations
 
 
 class _Loader(yaml.SafeLoader):
@@ -77,7 +78,11 @@ def problems_from(
     skip = set(strip)
     for err in exc.errors(include_url=False):
         # Drop pydantic's union-member and validator tags (e.g. 'function-after[...]'), keep data keys.
-        loc = tuple(p for p in err["loc"] if isinstance(p, int) or (p not in skip and "[" not in str(p)))
+        loc = tuple(
+            p
+            for p in err["loc"]
+            if isinstance(p, int) or (p not in skip and "[" not in str(p) and p not in _UNION_TAGS)
+        )
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -119,6 +124,8 @@ def add_lines(exc: ConfigError, text: str) -> ConfigError:
         _, positions = load_with_positions(text, exc.path)
     except ConfigError:
         return exc
-    problems = [p if p.line else Problem(line_for(parse_loc(p.field), positions), p.field, p.message)
-                for p in exc.problems]
+    problems = [
+        p if p.line else Problem(line_for(parse_loc(p.field), positions), p.field, p.message)
+        for p in exc.problems
+    ]
     return ConfigError(exc.path, problems)

@@ -1,13 +1,6 @@
-"""Alert instances, their transitions (the incident timeline) and the outbox rows they cause.
-
-``record_event`` writes all three in the caller's transaction: a notification exists if and only if
-the state change that caused it was committed.
-"""
+"""Alert instances and their transitions (the incident timeline)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -15,7 +8,7 @@ from sqlalchemy.orm import Session
 from alerts.lifecycle import AlertStatus
 from alerts.model import AlertState
 from monitor.evaluator import AlertEvent
-from monitor.storage.models import Alert, AlertTransition, Notification
+from monitor.storage.models import Alert, AlertTransition
 
 ACTIVE = (AlertState.PENDING.value, AlertState.FIRING.value)
 
@@ -75,48 +68,6 @@ def record_event(session: Session, event: AlertEvent, alert_id: int | None, now:
         )
     )
     return row
-
-
-def enqueue(
-    session: Session,
-    row: Alert,
-    status: str,
-    receivers: Sequence[str],
-    now: float,
-    extra: dict[str, Any] | None = None,
-) -> list[Notification]:
-    """One outbox row per receiver. The idempotency key makes a second enqueue of the same change a no-op."""
-    out = []
-    for receiver in receivers:
-        key = f"alert:{row.id}:{status}:{receiver}"
-        if session.scalar(select(Notification.id).where(Notification.idempotency_key == key)) is not None:
-            continue
-        payload = {
-            "status": status,
-            "alertname": row.rule,
-            "severity": row.severity,
-            "labels": row.labels,
-            "annotations": row.annotations,
-            "started_at": row.fired_at or row.active_at,
-            "ended_at": row.resolved_at,
-            "value": row.value,
-            "step": row.step,
-            "alert_id": row.id,
-            "extra": extra or {},
-        }
-        n = Notification(
-            idempotency_key=key,
-            alert_id=row.id,
-            receiver=receiver,
-            status="pending",
-            payload=payload,
-            attempts=0,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        session.add(n)
-        out.append(n)
-    return out
 
 
 def list_alerts(

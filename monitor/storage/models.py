@@ -113,6 +113,22 @@ class AlertTransition(Base):
     step: Mapped[int | None] = mapped_column(BigInteger)
 
 
+class AlertGroup(Base):
+    """Alerts routed to one receiver with the same group_by labels: one Slack thread, one set of timers."""
+
+    __tablename__ = "alert_groups"
+    __table_args__ = (UniqueConstraint("group_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    group_key: Mapped[str] = mapped_column(String(200))
+    receiver: Mapped[str] = mapped_column(String(128))
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    timing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # group_wait, group_interval, ...
+    root_ref: Mapped[str | None] = mapped_column(String(200))  # the receiver's id of the first message
+    created_at: Mapped[float] = mapped_column(EpochTime)
+    last_sent_at: Mapped[float | None] = mapped_column(EpochTime)
+
+
 class Notification(Base):
     """The durable outbox: written with the transition that caused it, delivered by the dispatcher."""
 
@@ -125,8 +141,14 @@ class Notification(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     idempotency_key: Mapped[str] = mapped_column(String(200))
     alert_id: Mapped[int | None] = mapped_column(ForeignKey("alerts.id", ondelete="SET NULL"))
+    group_id: Mapped[int | None] = mapped_column(
+        ForeignKey("alert_groups.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(16), default="change", server_default="change")  # change|repeat
+    merged_into: Mapped[int | None] = mapped_column(Integer)  # sent as part of that notification
     receiver: Mapped[str] = mapped_column(String(128))
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|sending|sent|failed
+    # pending | sending | sent | failed | merged (went out with a later one) | muted (silenced/inhibited)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     next_attempt_at: Mapped[float] = mapped_column(EpochTime)
