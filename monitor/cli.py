@@ -11,6 +11,7 @@ import typer
 
 from monitor import __version__, cli_rules
 from monitor.cli_rules import rules_app
+from monitor.cli_silence import silence_app
 from monitor.config.errors import ConfigError
 
 app = typer.Typer(
@@ -29,6 +30,7 @@ db_app = typer.Typer(
 )
 app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
+app.add_typer(silence_app, name="silence")
 if hasattr(cli_rules, "replay_command"):
     app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
         cli_rules.replay_command

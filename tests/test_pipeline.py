@@ -41,10 +41,19 @@ class Pipeline:
 
     def alert(self, rule, run="hero-1", severity="critical", state="firing", **labels):
         with self.sessions.begin() as s:
-            a = Alert(fingerprint=f"{rule}-{run}", rule=rule, kind="x", run_id=run, severity=severity,
-                      labels={"alertname": rule, "run": run, "severity": severity, **labels},
-                      annotations={"summary": f"{run}: {rule}"}, state=state, active_at=self.now,
-                      fired_at=self.now, updated_at=self.now)
+            a = Alert(
+                fingerprint=f"{rule}-{run}",
+                rule=rule,
+                kind="x",
+                run_id=run,
+                severity=severity,
+                labels={"alertname": rule, "run": run, "severity": severity, **labels},
+                annotations={"summary": f"{run}: {rule}"},
+                state=state,
+                active_at=self.now,
+                fired_at=self.now,
+                updated_at=self.now,
+            )
             s.add(a)
             s.flush()
             self.planner.on_transition(s, a, "firing", self.now)
@@ -105,8 +114,16 @@ def test_later_changes_wait_for_group_interval_and_carry_the_root_ref(pipe):
 
 def test_a_silenced_alert_is_recorded_but_not_sent(pipe):
     with pipe.sessions.begin() as s:
-        s.add(Silence(matchers={"matchers": ['run="hero-1"']}, starts_at=T0, ends_at=T0 + 3600, created_by="amy",
-                      comment="known bad node", created_at=T0))
+        s.add(
+            Silence(
+                matchers={"matchers": ['run="hero-1"']},
+                starts_at=T0,
+                ends_at=T0 + 3600,
+                created_by="amy",
+                comment="known bad node",
+                created_at=T0,
+            )
+        )
     pipe.alert("progress_stalled")
     pipe.alert("progress_stalled", run="hero-2")
     got = pipe.at(40)
@@ -119,14 +136,22 @@ def test_a_silenced_alert_is_recorded_but_not_sent(pipe):
 
 def test_after_a_silence_expires_reminders_go_out_again(pipe):
     with pipe.sessions.begin() as s:
-        s.add(Silence(matchers={"matchers": ['alertname=~"progress_.*"']}, starts_at=T0, ends_at=T0 + 600,
-                      created_by="amy", created_at=T0))
+        s.add(
+            Silence(
+                matchers={"matchers": ['alertname=~"progress_.*"']},
+                starts_at=T0,
+                ends_at=T0 + 600,
+                created_by="amy",
+                created_at=T0,
+            )
+        )
     pipe.alert("progress_stalled")
     pipe.alert("grad_norm_high", severity="warning")
     got = pipe.at(40)
     assert len(got) == 1 and got[0].extra["changed"] and got[0].alertname == "grad_norm_high"
     assert [a["silenced"] for a in got[0].extra["alerts"] if a["alertname"] == "progress_stalled"] == [
-        "silenced by silence 1"], "the message shows the silenced alert as such"
+        "silenced by silence 1"
+    ], "the message shows the silenced alert as such"
 
 
 def test_inhibition_one_outage_one_page(migrated_url):
@@ -153,7 +178,9 @@ def test_repeat_interval_and_acknowledgement(pipe):
 
 
 def test_warnings_can_be_dashboard_only(migrated_url):
-    route = Route("slack", timing=TIMING, routes=(Route("board", matchers=(Matcher.parse("severity=warning"),)),))
+    route = Route(
+        "slack", timing=TIMING, routes=(Route("board", matchers=(Matcher.parse("severity=warning"),)),)
+    )
     p = Pipeline(migrated_url, route=route)
     p.alert("grad_norm_high", severity="warning")
     p.alert("progress_stalled")
@@ -172,3 +199,40 @@ def test_send_resolved_off_sends_no_resolution(migrated_url):
     p.resolve(a)
     assert len(p.at(1000)) == 1
     p.close()
+
+
+def test_silence_cli_add_list_expire(migrated_url):
+    db_url = migrated_url
+    from typer.testing import CliRunner
+
+    from monitor.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(
+        app,
+        [
+            "silence",
+            "add",
+            "run=hero-1",
+            'alertname=~"progress_.*"',
+            "-d",
+            "2h",
+            "-c",
+            "node swap",
+            "--by",
+            "amy",
+            "--database-url",
+            db_url,
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "silence 1 active until" in r.output and "(2h)" in r.output
+    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
+    assert 'run=hero-1 alertname=~"progress_.*"  by amy  # node swap' in r.output and "active" in r.output
+    bad = runner.invoke(app, ["silence", "add", "run=~(", "--by", "amy", "--database-url", db_url])
+    assert bad.exit_code == 2 and "bad regex" in bad.output
+    assert runner.invoke(app, ["silence", "expire", "1", "--database-url", db_url]).exit_code == 0
+    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
+    assert "no active silences" in r.output
+    assert "expired" in runner.invoke(app, ["silence", "list", "--all", "--database-url", db_url]).output
+    assert runner.invoke(app, ["silence", "expire", "9", "--database-url", db_url]).exit_code == 2

@@ -7,9 +7,11 @@ from typing import Any
 
 from alerts.notifiers.base import Notifier
 from alerts.notifiers.console import ConsoleNotifier
+from alerts.notifiers.webhook import WebhookNotifier
 
 NOTIFIER_KINDS: dict[str, Callable[..., Notifier]] = {
     "console": ConsoleNotifier,
+    "webhook": WebhookNotifier,
 }
 
 
