@@ -107,7 +107,7 @@ class Engine:
             known = {
                 r.id: dict(r.labels or {}) for r in s.scalars(select(Run).where(Run.watch == watch_name))
             }
-            cursors = {kind: runs_repo.cursors_for(s, kind, known or None) for kind in watch.targets()}
+            cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
         for kind, cfg in watch.targets().items():
             target = Target(watch_name, cfg, watch.labels, known)
             try:
@@ -161,7 +161,7 @@ class Engine:
                 stats = self._stats[run_id] = RunStats.restore(run.stats, watch.target_step)
             for sample in samples:
                 self.evaluator.observe(sample)
-                stats.observe(sample.t, sample.step, sample.metrics)
+                stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.stats = stats.snapshot(now)
             run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
             events = self._source_health(run_id, report.errors, results, now)

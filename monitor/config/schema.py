@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 from monitor.durations import Duration
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.sim_config import SimTarget
+from monitor.sources.wandb_config import WandbTarget
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
@@ -41,6 +42,7 @@ class Watch(Strict):
     target_step: int | None = Field(default=None, ge=1, description="the run's last step, for an ETA")
     rules: WatchRules = Field(default_factory=WatchRules)
     sim: SimTarget | None = None
+    wandb: WandbTarget | None = None
     prometheus: PrometheusTarget | None = None
 
     @field_validator("name")

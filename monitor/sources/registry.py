@@ -14,6 +14,7 @@ from monitor.sources.base import Source
 # kind -> "module:Class"; imported on first use so that a sim-only setup never loads wandb.
 SOURCE_KINDS: dict[str, str] = {
     "sim": "monitor.sources.sim:SimSource",
+    "wandb": "monitor.sources.wandb_source:WandbSource",
     "prometheus": "monitor.sources.prometheus_source:PrometheusSource",
 }
 

@@ -1,0 +1,106 @@
+"""Settings of a Weights & Biases watch target: which project, which runs in it, which metrics, how to ask.
+
+The API key is not here: it comes from the environment (``WANDB_API_KEY``, see monitor.settings).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from monitor.durations import Duration
+
+RunState = Literal["running", "pending", "finished", "crashed", "failed", "killed", "preempting", "preempted"]
+
+# What a Levanter hero run logs, plus the W&B bookkeeping columns.
+LEVANTER_KEYS: tuple[str, ...] = (
+    "train/loss",
+    "global_step",
+    "throughput/tokens_per_second",
+    "throughput/mfu",
+    "throughput/duration",
+    "grad/norm/total",
+    "optim/learning_rate",
+    "optim/skipped_step",
+    "moe/drop_fraction",
+    "train/router/routing_entropy_mean",
+    "eval/loss",
+    "eval/paloma/macro_loss",
+    "_step",
+    "_timestamp",
+    "_runtime",
+)
+
+
+class WandbTarget(BaseModel):
+    """Runs of one W&B project, chosen by a selector. All given criteria must hold (an empty one is not a
+    criterion); runs already being watched stay watched when they stop matching (a crash must be seen)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entity: str = Field(min_length=1, description="team or user that owns the project")
+    project: str = Field(min_length=1)
+    run_ids: list[str] = Field(default_factory=list, description="run ids (the 8-character ids in run URLs)")
+    tags: list[str] = Field(default_factory=list, description="runs having any of these tags, e.g. [hero]")
+    name_pattern: str | None = Field(
+        default=None, description="regular expression searched in the display name, e.g. ^hero-.*"
+    )
+    states: list[RunState] = Field(default_factory=list, description="only discover runs in these states")
+    keys: list[str] = Field(
+        default_factory=lambda: list(LEVANTER_KEYS),
+        description="history keys to read; '*' wildcards allowed, e.g. eval/*",
+    )
+    base_url: str = Field(default="https://api.wandb.ai", description="API server")
+    web_url: str = Field(default="https://wandb.ai", description="web app, for run links")
+    timeout: Duration = Field(default=10.0, description="per request, the client's own retries included")
+    retries: int = Field(default=2, ge=0, le=10, description="further attempts after a timeout, 429 or 5xx")
+    backoff: Duration = Field(default=1.0, description="first wait before a retry; doubles, with jitter")
+    per_page: int = Field(default=100, ge=1, le=1000, description="runs per page of the run listing")
+    history_page_size: int = Field(
+        default=1000, ge=1, le=10_000, description="steps per history request (a wider range is sampled)"
+    )
+    warmup_steps: int = Field(
+        default=2000,
+        ge=1,
+        description="on first sight of a run (or after a rewind), read this many last steps",
+    )
+    max_concurrency: int = Field(
+        default=4, ge=1, le=64, description="requests in flight to this server (set by its first watch)"
+    )
+
+    @field_validator("name_pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"name_pattern is not a valid regular expression: {exc}") from None
+        return v
+
+    @field_validator("base_url", "web_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", v):
+            raise ValueError("expected an http(s) URL such as https://api.wandb.ai")
+        return v.rstrip("/")
+
+    @field_validator("run_ids", "tags", "keys")
+    @classmethod
+    def _no_blanks(cls, v: list[str]) -> list[str]:
+        if any(not x.strip() for x in v):
+            raise ValueError("entries cannot be blank")
+        return list(dict.fromkeys(v))  # de-duplicated, order kept
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("timeout must be positive")
+        return v
+
+    def run_url(self, run_id: str) -> str:
+        return f"{self.web_url}/{self.entity}/{self.project}/runs/{run_id}"

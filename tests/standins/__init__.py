@@ -1,0 +1,1 @@
+"""Local stand-ins for the external services herowatch talks to (used by tests and benchmarks)."""
