@@ -161,7 +161,7 @@ class Engine:
                 stats = self._stats[run_id] = RunStats.restore(run.stats, watch.target_step)
             for sample in samples:
                 self.evaluator.observe(sample)
-                stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
+                stats.observe(sample.t, sample.step, sample.metrics)
             run.stats = stats.snapshot(now)
             run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
             events = self._source_health(run_id, report.errors, results, now)
