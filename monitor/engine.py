@@ -27,6 +27,7 @@ from monitor.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
 from monitor.storage import alerts_repo, runs_repo
+from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,11 @@ class CycleReport:
     runs: int = 0
     events: list[AlertEvent] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    skipped: bool = False  # another replica holds this watch
+
+
+class LeaseLost(Exception):
+    pass
 
 
 class Engine:
@@ -50,8 +56,11 @@ class Engine:
         planner: Planner,
         sessions: sessionmaker[Session],
         clock: Clock,
+        leases: Leases | None = None,
     ) -> None:
         self.watches = {w.name: w for w in watches}
+        self.leases = leases  # None: a single process does all the work (SQLite)
+        self._adopted: set[str] = set()
         self.sources = sources
         self.rules = rules
         self.planner = planner
@@ -61,6 +70,7 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self.evaluator = Evaluator(self._rules_for_run, lambda run: self._run_labels.get(run, {}))
         self._alert_ids: dict[str, int] = {}  # fingerprint -> id of its active instance
+        self._fp_run: dict[str, str] = {}  # fingerprint -> run, for handing a watch over
         self._stats: dict[str, RunStats] = {}
         self._lock = threading.Lock()
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
@@ -75,21 +85,45 @@ class Engine:
 
     def resume(self) -> None:
         """After a restart: active alerts keep their state (no second notification), detectors are primed
-        with what the database knows of each run."""
+        with what the database knows of each run. With leases, each watch is adopted when its lease is
+        first taken instead."""
+        if self.leases is None:
+            for name in self.watches:
+                self._adopt(name)
+
+    def _adopt(self, watch: str) -> None:
         with self.sessions() as s:
+            runs = [r for r in runs_repo.list_runs(s) if r.watch == watch]
+            ids = {r.id for r in runs}
+            restored = 0
             for row in alerts_repo.load_active(s):
-                self.evaluator.active[row.fingerprint] = alerts_repo.status_of(row)
-                self._alert_ids[row.fingerprint] = row.id
-            for run in runs_repo.list_runs(s):
-                if run.watch not in self.watches:
-                    continue
+                if row.run_id in ids:
+                    self.evaluator.active[row.fingerprint] = alerts_repo.status_of(row)
+                    self._alert_ids[row.fingerprint] = row.id
+                    self._fp_run[row.fingerprint] = row.run_id
+                    restored += 1
+            for run in runs:
                 self._remember(run)
                 self._stats[run.id] = RunStats.restore(run.stats, self.watches[run.watch].target_step)
                 if run.last_step is not None and run.last_step_at is not None:
                     self.evaluator.observe(
                         Sample(t=run.last_step_at, run=run.id, step=run.last_step, state=run.state)
                     )
-        log.info("resumed: %d active alerts", len(self._alert_ids))
+        self._adopted.add(watch)
+        log.info("watch %s: taken up with %d runs and %d active alerts", watch, len(runs), restored)
+
+    def _let_go(self, watch: str) -> None:
+        """Another replica polls this watch now: forget what this one knew, to re-read it on return."""
+        runs = {r for r, w in self._run_watch.items() if w == watch}
+        for run in runs:
+            self.evaluator.forget(run)
+            self._stats.pop(run, None)
+        for fp in [fp for fp, r in self._fp_run.items() if r in runs]:
+            self.evaluator.active.pop(fp, None)
+            self._alert_ids.pop(fp, None)
+            self._fp_run.pop(fp, None)
+        self._adopted.discard(watch)
+        log.info("watch %s: handed over to another replica", watch)
 
     def _remember(self, run: Run) -> None:
         self._run_watch[run.id] = run.watch
@@ -98,10 +132,27 @@ class Engine:
             **{k: str(v) for k, v in (run.labels or {}).items()},
         }
 
+    def lease_ttl(self, watch: str) -> float:
+        return max(3 * self.watches[watch].poll_interval, 30.0)
+
+    def _take_lease(self, watch: str) -> bool:
+        if self.leases is not None and not self.leases.acquire(
+            f"poll:{watch}", self.clock.time(), self.lease_ttl(watch)
+        ):
+            if watch in self._adopted:
+                self._let_go(watch)
+            return False
+        if watch not in self._adopted:
+            self._adopt(watch)
+        return True
+
     # ---- one cycle ------------------------------------------------------------------------------
     def poll(self, watch_name: str) -> CycleReport:
         watch = self.watches[watch_name]
         report = CycleReport(watch_name)
+        if not self._take_lease(watch_name):
+            report.skipped = True
+            return report
         results: dict[str, PollResult] = {}
         with self.sessions() as s:
             known = {
@@ -118,8 +169,18 @@ class Engine:
             for info in results[kind].runs:
                 known.setdefault(info.run, dict(info.labels))
         now = self.clock.time()
-        with self._lock, self.sessions.begin() as s:
-            self._persist(s, watch, results, known, now, report)
+        try:
+            with self._lock, self.sessions.begin() as s:
+                if self.leases is not None and not self.leases.holds(s, f"poll:{watch_name}", now):
+                    raise LeaseLost(watch_name)  # fenced: another replica took over mid-cycle
+                self._persist(s, watch, results, known, now, report)
+        except LeaseLost:
+            self._let_go(watch_name)
+            report.skipped = True
+        except Exception:
+            # The transaction rolled back: what this cycle put in memory must not outlive it.
+            self._let_go(watch_name)
+            raise
         return report
 
     def _persist(
@@ -197,8 +258,10 @@ class Engine:
         row = alerts_repo.record_event(s, event, self._alert_ids.get(fp), now)
         if event.transition.to_state.active:
             self._alert_ids[fp] = row.id
+            self._fp_run[fp] = event.key.run
         else:
             self._alert_ids.pop(fp, None)
+            self._fp_run.pop(fp, None)
         to = event.transition.to_state
         if to in (AlertState.FIRING, AlertState.RESOLVED):
             self.planner.on_transition(s, row, to.value, now)

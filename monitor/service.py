@@ -3,6 +3,7 @@ config + settings + clock, and nothing else does."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import socket
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine as DbEngine
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
@@ -27,7 +29,8 @@ from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
 from monitor.storage import migrate
-from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker
+from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker, normalise_url
+from monitor.storage.leases import Leases
 from monitor.storage.outbox_store import SqlOutboxStore
 
 log = logging.getLogger(__name__)
@@ -96,7 +99,29 @@ class Service:
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
 
+    def claim_database(self) -> None:
+        """SQLite is single-process: refuse to start when another herowatch uses the same file."""
+        if getattr(self, "_lock_fd", None) is not None or not is_sqlite(self.settings.database_url):
+            return
+        path = make_url(normalise_url(self.settings.database_url)).database
+        if not path or path == ":memory:":
+            return
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise DatabaseInUse(
+                f"another herowatch ({holder}) is using the SQLite database {path}. SQLite is "
+                "single-process: stop it, or run several replicas on PostgreSQL (HEROWATCH_DATABASE_URL)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+        self._lock_fd = fd
+
     def start(self) -> None:
+        self.claim_database()
         self.started_at = self.clock.time()
         self.engine.resume()
         self.scheduler = make_scheduler()
@@ -122,13 +147,19 @@ class Service:
             self.settings.redacted_database_url(),
         )
 
+    def _singleton(self, name: str, ttl: float) -> bool:
+        """Work one replica does at a time (reminders, heartbeat): held by lease across replicas."""
+        return self.engine.leases is None or self.engine.leases.acquire(name, self.clock.time(), ttl)
+
     def plan_repeats(self) -> int:
+        if not self._singleton("planner", 180.0):
+            return 0
         with self.sessions.begin() as s:
             return self.planner.plan_repeats(s, self.clock.time())
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog
-        if wd is not None:
+        if wd is not None and self._singleton("watchdog", 3 * wd.interval):
             with self.sessions.begin() as s:
                 self.planner.heartbeat(s, wd.receiver, wd.interval, self.clock.time())
 
@@ -144,9 +175,16 @@ class Service:
         for src in self.sources.values():
             src.close()
         self.db.dispose()
+        if getattr(self, "_lock_fd", None) is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
 
 
 class SchemaNotReady(RuntimeError):
+    pass
+
+
+class DatabaseInUse(RuntimeError):
     pass
 
 
@@ -191,10 +229,11 @@ def build_service(
         cfg.server.external_url,
         {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers},
     )
-    engine = Engine(cfg.watch, sources, rules, planner, sessions, clock)
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
+    engine = Engine(cfg.watch, sources, rules, planner, sessions, clock, leases)
     notifiers = build_notifiers(cfg, settings)
     outbox = SqlOutboxStore(sessions, planner)
-    worker = f"{socket.gethostname()}:{os.getpid()}"
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
     return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, planner, speed, sources)
 

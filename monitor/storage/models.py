@@ -200,3 +200,18 @@ class SeriesBucket(Base):
     nonfinite: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last: Mapped[float | None] = mapped_column(Float)
     t_last: Mapped[float | None] = mapped_column(EpochTime)
+
+
+class Lease(Base):
+    """Who does a piece of work (polling one watch, the reminders, the heartbeat) until when.
+
+    Replicas sharing a PostgreSQL database take leases; a replica that dies stops renewing and another
+    takes the work over once the lease expires.
+    """
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    expires_at: Mapped[float] = mapped_column(EpochTime)
+    acquired_at: Mapped[float] = mapped_column(EpochTime)
