@@ -7,10 +7,12 @@ from typing import Any
 
 from alerts.notifiers.base import Notifier
 from alerts.notifiers.console import ConsoleNotifier
+from alerts.notifiers.slack import SlackNotifier
 from alerts.notifiers.webhook import WebhookNotifier
 
 NOTIFIER_KINDS: dict[str, Callable[..., Notifier]] = {
     "console": ConsoleNotifier,
+    "slack": SlackNotifier,
     "webhook": WebhookNotifier,
 }
 

@@ -129,7 +129,7 @@ class SqlOutboxStore:
             if row.group_id is not None:
                 group = s.get(AlertGroup, row.group_id)
                 group.last_sent_at = now
-                if group.root_ref is None and ref:
+                if ref:  # the receiver's thread root: a re-posted root replaces the old one
                     group.root_ref = ref
 
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None:

@@ -1,0 +1,430 @@
+"""Slack: one threaded conversation per alert group, through slack-sdk's WebClient and a bot token.
+
+What a notification does, by ``extra["kind"]`` (see ``GroupView`` in ``slack_blocks``):
+
+- ``open``: post the group's root message (Block Kit, with Acknowledge / Silence buttons) and upload a
+  PNG of the metric around the event into its thread. ``SendResult.ref`` is ``"CHANNEL:TS"`` of the root.
+- ``update``: ``chat.update`` the root to the group's current state (e.g. RESOLVED, acknowledged by),
+  then reply in the thread with what changed.
+- ``repeat``: a reminder reply in the thread (also shown in the channel: ``broadcast_reminders``).
+- update/repeat without a usable ``root_ref``, or whose root was deleted: post a new root, as ``open``.
+  Every send returns the root's ref, so a caller that stores the latest ref follows a replaced root.
+- no ``kind`` at all (a plain notification, e.g. the watchdog): a root message for that one alert.
+
+A plot is best effort: any failure to draw or upload it is logged and the send still succeeds.
+
+Failures are classified for the outbox, which is the only place that schedules retries, so the client
+runs with **no retry handlers** (slack-sdk's default retries connection errors once, and its rate-limit
+handler would sleep on 429s where the outbox cannot see them): HTTP 429 -> transient with
+``retry_after`` from ``Retry-After``; 5xx, timeouts and connection errors -> transient; auth, channel
+and permission errors (``invalid_auth``, ``channel_not_found``, ``not_in_channel``, ...) -> permanent;
+an error code this module does not know -> transient (the outbox's attempt limit bounds it). A connection
+error after Slack accepted a post is not retried blindly in-client because a retry could post twice;
+the outbox's retry goes through the idempotency check below instead.
+
+Idempotency: every message carries ``metadata`` {event_type "herowatch_notification", event_payload
+{"key": idempotency_key, "group_key": ...}}. Before posting, a root looks for its key in the channel's
+latest ``history_limit`` messages (``conversations.history``, ``include_all_metadata``) and a reply in
+its thread (``conversations.replies``, up to 5 pages); a hit is reused instead of posting again. Limits:
+the earlier post must still be among those messages (fine for an outbox retry minutes later, not for a
+busy channel days later); the bot needs the ``channels:history`` (``groups:history`` for private
+channels) scope, without it the check is skipped with a warning and a re-send may post twice; a
+``chat.update`` is naturally idempotent; a plot whose upload was cut short may be missing after a re-send
+(the root's existing replies are taken as "plot done") and a plot is never uploaded twice on purpose.
+
+The bot token comes from the ``token`` option or ``SLACK_BOT_TOKEN``; it never appears in logs, errors
+or ``repr`` (texts are scrubbed of it in case a library puts it there).
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web import SlackResponse
+
+from alerts.notifiers.base import Notification, SendResult
+from alerts.notifiers.slack_blocks import (
+    EVENT_TYPE,
+    GroupView,
+    Message,
+    metadata_for,
+    plot_alt_text,
+    repeat_message,
+    root_message,
+    update_message,
+)
+
+log = logging.getLogger(__name__)
+
+# Slack error codes that retrying will not fix: wrong token, wrong channel, missing permission.
+PERMANENT_ERRORS: dict[str, str] = {
+    "invalid_auth": "the bot token is not valid (check SLACK_BOT_TOKEN)",
+    "not_authed": "no bot token was sent (check SLACK_BOT_TOKEN)",
+    "account_inactive": "the bot's token belongs to a deleted user or workspace",
+    "token_revoked": "the bot token was revoked",
+    "token_expired": "the bot token expired",
+    "no_permission": "the bot has no permission for this",
+    "missing_scope": "the bot token lacks a scope (needs chat:write, files:write, channels:history)",
+    "not_allowed_token_type": "this needs a bot token (xoxb-)",
+    "channel_not_found": "the channel id does not exist or the bot cannot see it",
+    "not_in_channel": "the bot is not a member of the channel: invite it",
+    "is_archived": "the channel is archived",
+    "restricted_action": "the workspace does not let the bot post there",
+    "restricted_action_read_only_channel": "the channel is read-only",
+    "team_access_not_granted": "the token has no access to this workspace",
+    "ekm_access_denied": "the workspace's EKM denied access",
+    "invalid_arguments": "Slack rejected the request's arguments",
+    "invalid_metadata_format": "Slack rejected the message metadata",
+    "invalid_metadata_schema": "Slack rejected the message metadata",
+    "msg_too_long": "the message is too long",
+    "no_text": "the message has no text",
+    "too_many_attachments": "too many attachments",
+    "duplicate_channel_not_found": "the channel does not exist",
+}
+TRANSIENT_ERRORS = frozenset(
+    {
+        "ratelimited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+        "team_added_to_org",
+    }
+)
+_BLOCK_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long"})
+_ROOT_GONE = frozenset({"message_not_found", "thread_not_found"})
+_CANNOT_EDIT = (
+    frozenset({"cant_update_message", "edit_window_closed", "message_not_editable"}) | _BLOCK_ERRORS
+)
+_REF = re.compile(r"^([A-Z0-9]+):(\d+\.\d+)$")
+_NETWORK_ERRORS = (OSError, http.client.HTTPException)  # OSError: timeouts, URLError, resets, refused
+# Errors of the history look-up that the post itself would hit too: fail now, with the clear reason.
+_FATAL_FOR_LOOKUP = frozenset(
+    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "channel_not_found"}
+)
+
+
+class _Failed(Exception):
+    def __init__(self, result: SendResult, code: str | None = None) -> None:
+        super().__init__(result.error)
+        self.result = result
+        self.code = code
+
+
+def format_ref(channel: str, ts: str) -> str:
+    return f"{channel}:{ts}"
+
+
+def parse_ref(ref: Any) -> tuple[str, str] | None:
+    """(channel, ts) of a ref made by :func:`format_ref`, None if it is not one."""
+    m = _REF.match(str(ref or ""))
+    return (m.group(1), m.group(2)) if m else None
+
+
+class SlackNotifier:
+    def __init__(
+        self,
+        channel: str,
+        token: str | None = None,
+        base_url: str | None = None,
+        timeout: float | str = 10.0,
+        dashboard_url: str | None = None,
+        plots: bool = True,
+        actions: bool = True,
+        broadcast_reminders: bool = True,
+        history_limit: int = 200,
+        plotter: Callable[..., bytes] | None = None,
+    ) -> None:
+        token = token or os.environ.get("SLACK_BOT_TOKEN")
+        if not token:
+            raise ValueError(
+                "a Slack receiver needs a bot token: set SLACK_BOT_TOKEN (never put it in the config)"
+            )
+        if not channel:
+            raise ValueError("a Slack receiver needs a channel id, e.g. C0123456789")
+        self.channel = channel
+        self.dashboard_url = dashboard_url
+        self.plots = plots
+        self.actions = actions
+        self.broadcast_reminders = broadcast_reminders
+        self.history_limit = history_limit
+        self.replies_page_size = 200
+        self._plotter = plotter
+        self._secret = token.strip()
+        self._client = WebClient(
+            token=token,
+            base_url=base_url or WebClient.BASE_URL,
+            timeout=_seconds(timeout),  # type: ignore[arg-type]  # urllib takes float seconds
+            retry_handlers=[],  # the outbox schedules every retry: see the module docstring
+            logger=logging.getLogger(f"{__name__}.sdk"),
+        )
+
+    def __repr__(self) -> str:
+        return f"SlackNotifier(channel={self.channel!r})"
+
+    # ---- the Notifier protocol --------------------------------------------------------------------------
+    def send(self, notification: Notification) -> SendResult:
+        view = GroupView.from_notification(notification)
+        try:
+            root = parse_ref(view.root_ref)
+            if view.kind in ("update", "repeat") and root is not None:
+                return self._follow_up(view, *root)
+            if view.kind in ("update", "repeat"):
+                log.warning(
+                    "slack: %s for group %s has no root message; posting a new root",
+                    view.kind,
+                    view.group_key,
+                )
+            return self._open(view)
+        except _Failed as failed:
+            return failed.result
+
+    # ---- root ---------------------------------------------------------------------------------------
+    def _open(self, view: GroupView) -> SendResult:
+        found = self._find_in_channel(view.key)
+        if found is not None:
+            channel, ts, has_replies = found
+            log.info("slack: root for %s already posted (%s), not posting again", view.key, ts)
+            if not has_replies:
+                self._upload_plot(view, channel, ts)
+            return SendResult.sent(format_ref(channel, ts))
+        msg = root_message(view, self.dashboard_url, buttons=self.actions)
+        resp = self._post(msg, metadata_for(view))
+        channel, ts = resp.get("channel") or self.channel, str(resp["ts"])
+        self._upload_plot(view, channel, ts)
+        return SendResult.sent(format_ref(channel, ts))
+
+    def _follow_up(self, view: GroupView, channel: str, root_ts: str) -> SendResult:
+        ref = format_ref(channel, root_ts)
+        if view.kind == "update":
+            msg = root_message(view, self.dashboard_url, buttons=self.actions)
+            try:
+                self._call(
+                    "chat.update",
+                    self._client.chat_update,
+                    channel=channel,
+                    ts=root_ts,
+                    text=msg.text,
+                    blocks=msg.blocks,
+                )
+            except _Failed as failed:
+                if failed.code in _ROOT_GONE:
+                    log.warning("slack: root %s of group %s is gone; posting a new root", ref, view.group_key)
+                    return self._open(view)
+                if failed.code not in _CANNOT_EDIT:
+                    raise
+                log.warning(
+                    "slack: could not update root %s (%s); replying in its thread only", ref, failed.code
+                )
+        if self._find_in_thread(channel, root_ts, view.key):
+            log.info("slack: reply for %s already posted in %s, not posting again", view.key, ref)
+            return SendResult.sent(ref)
+        msg = update_message(view) if view.kind == "update" else repeat_message(view)
+        broadcast = view.kind == "repeat" and self.broadcast_reminders
+        try:
+            self._post(msg, metadata_for(view), channel=channel, thread_ts=root_ts, reply_broadcast=broadcast)
+        except _Failed as failed:
+            if failed.code in _ROOT_GONE:
+                log.warning("slack: thread %s of group %s is gone; posting a new root", ref, view.group_key)
+                return self._open(view)
+            raise
+        return SendResult.sent(ref)
+
+    # ---- Slack calls -------------------------------------------------------------------------------
+    def _post(
+        self,
+        msg: Message,
+        metadata: Mapping[str, Any],
+        channel: str | None = None,
+        thread_ts: str | None = None,
+        reply_broadcast: bool = False,
+    ) -> SlackResponse:
+        args: dict[str, Any] = {
+            "channel": channel or self.channel,
+            "text": msg.text,
+            "metadata": dict(metadata),
+            "unfurl_links": False,
+            "unfurl_media": False,
+        }
+        if thread_ts:
+            args["thread_ts"] = thread_ts
+            if reply_broadcast:
+                args["reply_broadcast"] = True
+        try:
+            return self._call("chat.postMessage", self._client.chat_postMessage, blocks=msg.blocks, **args)
+        except _Failed as failed:
+            if failed.code not in _BLOCK_ERRORS:
+                raise
+            # A Block Kit bug of ours must not swallow the alert: send the plain text instead.
+            log.error("slack: Block Kit rejected (%s); posting the plain text instead", failed.code)
+            return self._call("chat.postMessage", self._client.chat_postMessage, **args)
+
+    def _find_in_channel(self, key: str) -> tuple[str, str, bool] | None:
+        """(channel, ts, has replies) of the root that carries ``key``, among the latest messages."""
+        try:
+            resp = self._call(
+                "conversations.history",
+                self._client.conversations_history,
+                channel=self.channel,
+                limit=self.history_limit,
+                include_all_metadata=True,
+            )
+        except _Failed as failed:
+            if failed.code in _FATAL_FOR_LOOKUP:
+                raise
+            log.warning(
+                "slack: could not check for an earlier post (%s); posting anyway", failed.result.error
+            )
+            return None
+        for m in resp.get("messages") or []:
+            if _key_of(m) == key and m.get("thread_ts", m.get("ts")) == m.get("ts"):
+                return self.channel, str(m["ts"]), bool(m.get("reply_count"))
+        return None
+
+    def _find_in_thread(self, channel: str, root_ts: str, key: str, max_pages: int = 5) -> bool:
+        cursor = None
+        for _ in range(max_pages):
+            try:
+                resp = self._call(
+                    "conversations.replies",
+                    self._client.conversations_replies,
+                    channel=channel,
+                    ts=root_ts,
+                    limit=self.replies_page_size,
+                    include_all_metadata=True,
+                    cursor=cursor,
+                )
+            except _Failed as failed:
+                log.warning(
+                    "slack: could not check the thread for an earlier reply (%s); posting anyway",
+                    failed.result.error,
+                )
+                return False
+            if any(_key_of(m) == key for m in resp.get("messages") or []):
+                return True
+            cursor = (resp.get("response_metadata") or {}).get("next_cursor")
+            if not resp.get("has_more") or not cursor:
+                return False
+        return False
+
+    def _upload_plot(self, view: GroupView, channel: str, thread_ts: str) -> None:
+        if not self.plots or not view.series:
+            return
+        try:
+            metric = view.lead.get("metric")
+            if metric not in view.series:
+                metric = next(iter(view.series))
+            series = view.series[metric]
+            title = f"{metric} · run {view.run}" if view.run else str(metric)
+            plotter = self._plotter or _default_plotter()
+            png = plotter(str(metric), series, title=title)
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(metric)).strip("_") or "metric"
+            self._client.files_upload_v2(
+                channel=channel,
+                thread_ts=thread_ts,
+                file=png,
+                filename=f"{safe}.png",
+                title=title,
+                alt_txt=plot_alt_text(str(metric), series, view.run),
+            )
+        except Exception as exc:  # noqa: BLE001 - a plot must never block or fail the alert
+            log.warning(
+                "slack: plot for group %s not posted: %s",
+                view.group_key,
+                self._redact(f"{type(exc).__name__}: {_describe(exc)}"),
+            )
+
+    def _call(self, method: str, fn: Callable[..., SlackResponse], **kwargs: Any) -> SlackResponse:
+        try:
+            return fn(**kwargs)
+        except SlackApiError as exc:
+            result, code = self._classify(method, exc.response)
+            raise _Failed(result, code) from None
+        except SlackClientError as exc:
+            raise _Failed(SendResult.permanent(self._redact(f"slack {method}: {exc}"))) from None
+        except _NETWORK_ERRORS as exc:
+            text = self._redact(f"slack {method}: {type(exc).__name__}: {_describe(exc)}")
+            raise _Failed(SendResult.transient(text)) from None
+
+    def _classify(self, method: str, resp: SlackResponse) -> tuple[SendResult, str | None]:
+        status = resp.status_code
+        data = resp.data if isinstance(resp.data, dict) else {}
+        code = data.get("error")
+        retry_after = _retry_after(resp.headers)
+        if status == 429 or code == "ratelimited":
+            return SendResult.transient(f"slack {method}: rate limited (HTTP {status})", retry_after), code
+        if status >= 500:
+            return SendResult.transient(f"slack {method}: HTTP {status}", retry_after), code
+        if status == 200 and code:
+            if code in PERMANENT_ERRORS:
+                hint = PERMANENT_ERRORS[code]
+                if code in ("channel_not_found", "not_in_channel"):
+                    hint += f" ({self.channel})"
+                if code == "missing_scope" and data.get("needed"):
+                    hint += f"; needed: {data['needed']}"
+                return SendResult.permanent(self._redact(f"slack {method}: {code}: {hint}")), code
+            note = "" if code in TRANSIENT_ERRORS else " (unknown error code, retrying)"
+            return SendResult.transient(self._redact(f"slack {method}: {code}{note}"), retry_after), code
+        if status == 408:
+            return SendResult.transient(f"slack {method}: HTTP 408"), code
+        return SendResult.permanent(
+            self._redact(f"slack {method}: HTTP {status} {code or ''}".rstrip())
+        ), code
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "xoxb-***") if self._secret else text
+
+
+def _key_of(message: Mapping[str, Any]) -> str | None:
+    md = message.get("metadata") or {}
+    if md.get("event_type") != EVENT_TYPE:
+        return None
+    return (md.get("event_payload") or {}).get("key")
+
+
+def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
+    for k, v in (headers or {}).items():
+        if str(k).lower() == "retry-after":
+            v = v[0] if isinstance(v, list | tuple) else v
+            try:
+                return max(0.0, float(v))
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(value: float | str) -> float:
+    """Seconds from a number or config text such as ``10s``, ``1m30s``, ``500ms`` (receiver options are
+    passed as the config serialises them)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip().lower()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    parts = list(_DURATION_PART.finditer(text))
+    if not parts or "".join(m.group(0) for m in parts) != text:
+        raise ValueError(f"timeout {value!r} is not a duration such as 10s")
+    return sum(float(m.group(1)) * _DURATION_UNITS[m.group(2)] for m in parts)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or repr(exc)
+
+
+def _default_plotter() -> Callable[..., bytes]:
+    from alerts.plot import render_metric_png
+
+    return render_metric_png
