@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from monitor.samples import RunInfo, Sample
 from monitor.storage.models import Run, SourceCursor
-from monitor.storage.series import Point, ingest
+from monitor.storage.series import Point, ingest_run
 
 
 def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
@@ -68,8 +68,7 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
             if name.startswith("_"):
                 continue
             by_metric.setdefault((name, axis), []).append(Point(x, float(value), s.t))
-    for (name, axis), points in by_metric.items():
-        ingest(session, run.id, name, points, axis)
+    ingest_run(session, run.id, {name: (axis, points) for (name, axis), points in by_metric.items()})
 
 
 def list_runs(session: Session) -> list[Run]:

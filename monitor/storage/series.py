@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import SeriesBucket, SeriesMeta
@@ -48,46 +48,69 @@ def ingest(
     axis: str,
     max_buckets: int = MAX_BUCKETS,
 ) -> None:
-    points = list(points)
-    if not points:
+    ingest_run(session, run_id, {metric: (axis, list(points))}, max_buckets)
+
+
+def ingest_run(
+    session: Session,
+    run_id: str,
+    series: Mapping[str, tuple[str, list[Point]]],
+    max_buckets: int = MAX_BUCKETS,
+) -> None:
+    """Fold one poll's points of every metric of a run: two queries, whatever the number of metrics."""
+    series = {m: v for m, v in series.items() if v[1]}
+    if not series:
         return
-    meta = session.get(SeriesMeta, (run_id, metric))
-    if meta is None:
-        meta = SeriesMeta(
-            run_id=run_id,
-            metric=metric,
-            axis=axis,
-            width=1.0 if axis == "step" else TIME_WIDTH,
-            buckets=0,
-            points=0,
-        )
-        session.add(meta)
-    width = meta.width
-    groups: dict[float, list[Point]] = defaultdict(list)
-    for p in points:
-        groups[math.floor(p.x / width) * width].append(p)
-    existing = {
-        b.x0: b
-        for b in session.scalars(
-            select(SeriesBucket).where(
-                SeriesBucket.run_id == run_id,
-                SeriesBucket.metric == metric,
-                SeriesBucket.x0.in_(list(groups)),
-            )
+    metas = {
+        m.metric: m
+        for m in session.scalars(
+            select(SeriesMeta).where(SeriesMeta.run_id == run_id, SeriesMeta.metric.in_(list(series)))
         )
     }
-    for x0, pts in groups.items():
-        b = existing.get(x0)
-        if b is None:
-            b = SeriesBucket(run_id=run_id, metric=metric, x0=x0, sum=0.0, count=0, nonfinite=0)
-            session.add(b)
-            meta.buckets += 1
-        for p in pts:
-            _fold(b, p)
-    meta.points += len(points)
-    if meta.buckets > max_buckets:
-        session.flush()
-        _compact(session, meta, max_buckets)
+    groups: dict[str, dict[float, list[Point]]] = {}
+    for metric, (axis, points) in series.items():
+        meta = metas.get(metric)
+        if meta is None:
+            meta = metas[metric] = SeriesMeta(
+                run_id=run_id,
+                metric=metric,
+                axis=axis,
+                width=1.0 if axis == "step" else TIME_WIDTH,
+                buckets=0,
+                points=0,
+            )
+            session.add(meta)
+        g: dict[float, list[Point]] = defaultdict(list)
+        for p in points:
+            g[math.floor(p.x / meta.width) * meta.width].append(p)
+        groups[metric] = g
+    wanted = [
+        and_(SeriesBucket.metric == m, SeriesBucket.x0.in_(list(g)))
+        for m, g in groups.items()
+        if metas[m].buckets
+    ]
+    existing = {
+        (b.metric, b.x0): b
+        for b in (
+            session.scalars(select(SeriesBucket).where(SeriesBucket.run_id == run_id, or_(*wanted)))
+            if wanted
+            else ()
+        )
+    }
+    for metric, g in groups.items():
+        meta = metas[metric]
+        for x0, pts in g.items():
+            b = existing.get((metric, x0))
+            if b is None:
+                b = SeriesBucket(run_id=run_id, metric=metric, x0=x0, sum=0.0, count=0, nonfinite=0)
+                session.add(b)
+                meta.buckets += 1
+            for p in pts:
+                _fold(b, p)
+        meta.points += len(series[metric][1])
+        if meta.buckets > max_buckets:
+            session.flush()
+            _compact(session, meta, max_buckets)
 
 
 def _compact(session: Session, meta: SeriesMeta, max_buckets: int) -> None:
