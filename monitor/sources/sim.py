@@ -143,6 +143,8 @@ class SimRun:
             "optim/learning_rate": 3e-4 * min(1.0, s / 2000.0) * (0.1 + 0.9 * math.exp(-s / 200_000.0)),
             "_runtime": t - self.started_at,
         }
+        for i in range(cfg.extra_metrics):
+            metrics[f"extra/m{i}"] = 1.0 + 0.1 * self.rng.random()
         if s % cfg.eval_every == 0:
             metrics["eval/loss"] = base * 1.03
         return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")

@@ -53,4 +53,5 @@ class SimTarget(BaseModel):
     restore_time: Duration = 300.0
     start_step: int = Field(default=0, ge=0)
     target_step: int | None = Field(default=None, ge=1)
+    extra_metrics: int = Field(default=0, ge=0, le=1000, description="more metrics per step (extra/m0, ...)")
     incidents: list[Incident] = Field(default_factory=list)
