@@ -7,7 +7,6 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.pool import NullPool
 
 
 def is_sqlite(url: str) -> bool:
@@ -28,8 +27,9 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> Engine:
         path = make_url(url).database
         if path and path != ":memory:":
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        # A small pool: opening an SQLite connection (and its pragmas) per session costs more than a poll.
         engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30}, poolclass=NullPool
+            url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=8, max_overflow=8
         )
 
         @event.listens_for(engine, "connect")

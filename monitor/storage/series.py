@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, delete, insert, or_, select
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import SeriesBucket, SeriesMeta
@@ -84,11 +84,13 @@ def ingest_run(
         for p in points:
             g[math.floor(p.x / meta.width) * meta.width].append(p)
         groups[metric] = g
-    wanted = [
-        and_(SeriesBucket.metric == m, SeriesBucket.x0.in_(list(g)))
-        for m, g in groups.items()
-        if metas[m].buckets
-    ]
+    # The buckets this poll touches sit at the end of each series: read from the smallest x0 on, per axis.
+    wanted = []
+    for axis in ("step", "time"):
+        names = [m for m, g in groups.items() if metas[m].buckets and metas[m].axis == axis]
+        if names:
+            low = min(min(groups[m]) for m in names)
+            wanted.append(and_(SeriesBucket.metric.in_(names), SeriesBucket.x0 >= low))
     existing = {
         (b.metric, b.x0): b
         for b in (
@@ -97,20 +99,41 @@ def ingest_run(
             else ()
         )
     }
+    fresh: list[_Bucket] = []
     for metric, g in groups.items():
         meta = metas[metric]
         for x0, pts in g.items():
             b = existing.get((metric, x0))
             if b is None:
-                b = SeriesBucket(run_id=run_id, metric=metric, x0=x0, sum=0.0, count=0, nonfinite=0)
-                session.add(b)
+                b = _Bucket(run_id=run_id, metric=metric, x0=x0)
+                fresh.append(b)
                 meta.buckets += 1
             for p in pts:
                 _fold(b, p)
         meta.points += len(series[metric][1])
+    if fresh:  # one multi-row INSERT instead of an ORM object per bucket
+        session.execute(insert(SeriesBucket), [b.row() for b in fresh])
+    for meta in metas.values():
         if meta.buckets > max_buckets:
             session.flush()
             _compact(session, meta, max_buckets)
+
+
+@dataclass
+class _Bucket:
+    run_id: str
+    metric: str
+    x0: float
+    min: float | None = None
+    max: float | None = None
+    sum: float = 0.0
+    count: int = 0
+    nonfinite: int = 0
+    last: float | None = None
+    t_last: float | None = None
+
+    def row(self) -> dict:
+        return self.__dict__.copy()
 
 
 def _compact(session: Session, meta: SeriesMeta, max_buckets: int) -> None:
