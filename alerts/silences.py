@@ -18,8 +18,15 @@ class SilenceSpec:
     comment: str = ""
 
     @classmethod
-    def parse(cls, id: int, matchers: Iterable[str], starts_at: float, ends_at: float, created_by: str = "",
-              comment: str = "") -> SilenceSpec:
+    def parse(
+        cls,
+        id: int,
+        matchers: Iterable[str],
+        starts_at: float,
+        ends_at: float,
+        created_by: str = "",
+        comment: str = "",
+    ) -> SilenceSpec:
         ms = tuple(Matcher.parse(m) for m in matchers)
         if not ms:
             raise ValueError("a silence needs at least one matcher")

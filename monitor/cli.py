@@ -112,8 +112,13 @@ def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
     import uvicorn
 
     from monitor.api.app import create_app
+    from monitor.service import DatabaseInUse
 
-    api = create_app(service.sessions, on_start=service.start, on_stop=service.stop)
+    try:
+        service.claim_database()
+    except DatabaseInUse as exc:
+        raise _fail(str(exc)) from None
+    api = create_app(service, on_start=service.start, on_stop=service.stop)
     typer.echo(
         f"herowatch {__version__}: API and dashboard on http://{host}:{port}  (Ctrl-C stops)", err=True
     )
@@ -233,6 +238,63 @@ def db_current(
         typer.echo(f"current: {migrate.current_revision(engine)}  head: {migrate.head_revision()}")
     finally:
         engine.dispose()
+
+
+@app.command()
+def record(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="trace file to write (JSON Lines, docs/trace-format.md)"
+    ),
+    duration: str = typer.Option(
+        None, "--duration", "-d", help="stop after this long, e.g. 90s, 2h [default: until Ctrl-C]"
+    ),
+    append: bool = typer.Option(False, help="append to --out instead of replacing it"),
+) -> None:
+    """Record what the pollers read into a trace, for `herowatch replay` and for rule tests.
+
+    No rules run and nothing is stored in the database. Ctrl-C stops cleanly: everything read so far
+    is in the file.
+    """
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from alerts.clock import SystemClock
+    from monitor.durations import parse_duration
+    from monitor.recorder import Recorder
+    from monitor.recorder import record as run_record
+    from monitor.sources.registry import make_source
+    from monitor.trace import TraceWriter
+
+    _logging("WARNING")
+    try:
+        seconds = parse_duration(duration) if duration else None
+    except ValueError as exc:
+        raise _fail(f"--duration: {exc}") from None
+    try:
+        cfg, _ = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    settings = _settings()
+    sources = {k: make_source(k, settings) for k in sorted({k for w in cfg.watch for k in w.targets()})}
+    with TraceWriter(out, append=append) as writer:
+        rec = Recorder(cfg.watch, sources, writer, SystemClock())
+        columns = [TextColumn("recording {task.fields[n]} samples"), BarColumn(), TimeElapsedColumn()]
+        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("record", total=seconds, n=0)
+            try:
+                n = run_record(
+                    rec,
+                    seconds,
+                    time.sleep,
+                    lambda elapsed, count: bar.update(task, completed=elapsed, n=count),
+                )
+            except KeyboardInterrupt:
+                n = writer.count
+    for src in sources.values():
+        src.close()
+    typer.echo(f"wrote {n} samples to {out}" + (f" ({rec.late} arrived late)" if rec.late else ""))
 
 
 @app.command()

@@ -48,5 +48,7 @@ def format_duration(seconds: float) -> str:
 
 
 Duration = Annotated[
-    float, BeforeValidator(parse_duration), PlainSerializer(format_duration, return_type=str, when_used="json")
+    float,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
 ]

@@ -74,6 +74,7 @@ class Engine:
         self._stats: dict[str, RunStats] = {}
         self._lock = threading.Lock()
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
+        self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
         self.last_error: dict[str, str | None] = {}
 
     # ---- wiring ---------------------------------------------------------------------------------
@@ -82,6 +83,11 @@ class Engine:
         if watch is None:
             return self.rules.for_run()
         return self.rules.for_run(watch.rules.overrides, watch.rules.disabled)
+
+    @property
+    def adopted(self) -> frozenset[str]:
+        """The watches this process polls now."""
+        return frozenset(self._adopted)
 
     def resume(self) -> None:
         """After a restart: active alerts keep their state (no second notification), detectors are primed
@@ -194,6 +200,7 @@ class Engine:
     ) -> None:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         for kind, res in results.items():
+            self.last_poll_at[kind] = now
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
             for sample in res.samples:
@@ -222,7 +229,7 @@ class Engine:
                 stats = self._stats[run_id] = RunStats.restore(run.stats, watch.target_step)
             for sample in samples:
                 self.evaluator.observe(sample)
-                stats.observe(sample.t, sample.step, sample.metrics)
+                stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.stats = stats.snapshot(now)
             run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
             events = self._source_health(run_id, report.errors, results, now)

@@ -1,7 +1,9 @@
-"""Derived per-run figures for the API and dashboard: step rate, ETA, latest values.
+"""Derived per-run figures for the API and dashboard: step rate, ETA, latest values, goodput.
 
 Pure: fed every sample once, ``snapshot(now)`` gives a JSON-able dict the engine stores in
-``runs.stats``; ``restore`` rebuilds the tracker from that dict after a restart.
+``runs.stats``; ``restore`` rebuilds the tracker from that dict after a restart. The goodput
+accounting (``monitor.goodput``) rides along: its state is stored under ``stats["goodput"]`` and
+``goodput.report_of(stats, now)`` turns it into the breakdown at any later time.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from typing import Any
+
+from monitor.goodput import Goodput
 
 LATEST = ("train/loss", "throughput/tokens_per_second", "throughput/mfu", "grad/norm/total", "eval/loss")
 RATE_WINDOW = 64  # steps over which the step rate is measured
@@ -21,8 +25,12 @@ class RunStats:
         self.latest: dict[str, float | None] = {}
         self.first_seen: float | None = None
         self.last_step: int | None = None
+        self.goodput = Goodput()
 
-    def observe(self, t: float, step: int | None, metrics: dict[str, float]) -> None:
+    def observe(
+        self, t: float, step: int | None, metrics: dict[str, float], state: str | None = None
+    ) -> None:
+        self.goodput.observe(t, step, state)
         if self.first_seen is None:
             self.first_seen = t
         if step is not None:
@@ -47,9 +55,16 @@ class RunStats:
         eta = None
         if rate and self.target_step and self.last_step is not None and self.target_step > self.last_step:
             eta = (self.target_step - self.last_step) / rate
-        return {"steps_per_second": rate, "target_step": self.target_step, "eta_seconds": eta,
-                "latest": dict(self.latest), "first_seen": self.first_seen,
-                "recent": [list(x) for x in self.recent]}
+        return {
+            "steps_per_second": rate,
+            "target_step": self.target_step,
+            "eta_seconds": eta,
+            "latest": dict(self.latest),
+            "first_seen": self.first_seen,
+            "recent": [list(x) for x in self.recent],
+            "goodput": self.goodput.to_dict(),
+            "goodput_ratio": self.goodput.report(now)["ratio"],
+        }
 
     @classmethod
     def restore(cls, data: dict[str, Any] | None, target_step: int | None = None) -> RunStats:
@@ -60,4 +75,5 @@ class RunStats:
         rs.latest = dict(data.get("latest") or {})
         rs.first_seen = data.get("first_seen")
         rs.last_step = rs.recent[-1][1] if rs.recent else None
+        rs.goodput = Goodput.from_dict(data.get("goodput"))
         return rs

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     prometheus_token: SecretStr | None = Field(default=None,
                                                validation_alias=AliasChoices("HEROWATCH_PROMETHEUS_TOKEN"))
     api_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HEROWATCH_API_TOKEN"))
+    protect_reads: bool = Field(
+        default=False, description="HEROWATCH_PROTECT_READS=true: reads need the API token too (not probes)"
+    )
 
     def __repr_args__(self):  # noqa: ANN204 - the database URL may hold a password: never show it
         for key, value in super().__repr_args__():

@@ -22,8 +22,10 @@ os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
 def pg_admin_url() -> str:
     url = os.environ.get("TEST_DATABASE_URL")
     if not url:
-        raise RuntimeError("TEST_DATABASE_URL is not set: run the tests with scripts/test, which finds or starts "
-                           "PostgreSQL (the storage tests need the real server, they are never skipped)")
+        raise RuntimeError(
+            "TEST_DATABASE_URL is not set: run the tests with scripts/test, which finds or starts "
+            "PostgreSQL (the storage tests need the real server, they are never skipped)"
+        )
     return url
 
 
@@ -49,7 +51,9 @@ def _fresh_pg_database(admin_url: str) -> tuple[str, callable]:
         with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    return admin.set(database=name, drivername="postgresql+psycopg").render_as_string(hide_password=False), drop
+    return admin.set(database=name, drivername="postgresql+psycopg").render_as_string(
+        hide_password=False
+    ), drop
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

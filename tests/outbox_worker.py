@@ -15,8 +15,9 @@ from monitor.settings import Settings
 
 def main() -> None:
     config = Path(sys.argv[1])
-    service = build_service(load_config(config), Settings(), SystemClock(), base_dir=config.parent,
-                            auto_migrate=False)
+    service = build_service(
+        load_config(config), Settings(), SystemClock(), base_dir=config.parent, auto_migrate=False
+    )
     service.dispatcher.lease_seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
     print("worker ready", flush=True)
     while True:

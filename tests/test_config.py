@@ -42,26 +42,41 @@ def test_check_config_names_file_line_and_field(tmp_path):
 
 def test_serve_refuses_a_bad_config_the_same_way(tmp_path):
     cfg = write(tmp_path, BAD_TYPE)
-    proc = subprocess.run([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg)],
-                          capture_output=True, text=True, timeout=60, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert proc.returncode == 2
     assert f"{cfg}:6: watch[1].poll_interval" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize(("text", "where"), [
-    ("watch:\n  - name: a\n    sim:\n      step_tme: 3\n", ":4: watch[0].sim.step_tme: unknown field"),
-    ("watch:\n  - name: a\n    sim:\n      incidents:\n        - {kind: meteor, at: 1h}\n",
-     ":5: watch[0].sim.incidents[0].kind"),
-    ("watch:\n  - name: a\n", ":2: watch[0]: say which source to watch"),
-    ("watch: [\n", ":2: not valid YAML"),
-    ("route:\n  receiver: pager\n", "route.receiver 'pager' is not a receiver"),
-    ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers: bad regex"),
-    ("watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n        progress_stalled: {floor: soon}\n",
-     ":6: watch[0].rules.overrides.progress_stalled.floor"),
-    ("watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n        no_such_rule: {x: 1}\n",
-     ":6: watch[0].rules.overrides.no_such_rule: no rule named 'no_such_rule'"),
-])
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("watch:\n  - name: a\n    sim:\n      step_tme: 3\n", ":4: watch[0].sim.step_tme: unknown field"),
+        (
+            "watch:\n  - name: a\n    sim:\n      incidents:\n        - {kind: meteor, at: 1h}\n",
+            ":5: watch[0].sim.incidents[0].kind",
+        ),
+        ("watch:\n  - name: a\n", ":2: watch[0]: say which source to watch"),
+        ("watch: [\n", ":2: not valid YAML"),
+        ("route:\n  receiver: pager\n", "route.receiver 'pager' is not a receiver"),
+        ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers: bad regex"),
+        (
+            "watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n"
+            "        progress_stalled: {floor: soon}\n",
+            ":6: watch[0].rules.overrides.progress_stalled.floor",
+        ),
+        (
+            "watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n        no_such_rule: {x: 1}\n",
+            ":6: watch[0].rules.overrides.no_such_rule: no rule named 'no_such_rule'",
+        ),
+    ],
+)
 def test_each_kind_of_mistake_is_pointed_at(tmp_path, text, where):
     cfg = write(tmp_path, text)
     result = runner.invoke(app, ["check-config", str(cfg)])

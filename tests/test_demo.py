@@ -28,8 +28,14 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     port = free_port()
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path)}
     # 90x instead of the default 30x keeps the test short; the timeline is the same in simulated time.
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "demo", "--port", str(port), "--speed", "90"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "demo", "--port", str(port), "--speed", "90"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         seen = set()

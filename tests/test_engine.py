@@ -30,10 +30,18 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
     with service.sessions() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
         assert alert.state == "resolved" and alert.run_id == "hero-a"
-        states = [(t.from_state, t.to_state) for t in s.scalars(
-            select(AlertTransition).where(AlertTransition.alert_id == alert.id).order_by(AlertTransition.id))]
+        states = [
+            (t.from_state, t.to_state)
+            for t in s.scalars(
+                select(AlertTransition)
+                .where(AlertTransition.alert_id == alert.id)
+                .order_by(AlertTransition.id)
+            )
+        ]
         assert states == [("inactive", "firing"), ("firing", "resolved")]
-        assert s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 2
+        assert (
+            s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 2
+        )
         run = s.get(Run, "hero-a")
         assert run.last_step and run.last_step > 60 and run.state == "running"
     service.stop()

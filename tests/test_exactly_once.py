@@ -45,20 +45,32 @@ def setup(tmp_path, slack, pg_server_url):
     url, drop = _fresh_pg_database(pg_server_url)
     migrate.upgrade(url)
     cfg = tmp_path / "hw.yaml"
-    cfg.write_text(f"receivers:\n  - {{name: oncall, kind: slack, channel: C0ALERTS, base_url: '{slack.api_url}',"
-                   f" timeout: 3s, plots: false}}\nroute: {{receiver: oncall, group_wait: 0s}}\n")
+    cfg.write_text(
+        f"receivers:\n  - {{name: oncall, kind: slack, channel: C0ALERTS, base_url: '{slack.api_url}',"
+        f" timeout: 3s, plots: false}}\nroute: {{receiver: oncall, group_wait: 0s}}\n"
+    )
     engine = make_engine(url)
     sessions = make_sessionmaker(engine)
     now = time.time()
     with sessions.begin() as s:
-        a = Alert(fingerprint="f1", rule="nan_loss", kind="non_finite", run_id="hero-1", severity="critical",
-                  labels={"alertname": "nan_loss", "run": "hero-1", "severity": "critical"},
-                  annotations={"summary": "hero-1: train/loss is NaN at step 22900"}, state="firing",
-                  active_at=now, fired_at=now, updated_at=now)
+        a = Alert(
+            fingerprint="f1",
+            rule="nan_loss",
+            kind="non_finite",
+            run_id="hero-1",
+            severity="critical",
+            labels={"alertname": "nan_loss", "run": "hero-1", "severity": "critical"},
+            annotations={"summary": "hero-1: train/loss is NaN at step 22900"},
+            state="firing",
+            active_at=now,
+            fired_at=now,
+            updated_at=now,
+        )
         s.add(a)
         s.flush()
         Planner(Route("oncall", timing=GroupTiming(group_wait=0)), {"oncall": "slack"}).on_transition(
-            s, a, "firing", now)
+            s, a, "firing", now
+        )
     env = {**os.environ, "HEROWATCH_DATABASE_URL": url, "SLACK_BOT_TOKEN": DEFAULT_TOKEN}
     yield cfg, env, sessions
     engine.dispose()
@@ -66,8 +78,14 @@ def setup(tmp_path, slack, pg_server_url):
 
 
 def start_worker(cfg, env):
-    proc = subprocess.Popen([sys.executable, "-m", "tests.outbox_worker", str(cfg), "2"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.outbox_worker", str(cfg), "2"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "worker ready", proc.stderr.read()
     return proc
 

@@ -70,8 +70,9 @@ def test_two_replicas_split_the_work_and_take_over_from_a_dead_one(pg_url, clock
     with alive.sessions() as s:
         stalled = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).all()
         assert [(a.run_id, a.state) for a in stalled] == [("hero-a", "firing")]
-        assert s.scalar(select(func.count()).select_from(Notification)
-                        .where(Notification.status == "sent")) == 1
+        assert (
+            s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 1
+        )
     assert (out1.getvalue() + out2.getvalue()).count("FIRING CRITICAL progress_stalled") == 1
     one.stop()
     two.stop()

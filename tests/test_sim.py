@@ -21,8 +21,9 @@ def gaps(rows):
 
 
 def test_a_healthy_run_steps_steadily_and_its_loss_falls():
-    rows = sim(step_time=10, checkpoint_every=100, checkpoint_pause=60, eval_every=300, eval_pause=30).advance(
-        4 * HOUR)
+    rows = sim(
+        step_time=10, checkpoint_every=100, checkpoint_pause=60, eval_every=300, eval_pause=30
+    ).advance(4 * HOUR)
     assert 1300 < len(rows) < 1440
     assert [r.step for r in rows] == list(range(1, len(rows) + 1))
     g = gaps(rows)
@@ -41,7 +42,8 @@ def test_the_same_seed_gives_the_same_run_and_resuming_in_pieces_changes_nothing
     pieces = sim(seed=5)
     parts = [r for t in range(300, 3601, 300) for r in pieces.advance(float(t))]
     assert [(r.step, r.t, r.metrics["train/loss"]) for r in whole] == [
-        (r.step, r.t, r.metrics["train/loss"]) for r in parts]
+        (r.step, r.t, r.metrics["train/loss"]) for r in parts
+    ]
 
 
 def test_stall_holds_the_step_counter():
@@ -60,11 +62,15 @@ def test_restart_rewinds_to_the_last_checkpoint_after_the_restore():
 
 
 def test_loss_spike_nan_throughput_drop_oom_and_crash():
-    s = sim(incidents=[{"kind": "loss_spike", "at": "30m", "magnitude": 2.0},
-                       {"kind": "nan", "at": "50m"},
-                       {"kind": "throughput_drop", "at": "1h", "factor": 0.8},
-                       {"kind": "oom_kill", "at": "70m", "count": 2},
-                       {"kind": "crash", "at": "2h"}])
+    s = sim(
+        incidents=[
+            {"kind": "loss_spike", "at": "30m", "magnitude": 2.0},
+            {"kind": "nan", "at": "50m"},
+            {"kind": "throughput_drop", "at": "1h", "factor": 0.8},
+            {"kind": "oom_kill", "at": "70m", "count": 2},
+            {"kind": "crash", "at": "2h"},
+        ]
+    )
     rows = s.advance(3 * HOUR)
     losses = [r.metrics["train/loss"] for r in rows]
     spike = next(i for i, r in enumerate(rows) if r.t >= 1800)

@@ -6,8 +6,8 @@ import math
 
 from sqlalchemy import func, inspect, select, text
 
-from alerts.outbox import Dispatcher
 from alerts.notifiers.base import SendResult
+from alerts.outbox import Dispatcher
 from monitor.samples import RunInfo, Sample
 from monitor.storage import migrate, runs_repo
 from monitor.storage.db import make_engine, make_sessionmaker
@@ -15,8 +15,16 @@ from monitor.storage.models import Notification, SeriesBucket, SeriesMeta
 from monitor.storage.outbox_store import SqlOutboxStore
 from monitor.storage.series import MAX_BUCKETS, read_series
 
-TABLES = {"runs", "source_cursors", "alerts", "alert_transitions", "notifications", "silences", "series_meta",
-          "series_buckets"}
+TABLES = {
+    "runs",
+    "source_cursors",
+    "alerts",
+    "alert_transitions",
+    "notifications",
+    "silences",
+    "series_meta",
+    "series_buckets",
+}
 
 
 def test_migrations_upgrade_downgrade_upgrade(db_url):
@@ -59,10 +67,18 @@ def test_series_stay_bounded_and_keep_a_one_step_spike(migrated_url):
     for start in range(0, n, 3000):  # like polls: a batch of new steps at a time
         with sessions.begin() as s:
             run = runs_repo.upsert_run(s, RunInfo(run="long", source="sim"), "w", 0.0)
-            batch = [Sample(t=float(i), run="long", step=i,
-                            metrics={"train/loss": 50.0 if i == spike_at else 3.0 - i * 1e-5,
-                                     "grad/norm/total": math.nan if i == 2000 else 0.3})
-                     for i in range(start, min(n, start + 3000))]
+            batch = [
+                Sample(
+                    t=float(i),
+                    run="long",
+                    step=i,
+                    metrics={
+                        "train/loss": 50.0 if i == spike_at else 3.0 - i * 1e-5,
+                        "grad/norm/total": math.nan if i == 2000 else 0.3,
+                    },
+                )
+                for i in range(start, min(n, start + 3000))
+            ]
             runs_repo.record_samples(s, run, batch)
     with sessions() as s:
         axis, buckets = read_series(s, "long", "train/loss")
@@ -94,10 +110,24 @@ class Recorder:
 
 def _enqueue(sessions, key="k1", now=100.0):
     with sessions.begin() as s:
-        s.add(Notification(idempotency_key=key, receiver="console", status="pending", attempts=0,
-                           payload={"status": "firing", "alertname": "a", "severity": "critical",
-                                    "labels": {"run": "r"}, "annotations": {}, "started_at": now},
-                           next_attempt_at=now, created_at=now))
+        s.add(
+            Notification(
+                idempotency_key=key,
+                receiver="console",
+                status="pending",
+                attempts=0,
+                payload={
+                    "status": "firing",
+                    "alertname": "a",
+                    "severity": "critical",
+                    "labels": {"run": "r"},
+                    "annotations": {},
+                    "started_at": now,
+                },
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
 
 
 def test_outbox_retries_with_retry_after_and_records_the_outcome(migrated_url):
@@ -105,7 +135,9 @@ def test_outbox_retries_with_retry_after_and_records_the_outcome(migrated_url):
     sessions = make_sessionmaker(engine)
     _enqueue(sessions)
     now = [100.0]
-    rec = Recorder([SendResult.transient("429 rate limited", retry_after=30), SendResult.permanent("bad channel")])
+    rec = Recorder(
+        [SendResult.transient("429 rate limited", retry_after=30), SendResult.permanent("bad channel")]
+    )
     d = Dispatcher(SqlOutboxStore(sessions), {"console": rec}, lambda: now[0])
     assert d.run_once() == 0
     with sessions() as s:

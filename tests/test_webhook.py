@@ -38,9 +38,16 @@ def hook():
     server.shutdown()
 
 
-N = Notification(idempotency_key="alert:1:firing:hook", receiver="hook", status="firing",
-                 alertname="progress_stalled", severity="critical", labels={"run": "hero-1"},
-                 annotations={"summary": "hero-1: no new step for 20m"}, started_at=1.0)
+N = Notification(
+    idempotency_key="alert:1:firing:hook",
+    receiver="hook",
+    status="firing",
+    alertname="progress_stalled",
+    severity="critical",
+    labels={"run": "hero-1"},
+    annotations={"summary": "hero-1: no new step for 20m"},
+    started_at=1.0,
+)
 
 
 def test_webhook_delivers_and_classifies_failures(hook):

@@ -1,93 +1,68 @@
-"""The status API: runs, alerts and liveness. Reads only what the engine wrote."""
+"""The status API and the on-call dashboard in one FastAPI app. Reads what the engine wrote; the only
+writes are on-call's silences and acknowledgements."""
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, Query, Request
-from fastapi.responses import JSONResponse
-from sqlalchemy.orm import Session, sessionmaker
+from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.staticfiles import StaticFiles
 
-from alerts.clock import isoformat
 from monitor import __version__
-from monitor.api.schemas import AlertOut, Health, RunOut
-from monitor.storage import alerts_repo, runs_repo
-from monitor.storage.models import Alert, Run
+from monitor.api import alerts, errors, health, metrics, runs, silences, slack
+from monitor.api.context import ApiContext
+
+if TYPE_CHECKING:
+    from monitor.service import Service
 
 log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parents[1] / "dashboard" / "static"
 
+DESCRIPTION = """
+Health of long GPU training runs: every run's state at a glance, one run's whole story (series,
+restarts, goodput, alert timeline), alerts, silences and acknowledgements.
 
-def _num(v: float | None) -> float | None:
-    return None if v is None or not math.isfinite(v) else v
+**Auth.** Reads are open unless `HEROWATCH_PROTECT_READS=true`. Changes (POST and DELETE) need
+`Authorization: Bearer <HEROWATCH_API_TOKEN>`; without a configured token they are refused with
+403, whatever address the server listens on (a loopback listener is reachable by every local user
+and by web pages in the on-call's browser). `/healthz` and `/readyz` are always open.
 
+**Errors** are JSON: `{"error": "what went wrong", "detail": ...}`.
 
-def alert_out(a: Alert) -> AlertOut:
-    ann = a.annotations or {}
-    return AlertOut(
-        id=a.id,
-        fingerprint=a.fingerprint,
-        rule=a.rule,
-        kind=a.kind,
-        run=a.run_id,
-        metric=a.metric,
-        severity=a.severity,
-        state=a.state,
-        labels={k: str(v) for k, v in (a.labels or {}).items()},
-        summary=ann.get("summary", a.rule),
-        description=ann.get("description"),
-        runbook_url=ann.get("runbook_url"),
-        value=_num(a.value),
-        threshold=_num(a.threshold),
-        step=a.step,
-        active_at=isoformat(a.active_at) or "",
-        fired_at=isoformat(a.fired_at),
-        resolved_at=isoformat(a.resolved_at),
-    )
+**Times** are ISO 8601 UTC; durations are seconds. "Now" is herowatch's clock (the demo's runs 30x).
+"""
 
-
-def run_out(r: Run, firing: Counter) -> RunOut:
-    counts = {sev: n for (run, sev), n in firing.items() if run == r.id}
-    if counts.get("critical"):
-        health = "critical"
-    elif counts.get("warning") or r.source_error:
-        health = "warning"
-    elif r.last_seen_at is None:
-        health = "unknown"
-    else:
-        health = "ok"
-    return RunOut(
-        id=r.id,
-        watch=r.watch,
-        source=r.source,
-        display_name=r.display_name,
-        url=r.url,
-        labels={k: str(v) for k, v in (r.labels or {}).items()},
-        state=r.state,
-        step=r.last_step,
-        last_step_at=isoformat(r.last_step_at),
-        last_seen_at=isoformat(r.last_seen_at),
-        last_polled_at=isoformat(r.last_polled_at),
-        source_error=r.source_error,
-        restarts=r.restarts or 0,
-        health=health,
-        active_alerts=counts,
-    )
+TAGS = [
+    {"name": "runs", "description": "Watched runs: health, progress, goodput, series, timeline"},
+    {"name": "alerts", "description": "Alert instances; acknowledging"},
+    {"name": "silences", "description": "Muting alerts by label matchers for a while"},
+    {"name": "rules", "description": "The loaded rules"},
+    {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
+    {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
+]
 
 
 def create_app(
-    sessions: sessionmaker[Session],
+    service: Service | ApiContext,
     on_start: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
 ) -> FastAPI:
+    """The app over a built service (or a bare ApiContext, e.g. for a read-only replica or a bench).
+
+    ``on_start``/``on_stop`` run in the server's lifespan (the CLI passes the service's start/stop).
+    """
+    ctx = service if isinstance(service, ApiContext) else ApiContext.from_service(service)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         if on_start:
             on_start()
+        ctx.polls.attach(getattr(ctx.service, "scheduler", None))
         try:
             yield
         finally:
@@ -97,37 +72,28 @@ def create_app(
     app = FastAPI(
         title="herowatch",
         version=__version__,
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
         lifespan=lifespan,
-        description="Health of long GPU training runs: runs, alerts, incidents.",
     )
-
-    @app.exception_handler(Exception)
-    async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"error": "internal error", "detail": type(exc).__name__}, status_code=500)
-
-    @app.get("/healthz", response_model=Health, tags=["health"], summary="The process is alive")
-    def healthz() -> Health:
-        return Health(status="ok", version=__version__)
-
-    @app.get(
-        "/api/runs", response_model=list[RunOut], tags=["runs"], summary="Every watched run with its health"
-    )
-    def runs() -> list[RunOut]:
-        with sessions() as s:
-            firing = Counter((a.run_id, a.severity) for a in alerts_repo.list_alerts(s, state="firing"))
-            return [run_out(r, firing) for r in runs_repo.list_runs(s)]
-
-    @app.get(
-        "/api/alerts", response_model=list[AlertOut], tags=["alerts"], summary="Alert instances, newest first"
-    )
-    def alerts(
-        state: Literal["pending", "firing", "resolved", "inactive"] | None = None,
-        severity: Literal["critical", "warning", "info"] | None = None,
-        run: str | None = None,
-        limit: int = Query(200, ge=1, le=5000),
-    ) -> list[AlertOut]:
-        with sessions() as s:
-            return [alert_out(a) for a in alerts_repo.list_alerts(s, state, run, severity, limit)]
-
+    app.state.ctx = ctx
+    app.state.registry = metrics.make_registry(ctx)
+    errors.install(app)
+    for module in (health, runs, alerts, silences, metrics, slack):
+        app.include_router(module.router)
+    _mount_dashboard(app)
+    app.add_middleware(errors.SecurityHeaders)
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)  # pages of 200 runs, on a phone
     return app
+
+
+def _mount_dashboard(app: FastAPI) -> None:
+    from monitor.dashboard import forms, pages
+    from monitor.dashboard.charts import SparkCache
+    from monitor.dashboard.templating import Renderer
+
+    app.state.renderer = Renderer()
+    app.state.sparks = SparkCache()
+    app.include_router(pages.router)
+    app.include_router(forms.router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -1,8 +1,44 @@
-"""Response models of the status API (they make the OpenAPI document)."""
+"""Request and response models of the status API (they make the OpenAPI document).
+
+Times are ISO 8601 UTC strings ("2026-01-01T12:00:00Z"); durations are seconds.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from alerts.routing import Matcher
+from monitor.durations import parse_duration
+
+Health = Literal["critical", "warning", "ok", "unknown", "ended"]
+
+
+class Incident(BaseModel):
+    kind: str = Field(description="stall | restart | down | startup")
+    start: str
+    end: str | None = Field(description="None while it lasts")
+    ongoing: bool
+    seconds_lost: float
+    step: int | None = Field(description="the step it happened at (a restart: the step resumed from)")
+    steps_redone: int = Field(0, description="restart: steps computed again after the rewind (lost work)")
+    alerts: list[str] = Field(default_factory=list, description="rules that fired during it")
+
+
+class GoodputSummary(BaseModel):
+    ratio: float | None = Field(description="productive share of the wall time since first seen (ETTR)")
+    wall_seconds: float
+    productive_seconds: float
+    lost_seconds: dict[str, float] = Field(description="paused, stalled, restarting, down, rework")
+    steps_redone: int
+    median_step_seconds: float | None
+    incident_counts: dict[str, int]
+    since: str | None = Field(description="when herowatch first saw the run: the start of the accounting")
+
+
+class Goodput(GoodputSummary):
+    incidents: list[Incident] = Field(description="newest last; the last may be ongoing")
 
 
 class RunOut(BaseModel):
@@ -13,14 +49,61 @@ class RunOut(BaseModel):
     url: str | None
     labels: dict[str, str]
     state: str | None
+    health: Health
+    problem: str = Field(description='what is wrong, in words ("Healthy" when nothing is)')
     step: int | None
+    target_step: int | None
+    steps_per_second: float | None = Field(description="over the last 64 steps")
+    eta_seconds: float | None = Field(description="to the target step at the current rate")
+    eta_at: str | None
+    loss: float | None = Field(description="latest train/loss")
+    tokens_per_second: float | None
+    mfu: float | None = Field(description="latest model FLOPs utilisation, percent")
     last_step_at: str | None
     last_seen_at: str | None
     last_polled_at: str | None
     source_error: str | None
     restarts: int
-    health: str  # ok | warning | critical | unknown
-    active_alerts: dict[str, int]
+    active_alerts: dict[str, int] = Field(description="firing alerts by severity")
+    pending_alerts: dict[str, int] = Field(description="pending alerts by severity")
+    silenced_alerts: int = Field(description="firing or pending alerts muted by a silence")
+    goodput: GoodputSummary | None
+
+
+class Bucket(BaseModel):
+    x0: float
+    x1: float
+    min: float | None
+    max: float | None
+    mean: float | None
+    last: float | None
+    count: int
+    nonfinite: int = Field(description="NaN or infinite values folded into the bucket")
+
+
+class Series(BaseModel):
+    axis: Literal["step", "time"] = Field(description="x is a step, or epoch seconds for step-less metrics")
+    buckets: list[Bucket]
+
+
+class TimelineEntry(BaseModel):
+    at: str
+    alert_id: int
+    rule: str
+    severity: str
+    from_state: str
+    to_state: str
+    reason: str
+    value: float | None
+    step: int | None
+
+
+class RunDetail(RunOut):
+    goodput: Goodput | None  # type: ignore[assignment]
+    series: dict[str, Series] = Field(description="metric -> min/max per bucket, at most max_points buckets")
+    restart_incidents: list[Incident] = Field(description="restarts and downtimes, from goodput")
+    timeline: list[TimelineEntry] = Field(description="alert transitions, newest first")
+    alerts: list[AlertOut] = Field(description="the run's pending and firing alerts")
 
 
 class AlertOut(BaseModel):
@@ -42,8 +125,94 @@ class AlertOut(BaseModel):
     active_at: str
     fired_at: str | None
     resolved_at: str | None
+    silenced: bool = Field(description="an active silence mutes it (only pending or firing alerts)")
+    silenced_by: int | None = Field(description="id of that silence")
+    acknowledged: bool
+    acked_by: str | None
+    acked_at: str | None
 
 
-class Health(BaseModel):
+class AckIn(BaseModel):
+    by: str = Field(min_length=1, max_length=200, description="who takes it")
+    comment: str | None = Field(None, max_length=2000)
+
+
+class SilenceIn(BaseModel):
+    """Mute alerts whose labels match every matcher, for ``duration`` or until ``ends_at``."""
+
+    matchers: list[str] = Field(
+        min_length=1,
+        max_length=20,
+        description='label matchers as in Alertmanager: ["run=hero-a", "alertname=~progress_.*"]',
+    )
+    duration: str | float | None = Field(None, description="e.g. 2h, 30m, or seconds")
+    ends_at: str | float | None = Field(None, description="ISO 8601 time or epoch seconds")
+    starts_at: str | float | None = Field(None, description="default: now")
+    created_by: str = Field(min_length=1, max_length=200)
+    comment: str = Field("", max_length=2000)
+
+    @field_validator("matchers")
+    @classmethod
+    def _matchers(cls, v: list[str]) -> list[str]:
+        for m in v:
+            Matcher.parse(m)  # ValueError -> 422 with the matcher's own message
+        return [m.strip() for m in v]
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, v: str | float | None) -> float | None:
+        if v is None:
+            return None
+        seconds = parse_duration(v)
+        if seconds <= 0:
+            raise ValueError("a silence must last longer than 0s")
+        return seconds
+
+    @model_validator(mode="after")
+    def _one_end(self) -> SilenceIn:
+        if (self.duration is None) == (self.ends_at is None):
+            raise ValueError("give exactly one of duration (e.g. 2h) or ends_at")
+        return self
+
+
+class SilenceOut(BaseModel):
+    id: int
+    matchers: list[str]
+    starts_at: str
+    ends_at: str
+    state: Literal["active", "pending", "expired"]
+    created_by: str
+    comment: str
+    created_at: str
+    muting: int = Field(description="pending or firing alerts it mutes now")
+
+
+class RuleOut(BaseModel):
+    name: str
+    kind: str
+    severity: str
+    metric: str | None
+    for_seconds: float
+    keep_firing_for_seconds: float
+    parameters: dict[str, Any] = Field(description="the kind's own parameters, as configured")
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+class HealthOut(BaseModel):
     status: str
     version: str
+
+
+class ReadyOut(BaseModel):
+    status: Literal["ready", "not ready"]
+    checks: dict[str, str] = Field(description="database and each source: ok, or what is wrong")
+    reasons: list[str]
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="what went wrong, in words")
+    detail: Any = None
+
+
+RunDetail.model_rebuild()

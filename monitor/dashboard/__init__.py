@@ -1,0 +1,1 @@
+"""The on-call dashboard: server-rendered pages (Jinja2), htmx refresh, vendored uPlot charts."""

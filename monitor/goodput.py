@@ -1,0 +1,310 @@
+"""Goodput (ETTR, effective training time ratio): the share of a run's wall time spent in productive
+training, and where the rest went.
+
+Pure: fed every observation of one run in time order (``observe(t, step, state)``);
+``report(now)`` says where the wall time since the run was first seen went, without changing the
+tracker; ``to_dict``/``from_dict`` persist it (in ``runs.stats``) so it survives a restart of herowatch.
+
+Every second of wall time lands in exactly one bucket, so the buckets add up to the wall time:
+
+- ``productive``: step intervals at the run's normal cadence, less the work later redone;
+- ``paused``: a gap between steps longer than ``SLOW_FACTOR`` x the cadence (the median step interval)
+  that cost less than ``STALL_AFTER`` (checkpoint saves, evals, hiccups): overhead, not an incident;
+- ``stalled``: no step for longer than that while the run reports running (an incident);
+- ``restarting``: from a restart (a step rewind without a state change, or crashed -> running) to
+  the first new step, and from the first sight of a run to its first step (``startup``);
+- ``down``: not running (crashed, failed, killed, preempted) until it runs again; counted from the
+  last step before it went down;
+- ``rework``: the lost work, steps redone after a rewind (steps x the cadence), moved out of
+  ``productive``.
+
+Of an abnormal gap one cadence's worth counts as productive (the step that ended it did compute).
+Times before herowatch first saw the run are unknown and not counted.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from typing import Any
+
+SLOW_FACTOR = 5.0  # a gap longer than this x the expected time is not normal cadence
+STALL_AFTER = 300.0  # seconds lost in one gap: below, a pause (overhead); above, a stall (incident)
+MIN_INCIDENT = 60.0  # a startup is listed as an incident only when it lost at least this
+MIN_INTERVALS = 4  # step intervals needed before the cadence is trusted
+WINDOW = 128  # recent per-step intervals kept for the median
+MAX_INCIDENTS = 50  # closed incidents kept (totals and counts cover all of them)
+
+BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
+LOST = BUCKETS[1:]
+DOWN_STATES = frozenset({"crashed", "failed", "killed", "preempted", "preempting"})
+ENDED_STATES = frozenset({"finished", "deleted"})
+
+
+def _r(x: float) -> float:
+    return round(x, 3)
+
+
+class Goodput:
+    def __init__(self) -> None:
+        self.start: float | None = None  # first observation
+        self.acct: float | None = None  # wall time is classified up to here
+        self.mode = "init"  # init | running | restarting | down | ended
+        self.since: float | None = None  # start of the current restart or down incident
+        self.ended_at: float | None = None
+        self.last_step: int | None = None
+        self.last_step_t: float | None = None
+        self.intervals: deque[float] = deque(maxlen=WINDOW)  # seconds per step, normal gaps
+        self.totals = dict.fromkeys(BUCKETS, 0.0)
+        self.incidents: list[dict[str, Any]] = []
+        self.counts: dict[str, int] = {}
+        self.steps_redone = 0
+        self._median: float | None = None
+        self._stale = 0
+
+    # ---- the cadence -------------------------------------------------------------------------
+    def cadence(self) -> float | None:
+        """The median seconds per step of recent normal intervals, once there are enough of them."""
+        if len(self.intervals) < MIN_INTERVALS:
+            return None
+        if self._median is None or self._stale >= 8:
+            self._median, self._stale = statistics.median(self.intervals), 0
+        return self._median
+
+    def _interval(self, per_step: float) -> None:
+        self.intervals.append(per_step)
+        self._stale += 1
+        if len(self.intervals) <= MIN_INTERVALS:
+            self._median = None
+
+    # ---- incidents ---------------------------------------------------------------------------
+    def _incident(
+        self, kind: str, start: float, end: float, lost: float, step: int | None, redone: int = 0
+    ) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        self.incidents.append(
+            {
+                "kind": kind,
+                "start": _r(start),
+                "end": _r(end),
+                "seconds_lost": _r(lost),
+                "step": step,
+                "steps_redone": redone,
+            }
+        )
+        del self.incidents[:-MAX_INCIDENTS]
+
+    # ---- observations ------------------------------------------------------------------------
+    def observe(self, t: float, step: int | None = None, state: str | None = None) -> None:
+        if self.start is None:
+            self.start = self.acct = t
+        t = max(t, self.acct)  # a late observation is taken as happening now
+        if state in DOWN_STATES:
+            self._go_down(t)
+        elif state in ENDED_STATES:
+            self._end(t)
+        elif state == "running" and self.mode in ("down", "ended"):
+            self._back_up(t)
+        if step is not None:
+            self._step(t, step)
+
+    def _go_down(self, t: float) -> None:
+        if self.mode == "down":
+            return
+        if self.mode == "restarting":  # the restore itself failed: it ends, the downtime begins
+            self._close_restart(t, None)
+        elif self.mode == "ended":
+            self.totals["down"] += t - self.acct
+            self.acct = t
+        self.mode, self.since = "down", self.acct  # down since the last progress
+
+    def _back_up(self, t: float) -> None:
+        since = self.since if self.mode == "down" else self.acct
+        lost = t - since
+        self.totals["down"] += lost
+        self._incident("down", since, t, lost, self.last_step)
+        self.mode, self.since, self.acct, self.ended_at = "restarting", t, t, None
+
+    def _end(self, t: float) -> None:
+        if self.mode == "ended":
+            return
+        if self.mode == "down":
+            since = self.since if self.since is not None else self.acct
+            self.totals["down"] += t - since
+            self._incident("down", since, t, t - since, self.last_step)
+        elif self.mode == "restarting":
+            self._close_restart(t, None)
+        elif self.mode == "running":
+            self._gap(t, 1, None)
+        elif self.mode == "init":
+            self.totals["restarting"] += t - self.acct
+        self.mode, self.acct, self.ended_at = "ended", t, t
+
+    def _step(self, t: float, step: int) -> None:
+        if self.mode in ("down", "ended"):  # a step while reported down: the state was stale
+            self._back_up(t)
+        if self.mode == "init":
+            lost = t - self.acct
+            self.totals["restarting"] += lost
+            if lost >= MIN_INCIDENT:
+                self._incident("startup", self.acct, t, lost, step)
+        elif self.mode == "restarting":
+            self._close_restart(t, step)
+        elif step == self.last_step:
+            return  # the same step again
+        elif self.last_step is not None and step < self.last_step:
+            self.since = self.acct  # a rewind without any other sign: restarted since the last step
+            self._close_restart(t, step)
+        else:
+            self._gap(t, step - (self.last_step or 0), self.last_step)
+        self.mode, self.last_step, self.last_step_t, self.acct = "running", step, t, t
+
+    def _gap(self, t: float, steps: int, at_step: int | None) -> None:
+        gap = t - self.acct
+        m = self.cadence()
+        expected = steps * m if m is not None else None
+        if expected is None or gap <= SLOW_FACTOR * expected:
+            self.totals["productive"] += gap
+            if steps > 0 and gap > 0:
+                self._interval(gap / steps)
+            return
+        lost = gap - expected
+        self.totals["productive"] += expected
+        if lost > STALL_AFTER:
+            self.totals["stalled"] += lost
+            self._incident("stall", self.acct, t, lost, at_step)
+        else:
+            self.totals["paused"] += lost
+            self._interval(gap / steps)  # recurring pauses are the run's cadence too; the median holds
+
+    def _close_restart(self, t: float, step: int | None) -> None:
+        since = self.since if self.since is not None else self.acct
+        gap = t - since
+        m = self.cadence() or 0.0
+        worked = min(gap, m) if step is not None else 0.0  # the first new step did compute
+        lost = gap - worked
+        self.totals["productive"] += worked
+        self.totals["restarting"] += lost
+        redone, rework = 0, 0.0
+        if step is not None and self.last_step is not None and step <= self.last_step:
+            redone = self.last_step - step + 1
+            rework = min(redone * m, self.totals["productive"])
+            self.totals["productive"] -= rework
+            self.totals["rework"] += rework
+            self.steps_redone += redone
+        self._incident("restart", since, t, lost + rework, step, redone)
+        self.mode, self.since, self.acct = "running", None, t
+
+    # ---- the report --------------------------------------------------------------------------
+    def _open(self, now: float) -> tuple[dict[str, float], dict[str, Any] | None]:
+        """The still-open stretch [acct, now], classified without changing anything."""
+        add = dict.fromkeys(BUCKETS, 0.0)
+        if self.acct is None or self.mode == "ended" or now <= self.acct:
+            return add, None
+        tail = now - self.acct
+        if self.mode in ("down", "restarting"):
+            since = self.since if self.since is not None else self.acct
+            bucket = "down" if self.mode == "down" else "restarting"
+            add[bucket] = tail
+            kind = "down" if self.mode == "down" else "restart"
+            return add, self._ongoing(kind, since, now - since)
+        if self.mode == "init":
+            add["restarting"] = tail
+            return add, self._ongoing("startup", self.acct, tail) if tail >= MIN_INCIDENT else None
+        m = self.cadence()
+        if m is None or tail <= SLOW_FACTOR * m:
+            add["productive"] = tail
+            return add, None
+        add["productive"] = m
+        lost = tail - m
+        if lost > STALL_AFTER:
+            add["stalled"] = lost
+            return add, self._ongoing("stall", self.acct, lost)
+        add["paused"] = lost
+        return add, None
+
+    def _ongoing(self, kind: str, start: float, lost: float) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "start": _r(start),
+            "end": None,
+            "seconds_lost": _r(lost),
+            "step": self.last_step,
+            "steps_redone": 0,
+        }
+
+    def report(self, now: float) -> dict[str, Any]:
+        """Where the wall time from the first sight of the run to ``now`` (or its end) went."""
+        add, ongoing = self._open(now)
+        totals = {k: self.totals[k] + add[k] for k in BUCKETS}
+        wall = sum(totals.values())
+        incidents = [dict(i, ongoing=False) for i in self.incidents]
+        counts = dict(self.counts)
+        if ongoing is not None:
+            incidents.append(dict(ongoing, ongoing=True))
+            counts[ongoing["kind"]] = counts.get(ongoing["kind"], 0) + 1
+        return {
+            "ratio": (totals["productive"] / wall) if wall > 0 else None,
+            "wall_seconds": _r(wall),
+            "productive_seconds": _r(totals["productive"]),
+            "lost_seconds": {k: _r(totals[k]) for k in LOST},
+            "steps_redone": self.steps_redone,
+            "median_step_seconds": self.cadence(),
+            "incident_counts": counts,
+            "incidents": incidents,
+            "state": self.mode,
+            "since": self.start,
+        }
+
+    # ---- persistence -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "start": self.start,
+            "acct": self.acct,
+            "mode": self.mode,
+            "since": self.since,
+            "ended_at": self.ended_at,
+            "last_step": self.last_step,
+            "last_step_t": self.last_step_t,
+            "intervals": [_r(x) for x in self.intervals],
+            "totals": {k: _r(v) for k, v in self.totals.items()},
+            "incidents": list(self.incidents),
+            "counts": dict(self.counts),
+            "steps_redone": self.steps_redone,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Goodput:
+        g = cls()
+        if not data or data.get("v") != 1:
+            return g
+        g.start, g.acct, g.since, g.ended_at = data["start"], data["acct"], data["since"], data["ended_at"]
+        g.mode = data.get("mode", "init")
+        g.last_step, g.last_step_t = data.get("last_step"), data.get("last_step_t")
+        g.intervals.extend(float(x) for x in data.get("intervals", ()))
+        g.totals.update({k: float(v) for k, v in (data.get("totals") or {}).items() if k in g.totals})
+        g.incidents = [dict(i) for i in data.get("incidents", ())]
+        g.counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}
+        g.steps_redone = int(data.get("steps_redone", 0))
+        return g
+
+
+def report_of(stats: dict[str, Any] | None, now: float) -> dict[str, Any] | None:
+    """The goodput report of a run from its stored ``runs.stats``, or None before any data."""
+    data = (stats or {}).get("goodput")
+    if not data:
+        return None
+    g = Goodput.from_dict(data)
+    return g.report(now) if g.start is not None else None
+
+
+def attach_alerts(incidents: list[dict[str, Any]], spans: list[tuple[str, float, float | None]]) -> None:
+    """Name on each incident the alerts that were firing during it (``spans``: rule, fired, resolved).
+
+    The incident timeline then reads "stalled 32m, progress_stalled fired", and an incident that no
+    alert saw stands out.
+    """
+    for inc in incidents:
+        start, end = inc["start"], inc["end"] if inc["end"] is not None else float("inf")
+        inc["alerts"] = sorted({rule for rule, a, b in spans if a <= end and (b is None or b >= start)})

@@ -1,0 +1,133 @@
+"""A real herowatch server (uvicorn on 127.0.0.1, a free port) over a Service on a manual clock, and a
+real Chromium driven by Playwright. Simulated time only moves when a test ticks the clock; the
+browser's own refreshes are waited for with Playwright's expect, never with sleeps.
+
+Chromium is Debian's (/usr/bin/chromium). If it is missing these tests fail, they never skip.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from alerts.clock import ManualClock
+from monitor.api.app import create_app
+from monitor.service import Service
+from tests.conftest import REPO
+from tests.dashboard.support import DASHBOARD_CONFIG, TOKEN, build
+from tests.helpers import tick
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = REPO / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Live:
+    url: str
+    service: Service
+    clock: ManualClock
+    token: str = TOKEN
+    http: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=10))
+
+    def tick(self, seconds: float, every: float = 60.0) -> None:
+        tick(self.service, self.clock, seconds, every)
+
+    def api(self, path: str, **params) -> object:  # noqa: ANN003
+        r = self.http.get(self.url + path, params=params)
+        r.raise_for_status()
+        return r.json()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[Live]:
+    clock = ManualClock(1_780_000_000.0)
+    service = build(f"sqlite:///{tmp_path / 'herowatch.db'}", clock, DASHBOARD_CONFIG)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service), host="127.0.0.1", port=port, log_level="warning", access_log=False
+        )
+    )
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    live = Live(f"http://127.0.0.1:{port}", service, clock)
+    try:
+        yield live
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        live.http.close()
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():  # noqa: ANN201
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=15_000)  # htmx refreshes every 5 s; a loaded CI machine is slower
+
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} is missing: install Debian's Chromium "
+        "(apt-get install -y --no-install-recommends chromium)"
+    )
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):  # noqa: ANN001, ANN201
+    """A fresh browser context per test; console errors (a CSP violation, a JS exception) are collected."""
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    context.set_default_timeout(15_000)
+    p = context.new_page()
+    p.errors = []  # type: ignore[attr-defined]
+    p.dialogs = []  # type: ignore[attr-defined]
+    p.on("console", lambda m: p.errors.append(m.text) if m.type == "error" else None)
+    p.on("pageerror", lambda e: p.errors.append(str(e)))
+
+    def on_dialog(d) -> None:  # noqa: ANN001
+        p.dialogs.append(d.message)
+        d.dismiss()
+
+    p.on("dialog", on_dialog)
+    try:
+        yield p
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

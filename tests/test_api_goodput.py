@@ -1,0 +1,237 @@
+"""Goodput (ETTR) accounting: hand-made sample sequences, the simulated run's incidents, persistence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monitor.goodput import BUCKETS, MAX_INCIDENTS, Goodput, attach_alerts, report_of
+from monitor.run_stats import RunStats
+from monitor.sources.sim import SimRun
+from monitor.sources.sim_config import SimTarget
+
+H = 3600.0
+
+
+def steps(g: Goodput, t0: float, first: int, n: int, every: float = 10.0) -> float:
+    """n steps from ``first`` every ``every`` seconds after t0; returns the time of the last."""
+    t = t0
+    for i in range(n):
+        t = t0 + i * every
+        g.observe(t, first + i, "running")
+    return t
+
+
+def total(r: dict) -> float:
+    return r["productive_seconds"] + sum(r["lost_seconds"].values())
+
+
+def test_a_steady_run_is_all_productive():
+    g = Goodput()
+    end = steps(g, 0.0, 1, 100)
+    r = g.report(end)
+    assert r["ratio"] == pytest.approx(1.0) and r["wall_seconds"] == pytest.approx(990.0)
+    assert r["median_step_seconds"] == pytest.approx(10.0) and r["incidents"] == []
+
+
+def test_short_pauses_are_overhead_long_ones_are_stalls_and_an_open_one_is_ongoing():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 20)
+    g.observe(t + 70, 21, "running")  # a checkpoint save: 60 s over the cadence
+    t = steps(g, t + 80, 22, 10)
+    g.observe(t + 2400, 32, "running")  # a 40-minute hang
+    r = g.report(t + 2400)
+    assert r["lost_seconds"]["paused"] == pytest.approx(60.0)
+    assert r["lost_seconds"]["stalled"] == pytest.approx(2390.0)
+    (stall,) = r["incidents"]
+    assert stall["kind"] == "stall" and stall["step"] == 31 and stall["seconds_lost"] == pytest.approx(2390.0)
+    assert stall["end"] == pytest.approx(t + 2400) and not stall["ongoing"]
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+    later = g.report(t + 2400 + 20 * 60)  # no step for 20 minutes now: an ongoing stall
+    assert later["incidents"][-1]["ongoing"] and later["incidents"][-1]["end"] is None
+    assert later["incidents"][-1]["seconds_lost"] == pytest.approx(20 * 60 - 10)
+    assert later["incident_counts"] == {"stall": 2}
+    assert total(later) == pytest.approx(later["wall_seconds"])
+    assert g.report(t + 2400)["incident_counts"] == {"stall": 1}, "reporting changes nothing"
+
+
+def test_a_rewind_is_a_restart_and_the_redone_steps_are_lost_work():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 100)
+    g.observe(t + 400, 61, "running")  # resumed from the checkpoint at step 60
+    end = steps(g, t + 410, 62, 50)
+    r = g.report(end)
+    (restart,) = r["incidents"]
+    assert restart["kind"] == "restart" and restart["step"] == 61 and restart["steps_redone"] == 40
+    assert r["steps_redone"] == 40
+    assert r["lost_seconds"]["rework"] == pytest.approx(400.0), "40 steps at 10 s"
+    assert r["lost_seconds"]["restarting"] == pytest.approx(390.0)
+    assert restart["seconds_lost"] == pytest.approx(790.0)
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+
+def test_crashed_then_running_is_downtime_then_a_restart():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 50)  # step 50 at t
+    g.observe(t + 30, None, "crashed")
+    assert g.report(t + 300)["incidents"][-1] == {
+        "kind": "down",
+        "start": t,
+        "end": None,
+        "seconds_lost": 300.0,
+        "step": 50,
+        "steps_redone": 0,
+        "ongoing": True,
+    }
+    g.observe(t + 600, None, "running")
+    g.observe(t + 900, 41, "running")  # restored from step 40
+    end = steps(g, t + 910, 42, 20)
+    r = g.report(end)
+    down, restart = r["incidents"]
+    assert down["kind"] == "down" and down["seconds_lost"] == pytest.approx(600.0) and down["step"] == 50
+    assert restart["kind"] == "restart" and restart["steps_redone"] == 10
+    assert r["lost_seconds"]["down"] == pytest.approx(600.0)
+    assert r["lost_seconds"]["restarting"] == pytest.approx(290.0)
+    assert r["lost_seconds"]["rework"] == pytest.approx(100.0)
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+
+def test_a_finished_run_stops_the_clock():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 30)
+    g.observe(t + 5, None, "finished")
+    assert g.report(t + 10 * H)["wall_seconds"] == pytest.approx(t + 5)
+    assert g.report(t + 10 * H)["state"] == "ended"
+
+
+def test_a_slow_start_is_listed_and_the_incident_list_is_bounded():
+    g = Goodput()
+    g.observe(0.0, None, "running")
+    g.observe(1200.0, 1, "running")
+    (startup,) = g.report(1200.0)["incidents"]
+    assert startup["kind"] == "startup" and startup["seconds_lost"] == 1200.0
+    t = steps(g, 1210.0, 2, 10)
+    for i in range(MAX_INCIDENTS + 10):  # many rewinds
+        t = steps(g, t + 600, 5 + i, 10)
+    r = g.report(t)
+    assert len(r["incidents"]) == MAX_INCIDENTS and r["incident_counts"]["restart"] == MAX_INCIDENTS + 10
+
+
+def test_the_state_survives_json_and_a_restart_of_herowatch():
+    whole, first = Goodput(), Goodput()
+    rows = [(i * 10.0, i, "running") for i in range(1, 60)] + [
+        (900.0, 30, "running"),
+        (2000.0, None, "crashed"),
+        (2600.0, None, "running"),
+    ]
+    rows += [(2700.0 + i * 10, 25 + i, "running") for i in range(40)]
+    for row in rows:
+        whole.observe(*row)
+    for row in rows[:70]:
+        first.observe(*row)
+    resumed = Goodput.from_dict(json.loads(json.dumps(first.to_dict())))
+    for row in rows[70:]:
+        resumed.observe(*row)
+    a, b = whole.report(4000.0), resumed.report(4000.0)
+    assert b["incident_counts"] == a["incident_counts"] == {"restart": 2, "down": 1, "stall": 1}
+    assert b["incidents"] == a["incidents"]
+    assert b["wall_seconds"] == pytest.approx(a["wall_seconds"], abs=0.01)
+    assert b["productive_seconds"] == pytest.approx(a["productive_seconds"], abs=0.05)
+    assert Goodput.from_dict({"v": 99}).start is None, "an unknown format starts afresh"
+
+
+def test_run_stats_carries_goodput_through_snapshot_and_restore():
+    rs = RunStats(target_step=1000)
+    for i in range(1, 50):
+        rs.observe(i * 10.0, i, {"train/loss": 3.0}, state="running")
+    snap = json.loads(json.dumps(rs.snapshot(500.0)))
+    assert snap["goodput_ratio"] == pytest.approx(1.0) and snap["eta_seconds"] > 0
+    again = RunStats.restore(snap, 1000)
+    again.observe(3000.0, 50, {}, state="running")
+    r = report_of(again.snapshot(3000.0), 3000.0)
+    assert r["lost_seconds"]["stalled"] == pytest.approx(3000.0 - 490.0 - 10.0)
+    assert report_of({}, 1.0) is None
+
+
+def test_incidents_name_the_alerts_that_fired_during_them():
+    incidents = [{"start": 100.0, "end": 200.0}, {"start": 300.0, "end": None}]
+    attach_alerts(
+        incidents, [("progress_stalled", 150.0, 260.0), ("loss_spike", 10.0, 20.0), ("x", 400.0, None)]
+    )
+    assert [i["alerts"] for i in incidents] == [["progress_stalled"], ["x"]]
+
+
+def simulate(hours: float, **cfg) -> dict:
+    sim = SimRun(SimTarget(**cfg), "r", origin=0.0)
+    g = Goodput()
+    g.observe(0.0, None, "running")
+    t = 0.0
+    while t < hours * H:
+        t += 60.0
+        for row in sim.advance(t):
+            g.observe(row.t, row.step, row.state)
+        g.observe(t, None, sim.state)  # the source's state sample, as every poll sends it
+    return g.report(t)
+
+
+SIM = {"step_time": 10, "checkpoint_every": 100, "checkpoint_pause": 60, "restore_time": 300}
+
+
+def test_the_simulated_runs_incidents_are_accounted_for():
+    healthy = simulate(6, **SIM)
+    assert 0.9 < healthy["ratio"] < 0.97, "checkpoint saves are the only overhead"
+    assert healthy["lost_seconds"]["paused"] > 0 and healthy["incidents"] == []
+
+    stalled = simulate(6, **SIM, incidents=[{"kind": "stall", "at": "1h", "duration": "40m"}])
+    (stall,) = stalled["incidents"]
+    assert stall["kind"] == "stall" and 39 * 60 < stall["seconds_lost"] < 41 * 60
+    assert stalled["ratio"] == pytest.approx(healthy["ratio"] - 2400 / (6 * H), abs=0.02)
+
+    restarted = simulate(6, **SIM, incidents=[{"kind": "restart", "at": "2h10m"}])
+    (restart,) = restarted["incidents"]
+    assert restart["kind"] == "restart" and restart["steps_redone"] > 0
+    assert 300 < restarted["lost_seconds"]["restarting"] < 300 + 10 + 70, (
+        "restore, plus a step or a save in flight"
+    )
+    assert restarted["lost_seconds"]["rework"] == pytest.approx(restart["steps_redone"] * 10, rel=0.05)
+
+    crashed = simulate(6, **SIM, incidents=[{"kind": "crash", "at": "5h"}])
+    down = crashed["incidents"][-1]
+    assert down["kind"] == "down" and down["ongoing"] and 59 * 60 < down["seconds_lost"] < 61 * 60
+    for r in (healthy, stalled, restarted, crashed):
+        assert total(r) == pytest.approx(r["wall_seconds"]) == pytest.approx(6 * H)
+
+
+events = st.lists(
+    st.tuples(
+        st.floats(0.0, 2000.0),
+        st.one_of(st.none(), st.integers(0, 300)),
+        st.sampled_from([None, "running", "running", "crashed", "finished", "killed"]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(events, st.floats(0.0, 5000.0))
+def test_the_buckets_always_add_up_to_the_wall_time(evs, extra):
+    g = Goodput()
+    t = 0.0
+    for dt, step, state in evs:
+        t += dt
+        g.observe(t, step, state)
+    r = g.report(t + extra)
+    if not evs:
+        assert r["wall_seconds"] == 0 and r["ratio"] is None
+        return
+    assert all(v >= -1e-6 for v in r["lost_seconds"].values()) and r["productive_seconds"] >= -1e-6
+    assert total(r) == pytest.approx(r["wall_seconds"], abs=0.01)
+    assert r["wall_seconds"] <= t + extra + 0.01
+    assert r["ratio"] is None or -1e-9 <= r["ratio"] <= 1 + 1e-9
+    assert set(r["lost_seconds"]) == set(BUCKETS[1:])
+    restored = Goodput.from_dict(json.loads(json.dumps(g.to_dict()))).report(t + extra)
+    assert restored["wall_seconds"] == pytest.approx(r["wall_seconds"], abs=0.01)
