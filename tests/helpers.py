@@ -29,11 +29,19 @@ watch:
 """
 
 
-def make_service(db_url: str, clock: Clock, text: str = STALL_CONFIG) -> tuple[Service, io.StringIO]:
+def make_service(
+    db_url: str, clock: Clock, text: str = STALL_CONFIG, keep_notifiers: bool = False
+) -> tuple[Service, io.StringIO]:
+    """A service on ``clock``; its console receiver writes to the returned buffer (others are kept
+    as configured with ``keep_notifiers``)."""
     cfg = parse_config(text, "test.yaml")
     service = build_service(cfg, Settings(database_url=db_url), clock, base_dir=Path("."), auto_migrate=True)
     out = io.StringIO()
-    service.dispatcher.notifiers = {"console": ConsoleNotifier(stream=out)}
+    if keep_notifiers:
+        if "console" in service.dispatcher.notifiers:
+            service.dispatcher.notifiers["console"] = ConsoleNotifier(stream=out)
+    else:
+        service.dispatcher.notifiers = {"console": ConsoleNotifier(stream=out)}
     return service, out
 
 
