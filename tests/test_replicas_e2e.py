@@ -78,8 +78,8 @@ def test_three_replicas_survive_a_sigkill(pg_url, tmp_path):
         trainer = Trainer(wandb)
         trainer.start()
         (tmp_path / "stall.yaml").write_text(
-            "rules:\n  - {name: progress_stalled, kind: stall, floor: 6s, k: 10, startup: 60s, severity: critical,"
-            " annotations: {summary: '{run}: {reason}'}}\n"
+            "rules:\n  - {name: progress_stalled, kind: stall, floor: 6s, k: 10, startup: 60s,"
+            " severity: critical, annotations: {summary: '{run}: {reason}'}}\n"
         )
         watches = "".join(
             f"  - name: {r}\n    poll_interval: 1s\n    wandb: {{entity: {ENTITY}, project: {PROJECT}, "
