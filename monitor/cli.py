@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 import sys
 from importlib import resources
 from pathlib import Path
@@ -184,12 +185,17 @@ def demo(
             Path(f"{db_file}{suffix}").unlink(missing_ok=True)
         database_url = f"sqlite:///{db_file}"
     settings = _settings(database_url)
+    if settings.api_token is None:  # a one-time token, so that the dashboard's ack and silence work
+        from pydantic import SecretStr
+
+        settings.api_token = SecretStr(secrets.token_urlsafe(18))
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
     typer.echo(
         f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
-        f"minutes in. Alerts print below and show at http://{host}:{port}/api/alerts",
+        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ (log in with the token "
+        f"{settings.api_token.get_secret_value()} to acknowledge and silence; it lasts until Ctrl-C).",
         err=True,
     )
     _serve(service, settings, host, port)
@@ -295,6 +301,74 @@ def record(
     for src in sources.values():
         src.close()
     typer.echo(f"wrote {n} samples to {out}" + (f" ({rec.late} arrived late)" if rec.late else ""))
+
+
+@app.command()
+def backfill(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    watch: str = typer.Option(..., "--watch", "-w", help="the watch entry whose runs to load"),
+    run: list[str] = typer.Option(
+        None, "--run", "-r", help="only these run ids [default: every run the watch selects]"
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="also write the samples to this trace file"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Load runs' whole history (e.g. a finished run) into the database, for the dashboard and goodput.
+
+    No rule runs and nothing is notified: events of the past page nobody today. A later
+    `herowatch serve` continues from where the backfill stopped.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from alerts.clock import SystemClock
+    from monitor.backfill import backfill as run_backfill
+    from monitor.service import SchemaNotReady, prepare_database
+    from monitor.sources.registry import make_source
+    from monitor.storage.db import make_sessionmaker
+    from monitor.trace import TraceWriter
+
+    _logging("WARNING")
+    try:
+        cfg, _ = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    chosen = next((w for w in cfg.watch if w.name == watch), None)
+    if chosen is None:
+        raise _fail(f"{config}: no watch named {watch!r}; known: {', '.join(w.name for w in cfg.watch)}")
+    settings = _settings(database_url)
+    try:
+        db = prepare_database(settings)
+    except SchemaNotReady as exc:
+        raise _fail(str(exc)) from None
+    sources = {k: make_source(k, settings) for k in chosen.targets()}
+    writer = TraceWriter(out) if out else None
+    columns = [TextColumn("backfill {task.fields[run]}"), BarColumn(), MofNCompleteColumn()]
+    try:
+        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("backfill", total=None, run="")
+            report = run_backfill(
+                chosen,
+                sources,
+                make_sessionmaker(db),
+                SystemClock(),
+                run or (),
+                writer,
+                lambda r, done, total: bar.update(task, completed=done, total=total, run=r),
+            )
+    except RuntimeError as exc:
+        raise _fail(f"cannot list the runs of {watch}: {exc}", 1) from None
+    finally:
+        if writer:
+            writer.close()
+        for src in sources.values():
+            src.close()
+        db.dispose()
+    for r, n in report.runs.items():
+        typer.echo(f"{r}: {n} samples loaded")
+    for r, e in report.errors.items():
+        typer.secho(f"{r}: failed: {e}", err=True, fg=typer.colors.RED)
+    if report.errors:
+        raise typer.Exit(1)
 
 
 @app.command()
