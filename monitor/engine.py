@@ -120,7 +120,7 @@ class Engine:
 
     def _let_go(self, watch: str) -> None:
         """Another replica polls this watch now: forget what this one knew, to re-read it on return."""
-        runs = {r for r, w in self._run_watch.items() if w == watch}
+        runs = {r for r, w in self._run_watch.items() if w == watch} | {watch}  # and its watch-level alerts
         for run in runs:
             self.evaluator.forget(run)
             self._stats.pop(run, None)
@@ -238,18 +238,41 @@ class Engine:
             for event in events:
                 self._record(s, event, now)
             report.events.extend(events)
+        # A watch whose source has never answered has no runs to hang the outage on: the watch itself
+        # carries it (as run=<watch name>) until its runs are known, so a wrong project or key pages too.
+        watch_level_active = any(fp in self.evaluator.active for fp in self._watch_level(watch.name, results))
+        if not run_ids or watch_level_active:
+            errors = report.errors if not run_ids else {}
+            events = self._source_health(watch.name, errors, results, now, scope="watch")
+            for event in events:
+                self._record(s, event, now)
+            report.events.extend(events)
         for kind, res in results.items():
             if not res.error:
                 runs_repo.save_cursors(s, kind, res.cursors, now)
         report.runs = len(run_ids)
 
+    def _watch_level(self, watch: str, results: Mapping[str, PollResult]) -> list[str]:
+        """Fingerprints of the watch-level source alerts (kept apart from any run of the same name)."""
+        return [
+            self.evaluator.key(
+                source_health.source_rule(k), watch, source_health.finding(None, "watch")
+            ).fingerprint
+            for k in results
+        ]
+
     def _source_health(
-        self, run: str, errors: Mapping[str, str], results: Mapping[str, PollResult], now: float
+        self,
+        run: str,
+        errors: Mapping[str, str],
+        results: Mapping[str, PollResult],
+        now: float,
+        scope: str | None = None,
     ) -> list[AlertEvent]:
         events = []
         for kind in results:
             rule = source_health.source_rule(kind)
-            finding = source_health.finding(errors.get(kind))
+            finding = source_health.finding(errors.get(kind), scope)
             key = self.evaluator.key(rule, run, finding)
             status, tr = advance(self.evaluator.active.get(key.fingerprint), finding, now, rule.for_)
             if status is not None and status.state.active:

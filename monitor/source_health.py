@@ -31,7 +31,9 @@ def source_rule(source: str) -> SourceHealthSpec:
     )
 
 
-def finding(error: str | None) -> Finding:
+def finding(error: str | None, scope: str | None = None) -> Finding:
+    """``scope="watch"``: the watch itself carries the outage (no run of it is known yet)."""
+    extra = {"scope": scope} if scope else {}
     if error:
-        return Finding(True, reason=error[:300])
-    return Finding(False, reason="source answers again")
+        return Finding(True, reason=error[:300], extra_labels=extra)
+    return Finding(False, reason="source answers again", extra_labels=extra)
