@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from alerts.grouping import GroupTiming
 from alerts.inhibition import InhibitRule
 from alerts.notifiers import Notifier, make_notifier
 from alerts.outbox import Dispatcher
@@ -36,13 +37,22 @@ from monitor.storage.outbox_store import SqlOutboxStore
 log = logging.getLogger(__name__)
 
 
-def build_route(cfg: RouteConfig) -> Route:
+def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
+    """The route tree; a child route inherits the timers it does not set (Alertmanager semantics)."""
+    base = parent or GroupTiming()
+    timing = GroupTiming(
+        group_wait=cfg.group_wait if cfg.group_wait is not None else base.group_wait,
+        group_interval=cfg.group_interval if cfg.group_interval is not None else base.group_interval,
+        repeat_interval=cfg.repeat_interval if cfg.repeat_interval is not None else base.repeat_interval,
+        send_resolved=cfg.send_resolved if cfg.send_resolved is not None else base.send_resolved,
+    )
     return Route(
         receiver=cfg.receiver,
         matchers=tuple(Matcher.parse(m) for m in cfg.matchers),
         group_by=tuple(cfg.group_by),
+        timing=timing,
         continue_=cfg.continue_,
-        routes=tuple(build_route(c) for c in cfg.routes),
+        routes=tuple(build_route(c, timing) for c in cfg.routes),
     )
 
 

@@ -236,3 +236,18 @@ def test_silence_cli_add_list_expire(migrated_url):
     assert "no active silences" in r.output
     assert "expired" in runner.invoke(app, ["silence", "list", "--all", "--database-url", db_url]).output
     assert runner.invoke(app, ["silence", "expire", "9", "--database-url", db_url]).exit_code == 2
+
+
+def test_route_timers_come_from_the_config_and_children_inherit_them():
+    from monitor.config import parse_config
+    from monitor.service import build_route
+
+    cfg = parse_config(
+        "receivers: [{name: a}, {name: b}]\n"
+        "route:\n  receiver: a\n  group_wait: 0s\n  repeat_interval: 1h\n  send_resolved: false\n"
+        "  routes:\n    - {receiver: b, matchers: ['severity=\"warning\"'], group_interval: 10m}\n"
+    )
+    root = build_route(cfg.route)
+    assert root.timing == GroupTiming(group_wait=0, group_interval=300, repeat_interval=3600, send_resolved=False)
+    child = root.routes[0]
+    assert child.timing == GroupTiming(group_wait=0, group_interval=600, repeat_interval=3600, send_resolved=False)
