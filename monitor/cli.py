@@ -32,10 +32,9 @@ db_app = typer.Typer(
 app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
-if hasattr(cli_rules, "replay_command"):
-    app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
-        cli_rules.replay_command
-    )
+app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
+    cli_rules.replay_command
+)
 
 log = logging.getLogger("herowatch")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated
 
@@ -16,9 +17,15 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a duration such as 30s, 15m or 2h")
     if isinstance(value, int | float):
-        if value < 0:
+        try:
+            seconds = float(value)
+        except OverflowError:
+            raise ValueError(f"{value!r} is far too long for a duration") from None
+        if not math.isfinite(seconds):
+            raise ValueError("a duration must be a finite number of seconds")
+        if seconds < 0:
             raise ValueError("a duration cannot be negative")
-        return float(value)
+        return seconds
     if not isinstance(value, str):
         raise ValueError("expected a duration such as 30s, 15m or 2h")
     text = value.strip().lower()

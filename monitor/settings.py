@@ -20,7 +20,7 @@ def default_database_url() -> str:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HEROWATCH_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="HEROWATCH_", extra="ignore", populate_by_name=True)
 
     database_url: str = Field(
         default_factory=default_database_url,
@@ -34,8 +34,9 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
     )
-    prometheus_token: SecretStr | None = Field(default=None,
-                                               validation_alias=AliasChoices("HEROWATCH_PROMETHEUS_TOKEN"))
+    prometheus_token: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("HEROWATCH_PROMETHEUS_TOKEN")
+    )
     api_token: SecretStr | None = Field(default=None, validation_alias=AliasChoices("HEROWATCH_API_TOKEN"))
     protect_reads: bool = Field(
         default=False, description="HEROWATCH_PROTECT_READS=true: reads need the API token too (not probes)"

@@ -248,6 +248,10 @@ def test_route_timers_come_from_the_config_and_children_inherit_them():
         "  routes:\n    - {receiver: b, matchers: ['severity=\"warning\"'], group_interval: 10m}\n"
     )
     root = build_route(cfg.route)
-    assert root.timing == GroupTiming(group_wait=0, group_interval=300, repeat_interval=3600, send_resolved=False)
+    assert root.timing == GroupTiming(
+        group_wait=0, group_interval=300, repeat_interval=3600, send_resolved=False
+    )
     child = root.routes[0]
-    assert child.timing == GroupTiming(group_wait=0, group_interval=600, repeat_interval=3600, send_resolved=False)
+    assert child.timing == GroupTiming(
+        group_wait=0, group_interval=600, repeat_interval=3600, send_resolved=False
+    )

@@ -54,6 +54,16 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         message = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            # Starlette's answer to a body that is not JSON at all: a validation error like the others.
+            msg = "the request body is not valid JSON"
+            return JSONResponse(
+                {
+                    "error": f"invalid request: body: {msg}",
+                    "detail": [{"loc": ["body"], "msg": msg, "type": "json_invalid"}],
+                },
+                status_code=422,
+            )
         if exc.status_code == 404 and message == "Not Found":
             message = f"nothing at {request.url.path}"
         elif exc.status_code == 405:
@@ -66,11 +76,17 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # ``detail`` keeps FastAPI's documented shape (clients and the OpenAPI schema rely on it);
+        # ``error`` says the same in one readable line.
         detail = [
-            {"loc": _loc(e.get("loc", ())), "msg": str(e.get("msg", "")).removeprefix("Value error, ")}
+            {
+                "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
+                "msg": str(e.get("msg", "")).removeprefix("Value error, "),
+                "type": str(e.get("type", "value_error")),
+            }
             for e in exc.errors()
         ]
-        message = "invalid request: " + "; ".join(f"{d['loc']}: {d['msg']}" for d in detail)
+        message = "invalid request: " + "; ".join(f"{_loc(d['loc'])}: {d['msg']}" for d in detail)
         return JSONResponse({"error": message, "detail": detail}, status_code=422)
 
     @app.exception_handler(Exception)

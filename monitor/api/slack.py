@@ -20,6 +20,11 @@ router = APIRouter(tags=["slack"])
 
 @router.post(
     "/api/slack/interactions",
+    responses={
+        400: {"description": "signed correctly, but not a herowatch button"},
+        401: {"description": "missing, wrong or stale Slack signature: nothing changed"},
+        503: {"description": "SLACK_SIGNING_SECRET is not set"},
+    },
     summary="Slack button clicks (Acknowledge, Silence 1 h / 4 h)",
     description="Configure this URL as the Slack app's interactivity request URL. Requests must "
     "carry Slack's signature (SLACK_SIGNING_SECRET); a bad or stale one is refused with 401.",

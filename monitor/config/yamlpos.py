@@ -29,28 +29,45 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
         raise ConfigError(path, [Problem(line, "", f"not valid YAML: {msg}")]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
+    except RecursionError:
+        raise ConfigError(path, [Problem(None, "", "not valid YAML: nested too deeply")]) from None
     if node is None:
         return None, {}
     positions: dict[Path_, int] = {}
-    _walk(node, (), positions)
     try:
+        _walk(node, (), positions, set())
         data = _Loader(text).get_single_data()
-    except yaml.YAMLError as exc:  # pragma: no cover - compose already validated the text
+    except yaml.MarkedYAMLError as exc:  # e.g. an unhashable (list or mapping) key
+        mark = exc.problem_mark or exc.context_mark
+        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
+        line = mark.line + 1 if mark else None
+        raise ConfigError(path, [Problem(line, "", f"not valid YAML: {msg}")]) from None
+    except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
+    except RecursionError:
+        raise ConfigError(path, [Problem(None, "", "not valid YAML: nested too deeply")]) from None
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError) as exc:
+        # PyYAML's constructors fail this way on an explicit tag its text does not fit: `!!int x`, `!!int`
+        raise ConfigError(
+            path, [Problem(None, "", f"not valid YAML: a value does not fit its tag ({type(exc).__name__})")]
+        ) from None
     return data, positions
 
 
-def _walk(node: yaml.Node, here: Path_, out: dict[Path_, int]) -> None:
+def _walk(node: yaml.Node, here: Path_, out: dict[Path_, int], seen: set[int]) -> None:
     out.setdefault(here, node.start_mark.line + 1)
+    if id(node) in seen:  # an alias of a node already walked (maybe one that contains itself: &a [*a])
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             out[here + (key,)] = key_node.start_mark.line + 1
-            _walk(value_node, here + (key,), out)
+            _walk(value_node, here + (key,), out, seen)
             out[here + (key,)] = key_node.start_mark.line + 1
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, here + (i,), out)
+            _walk(item, here + (i,), out, seen)
 
 
 def format_loc(loc: Iterable[str | int]) -> str:

@@ -1,8 +1,26 @@
-"""The detector interface and the registry from rule ``kind`` to detector class."""
+"""The detector interface and the registry from rule ``kind`` to detector class.
+
+A detector evaluates one rule for one run. It is fed every sample it asks for once, in time order,
+and asked at ``now`` whether the rule's condition holds. Detectors are pure: no I/O, no clock.
+
+Besides ``observe`` and ``evaluate``, a detector publishes three cheap hints that let the evaluator
+skip work on the hot path (one replayed sample must cost microseconds):
+
+- ``inputs()``: the metric names whose samples it needs, or None for every sample (state, steps).
+- ``hot``: after ``observe``, False promises that ``evaluate(t).active`` is False for every ``t``
+  until the next ``observe`` (the default True is always safe, merely slower).
+- ``clocked`` and ``wake_at``: a clocked detector's condition can turn true as time passes with no
+  new sample (a stall); ``wake_at`` is the earliest time at which that can happen (-inf: any time).
+
+``holds_until`` says how long a true condition stays true without samples; ``share_key``/``share_with``
+let two rules over the same statistics keep them once.
+"""
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Hashable, Mapping
 from typing import ClassVar, Generic, TypeVar
 
 from alerts.model import Finding
@@ -11,16 +29,25 @@ from monitor.samples import Sample
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
+RUNNING_OR_UNKNOWN = frozenset({None, "running"})
+
 
 class Detector(ABC, Generic[SpecT]):
     """Evaluates one rule for one run. Fed every sample of the run once, in time order."""
 
     kind: ClassVar[str]
     spec_model: ClassVar[type[RuleSpec]]
+    clocked: ClassVar[bool] = False
 
     def __init__(self, rule: SpecT, run: str) -> None:
         self.rule = rule
         self.run = run
+        self.hot = True
+        self.wake_at = -math.inf
+
+    def inputs(self) -> frozenset[str] | None:
+        """Metric names whose samples this detector needs; None: every sample."""
+        return frozenset({self.rule.metric}) if self.rule.metric else None
 
     @abstractmethod
     def observe(self, sample: Sample) -> None:
@@ -29,6 +56,27 @@ class Detector(ABC, Generic[SpecT]):
     @abstractmethod
     def evaluate(self, now: float) -> Finding:
         """Is the rule's condition true at ``now``?"""
+
+    def holds_until(self) -> float:
+        """While the condition holds: the earliest time it can turn false with no new sample.
+
+        Lets the evaluator leave a firing alert alone between samples. -inf (the default): any time,
+        evaluate at every tick; +inf: only a sample can end it (a stall ends with a new step)."""
+        return -math.inf
+
+    def stats(self) -> Mapping[str, float | int | None]:
+        """Figures worth showing on a dashboard (e.g. the latest spike score). Empty by default."""
+        return {}
+
+    def share_key(self) -> Hashable | None:
+        """Detectors of one run with equal keys share their state: only the first is fed samples.
+
+        E.g. the two spike rules on train/loss (the blip and the raised floor) keep one baseline."""
+        return None
+
+    def share_with(self, leader: Detector) -> None:
+        """Adopt ``leader``'s state (same share_key). From now on ``observe`` only refreshes ``hot``."""
+        raise NotImplementedError
 
 
 DETECTORS: dict[str, type[Detector]] = {}
@@ -39,3 +87,18 @@ def register(cls: type[Detector]) -> type[Detector]:
         raise ValueError(f"detector kind {cls.kind!r} registered twice")
     DETECTORS[cls.kind] = cls
     return cls
+
+
+def fmt_value(v: float | None) -> str:
+    """A number for a reason text: short, and NaN/Inf spelled out."""
+    if v is None:
+        return "-"
+    if v != v:
+        return "NaN"
+    if math.isinf(v):
+        return "Inf" if v > 0 else "-Inf"
+    if v == int(v) and abs(v) < 1e9:
+        return str(int(v))
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
+        return f"{v:.3g}"
+    return f"{v:.4g}"

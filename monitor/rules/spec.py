@@ -13,7 +13,7 @@ from monitor.durations import Duration
 class RuleSpec(BaseModel):
     """One rule, as written in a rule file (close to a Prometheus alerting rule)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
     kind_name: ClassVar[str] = ""
 
     name: str

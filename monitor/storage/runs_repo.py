@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -58,8 +59,10 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
             run.state = s.state
         if s.step is not None:
             if run.last_step is not None and s.step < run.last_step:
-                run.restarts = (run.restarts or 0) + 1
-                run.last_step, run.last_step_at = s.step, s.t
+                # A rewind is a restart only when the lower step came later; an older row read again is not.
+                if run.last_step_at is None or s.t > run.last_step_at:
+                    run.restarts = (run.restarts or 0) + 1
+                    run.last_step, run.last_step_at = s.step, s.t
             elif run.last_step is None or s.step > run.last_step:
                 run.last_step, run.last_step_at = s.step, s.t
         axis = "step" if s.step is not None else "time"
@@ -67,7 +70,13 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
         for name, value in s.metrics.items():
             if name.startswith("_"):
                 continue
-            by_metric.setdefault((name, axis), []).append(Point(x, float(value), s.t))
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue  # a source that sent text or a flag: not a metric value, never a failed poll
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf if value > 0 else -math.inf
+            by_metric.setdefault((name, axis), []).append(Point(x, number, s.t))
     ingest_run(session, run.id, {name: (axis, points) for (name, axis), points in by_metric.items()})
 
 

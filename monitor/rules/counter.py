@@ -1,0 +1,95 @@
+"""``counter_increase``: a counter rose by at least ``increase`` within ``window`` (e.g. OOM kills).
+
+For a cumulative counter (``cumulative: true``, Prometheus style) the increase is the sum of the
+positive differences between consecutive values; a drop is a counter reset and the new value counts
+in full, as Prometheus' ``increase()`` does. The first value seen is the starting point, not an
+increase (a run first watched with 3 old OOM kills raises nothing). With ``cumulative: false`` each
+sample carries its own count (Levanter's ``optim/skipped_step`` is 1 on a skipped step) and the
+increase is their sum. Increases leave the window as time passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+INF = math.inf
+
+
+class CounterIncreaseSpec(RuleSpec):
+    kind: Literal["counter_increase"] = "counter_increase"
+    metric: str
+    increase: float = Field(default=1.0, gt=0, description="fires when the increase reaches this")
+    window: Duration = Field(default=3600.0, gt=0)
+    cumulative: bool = Field(default=True, description="false: each sample is a count, summed")
+
+
+@register
+class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
+    kind = "counter_increase"
+    spec_model = CounterIncreaseSpec
+
+    def __init__(self, rule: CounterIncreaseSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.metric = rule.metric
+        self._cumulative = rule.cumulative
+        self.prev: float | None = None
+        self.events: deque[tuple[float, float]] = deque()  # (t, increase)
+        self.total = 0.0  # increase within the window
+        self.resets = 0
+        self.last_step: int | None = None
+
+    def observe(self, sample: Sample) -> None:
+        v = sample.metrics.get(self.metric)
+        if v is None or v - v:  # missing, NaN or Inf
+            return
+        if sample.step is not None:
+            self.last_step = sample.step
+        if self._cumulative:
+            prev, self.prev = self.prev, v
+            if prev is None:
+                return
+            if v < prev:
+                self.resets += 1
+                delta = v
+            else:
+                delta = v - prev
+        else:
+            delta = v
+        if delta > 0:
+            self.events.append((sample.t, delta))
+            self.total += delta
+        elif not self.events:
+            return  # nothing in the window, nothing new: the common case
+        self._expire(sample.t)
+        self.hot = self.total >= self.rule.increase
+
+    def _expire(self, now: float) -> None:
+        events, horizon = self.events, now - self.rule.window
+        while events and events[0][0] <= horizon:
+            self.total -= events.popleft()[1]
+        if not events:
+            self.total = 0.0  # no drift from float sums
+
+    def holds_until(self) -> float:
+        return self.events[0][0] + self.rule.window if self.events else math.inf  # the oldest rise leaves
+
+    def evaluate(self, now: float) -> Finding:
+        self._expire(now)
+        r = self.rule
+        active = self.total >= r.increase
+        self.hot = active
+        reason = f"{r.metric} rose by {fmt_value(self.total)} in the last {format_duration(r.window)}"
+        if not active:
+            reason += f", fires at {fmt_value(r.increase)}"
+        return Finding(active, value=self.total, threshold=r.increase, step=self.last_step, reason=reason)

@@ -1,0 +1,165 @@
+"""``drop``: a sustained relative drop against the run's own trailing baseline (throughput, MFU).
+
+Values are averaged in time buckets of ``window / 10``. The recent level is the median of the bucket
+means of the last ``window`` (at least ``min_points`` buckets); the baseline is the median of the
+bucket means of the ``baseline`` period before it (at least ``min_baseline_points``, at most
+``max_points``). Medians of bucket means: one terrible step (the first after a restore) moves one
+bucket at most, and the median ignores it. The condition, judged as each bucket completes, holds
+while recent <= (1 - ``drop``) x baseline; the rule's ``for`` makes it sustained. While it holds the
+baseline is frozen (no admission, no ageing), so a slow GPU that stays slow keeps the alert up
+instead of becoming the new normal. A step rewind (restart) or a gap of ``reset_gap`` resets the
+baseline: after a restart the run may land on other hardware.
+
+Per sample: amortised O(1) (bucket sums); per bucket: O(log W) (sorted lists, windows.py).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections import deque
+from typing import Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import MAX_WINDOW, SortedValues
+from monitor.samples import Sample
+
+INF = math.inf
+RECENT_BUCKETS = 10
+
+
+class DropSpec(RuleSpec):
+    kind: Literal["drop"] = "drop"
+    metric: str
+    drop: float = Field(default=0.1, gt=0, lt=1, description="relative drop that counts, 0.1 = 10%")
+    window: Duration = Field(default=300.0, gt=0, description="the recent window (median of bucket means)")
+    min_points: int = Field(default=3, ge=1, description="buckets with data the recent window needs")
+    baseline: Duration = Field(default=3600.0, gt=0, description="the trailing baseline period")
+    min_baseline_points: int = Field(default=20, ge=3, description="warm-up: baseline buckets needed")
+    max_points: int = Field(default=1024, ge=8, le=MAX_WINDOW, description="bound on the baseline buckets")
+    reset_gap: Duration = Field(default=1800.0, description="a gap this long resets the baseline (0: never)")
+
+
+@register
+class DropDetector(Detector[DropSpec]):
+    kind = "drop"
+    spec_model = DropSpec
+
+    def __init__(self, rule: DropSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.metric = rule.metric
+        self._width = rule.window / RECENT_BUCKETS
+        self._baseline_buckets = max(1, math.ceil(rule.baseline / self._width))
+        self._keep_factor = 1.0 - rule.drop
+        self._b: float | None = None  # the open bucket: index, sum, count
+        self._sum = 0.0
+        self._count = 0
+        self.recent = SortedValues()
+        self._recent: deque[tuple[int, float]] = deque()  # (bucket, mean)
+        self.base = SortedValues()
+        self._base: deque[tuple[int, float]] = deque()
+        self.cond = False
+        self._sample: Sample | None = None  # the newest sample with a usable value
+        self._reset_gap = rule.reset_gap
+        self._last_step: int | None = None
+        self.resets = 0
+
+    @property
+    def last(self) -> tuple[float, float, int | None] | None:
+        s = self._sample
+        return None if s is None else (s.t, s.metrics[self.metric], s.step)
+
+    def reset(self) -> None:
+        self.recent.clear()
+        self._recent.clear()
+        self.base.clear()
+        self._base.clear()
+        self._b, self._sum, self._count = None, 0.0, 0
+        self.cond = self.hot = False
+        self.resets += 1
+
+    def observe(self, sample: Sample) -> None:
+        v = sample.metrics.get(self.metric)
+        if v is None or v - v:  # missing, NaN or Inf
+            return
+        t, step = sample.t, sample.step
+        if step is not None:
+            if self._last_step is not None and step < self._last_step:
+                self.reset()
+            self._last_step = step
+        last = self._sample
+        if last is not None and self._reset_gap and t - last.t > self._reset_gap:
+            self.reset()
+        self._sample = sample
+        b = t // self._width
+        if b == self._b:
+            self._sum += v
+            self._count += 1
+            return
+        if self._b is not None:
+            self._close(b)
+        self._b, self._sum, self._count = b, v, 1
+
+    def _close(self, now_bucket: float) -> None:
+        """The open bucket is complete: move the windows on and judge."""
+        r = self.rule
+        mean = self._sum / self._count
+        rq, rvals, bq, bvals = self._recent, self.recent.values, self._base, self.base.values
+        insort(rvals, mean)
+        rq.append((self._b, mean))
+        frozen = self.cond
+        first_recent = now_bucket - RECENT_BUCKETS
+        while rq and rq[0][0] < first_recent:
+            old_b, old = rq.popleft()
+            del rvals[bisect_left(rvals, old)]
+            if frozen:
+                continue  # a dropped level must not become the new normal
+            insort(bvals, old)
+            bq.append((old_b, old))
+            if len(bq) > r.max_points:
+                del bvals[bisect_left(bvals, bq.popleft()[1])]
+        if not frozen:
+            first_base = first_recent - self._baseline_buckets
+            while bq and bq[0][0] < first_base:
+                del bvals[bisect_left(bvals, bq.popleft()[1])]
+        cond = False
+        if len(rq) >= r.min_points and len(bq) >= r.min_baseline_points:
+            cond = self.recent.median() <= self._keep_factor * self.base.median()
+        self.cond = self.hot = cond
+
+    def evaluate(self, now: float) -> Finding:
+        r, m = self.rule, self.metric
+        if self.last is None:
+            return Finding(False, reason=f"no {m} yet")
+        _, v, step = self.last
+        if len(self.base) < r.min_baseline_points or len(self._recent) < r.min_points:
+            return Finding(
+                False,
+                value=v,
+                step=step,
+                reason=f"{m}: building its baseline ({len(self.base)}/{r.min_baseline_points} buckets)",
+            )
+        level, base = self.recent.median(), self.base.median()
+        threshold = self._keep_factor * base
+        change = (level / base - 1.0) * 100 if base else 0.0
+        reason = (
+            f"{m} {fmt_value(level)} (median over {format_duration(r.window)}) is {change:+.0f}% against "
+            f"its baseline {fmt_value(base)}"
+        )
+        if not self.cond:
+            reason += f" (fires at -{round(r.drop * 100)}%)"
+        return Finding(self.cond, value=level, threshold=threshold, step=step, reason=reason)
+
+    def holds_until(self) -> float:
+        return math.inf  # only a sample can change the verdict
+
+    def stats(self) -> dict[str, float | int | None]:
+        if not len(self.base) or not len(self.recent):
+            return {"baseline": None, "level": None}
+        return {"baseline": self.base.median(), "level": self.recent.median()}

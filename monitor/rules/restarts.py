@@ -1,0 +1,171 @@
+"""``restarts``: restarts of a run within a window; with ``no_progress`` a crash loop.
+
+A restart is seen from any of three signals: a step rewind (the run resumed from a checkpoint), the
+state turning back to running after crashed/failed/killed/preempted, or an increase of a restart
+counter (``counter``, e.g. ``restarts_total``). One restart often shows up twice (the counter rises,
+then the first step after the restore is a rewind): a rewind with no step seen since the previous
+restart signal is that same restart.
+
+A crash loop (``no_progress: true``) counts only the restarts in the current run of restarts with no
+progress between them: the run never got beyond the highest step it had reached at the previous
+restart. A run that restarts often but moves on each time (OPT-175B restarted ~90 times in two
+months) is not looping.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Hashable
+from typing import Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+
+class RestartsSpec(RuleSpec):
+    kind: Literal["restarts"] = "restarts"
+    min_restarts: int = Field(default=3, ge=1, description="fires at this many restarts in the window")
+    window: Duration = Field(default=3600.0, gt=0)
+    no_progress: bool = Field(default=False, description="count only restarts with no progress between")
+    counter: str | None = Field(default="restarts_total", description="a restart counter metric, if any")
+
+
+class RestartSignals:
+    """Restarts seen in a run's samples, with whether the run had progressed since the one before.
+
+    Shared by the run's restart rules that watch the same counter (share_key)."""
+
+    def __init__(self, counter: str | None) -> None:
+        self.counter_name = counter
+        self.state: str | None = None
+        self.last_step: int | None = None
+        self.high_water: int | None = None  # the highest step ever reached
+        self.high_at_restart: int | None = None  # the high-water mark at the previous restart
+        self.signalled = False  # a restart signal with no step since
+        self.counter: float | None = None
+        self.total = 0
+        self.fresh: list[tuple[float, bool]] = []  # the restarts of the latest sample: (t, progressed)
+
+    def _restart(self, t: float) -> None:
+        self.total += 1
+        progressed = self.high_at_restart is None or (
+            self.high_water is not None and self.high_water > self.high_at_restart
+        )
+        self.fresh.append((t, progressed))
+        self.high_at_restart = self.high_water
+
+    def observe(self, sample: Sample) -> None:
+        if self.fresh:
+            self.fresh = []
+        st = sample.state
+        if st is not None:
+            if st == "running" and self.state not in RUNNING_OR_UNKNOWN:
+                self._restart(sample.t)
+                self.signalled = True
+            self.state = st
+        name = self.counter_name
+        if name is not None and sample.metrics:
+            v = sample.metrics.get(name)
+            if v is not None and _finite(v):
+                if self.counter is not None and v > self.counter:
+                    jump = v - self.counter  # may overflow to inf between huge values
+                    for _ in range(min(int(jump), 100) if _finite(jump) else 100):
+                        self._restart(sample.t)
+                    self.signalled = True
+                self.counter = v
+        step = sample.step
+        if step is not None:
+            last = self.last_step
+            if last is not None and step < last and not self.signalled:
+                self._restart(sample.t)
+            self.signalled = False
+            self.last_step = step
+            if self.high_water is None or step > self.high_water:
+                self.high_water = step
+
+
+@register
+class RestartsDetector(Detector[RestartsSpec]):
+    kind = "restarts"
+    spec_model = RestartsSpec
+
+    def __init__(self, rule: RestartsSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.signals = RestartSignals(rule.counter)
+        self._follower = False
+        self.times: deque[float] = deque()  # restarts that count, in the window
+
+    def inputs(self) -> frozenset[str] | None:
+        return None
+
+    def share_key(self) -> Hashable:
+        return ("restarts", self.rule.counter)
+
+    def share_with(self, leader: Detector) -> None:
+        assert isinstance(leader, RestartsDetector)
+        self.signals = leader.signals
+        self._follower = True
+
+    @property
+    def high_water(self) -> int | None:
+        return self.signals.high_water
+
+    def observe(self, sample: Sample) -> None:
+        sig = self.signals
+        if not self._follower:
+            sig.observe(sample)
+        if sig.fresh:
+            for t, progressed in sig.fresh:
+                if self.rule.no_progress and progressed:
+                    self.times.clear()  # the loop (if any) starts here
+                self.times.append(t)
+        if self.times:
+            self._expire(sample.t)
+            self.hot = len(self.times) >= self.rule.min_restarts
+
+    def _expire(self, now: float) -> None:
+        times, horizon = self.times, now - self.rule.window
+        while times and times[0] <= horizon:
+            times.popleft()
+
+    def holds_until(self) -> float:
+        return self.times[0] + self.rule.window if self.times else math.inf  # the oldest restart leaves
+
+    def evaluate(self, now: float) -> Finding:
+        self._expire(now)
+        r = self.rule
+        n = len(self.times)
+        active = n >= r.min_restarts
+        self.hot = active
+        win = format_duration(r.window)
+        what = "restarts without progress" if r.no_progress else "restarts"
+        reason = f"{n} {what} in the last {win}"
+        if r.no_progress and self.high_water is not None and active:
+            reason += f" (stuck below step {self.high_water})"
+        if not active:
+            reason += f", fires at {r.min_restarts}"
+        return Finding(
+            active,
+            value=float(n),
+            threshold=float(r.min_restarts),
+            step=self.signals.last_step,
+            reason=reason,
+        )
+
+    def stats(self) -> dict[str, int]:
+        return {"restarts": self.signals.total}
+
+
+def _finite(v: object) -> bool:
+    """A finite number (a counter value from a buggy source may be anything)."""
+    try:
+        return not v - v  # type: ignore[operator]
+    except TypeError:
+        return False

@@ -1,0 +1,172 @@
+"""``spike``: robust, training-aware spike detection on one metric (statistics: spike_baseline.py).
+
+The newest value, or the floor of the recent window, is compared with a lagged robust baseline
+(median; sigma from the MAD of step-to-step differences) on the log scale. A deviation counts when
+it reaches max(``min_rise``, ``z`` x sigma): on the log scale ``min_rise: 0.05`` is about +5%.
+The detector warms up until its baseline holds ``min_points`` values; a step rewind resets it.
+
+Two patterns, one per rule (``mode``):
+
+- ``point``: the newest value is a spike: the one-step blip a healthy run recovers from at the next
+  step. Recorded (a spike count and the latest spike score, see ``stats()``), at most ``info``; the
+  condition clears at the next normal value.
+- ``floor``: the minimum over the recent window (``floor_window``, at least ``floor_points`` values
+  spanning half the window) sits that far above the baseline: the loss did not come back down.
+  This is what pages. While the floor is raised the baseline is frozen.
+
+Rules on the same metric with the same statistics parameters share one baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from alerts.model import Finding, Severity
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.rules.spike_baseline import SpikeBaseline
+from monitor.rules.windows import MAX_WINDOW
+from monitor.samples import Sample
+
+_SHARED = (
+    "metric",
+    "direction",
+    "scale",
+    "z",
+    "min_rise",
+    "baseline",
+    "window",
+    "min_points",
+    "floor_window",
+    "floor_points",
+    "reset_on_rewind",
+)
+
+
+class SpikeSpec(RuleSpec):
+    kind: Literal["spike"] = "spike"
+    metric: str
+    mode: Literal["point", "floor"] = Field(
+        default="floor", description="point: a one-step blip (info at most); floor: a raised floor"
+    )
+    direction: Literal["up", "down"] = "up"
+    scale: Literal["log", "linear"] = Field(
+        default="log", description="log (values must be > 0) or linear (for values that can be <= 0)"
+    )
+    z: float = Field(default=6.0, gt=0, description="robust sigmas a deviation must reach")
+    min_rise: float = Field(
+        default=0.05, ge=0, description="and at least this much on the scale (log: 0.05 is about 5%)"
+    )
+    baseline: Duration = Field(default=1800.0, gt=0, description="the period the baseline spans")
+    window: int = Field(default=128, ge=4, le=MAX_WINDOW, description="at most this many baseline values")
+    min_points: int = Field(
+        default=8, ge=3, le=MAX_WINDOW, description="warm-up: baseline values needed before judging"
+    )
+    floor_window: Duration = Field(default=300.0, gt=0, description="the recent window of the floor test")
+    floor_points: int = Field(
+        default=3, ge=2, le=MAX_WINDOW, description="the recent window holds at least this many"
+    )
+    reset_on_rewind: bool = True
+
+    @model_validator(mode="after")
+    def _blip_is_info(self) -> SpikeSpec:
+        if self.mode == "point" and self.severity is not Severity.INFO:
+            raise ValueError(
+                "a 'point' spike is a one-step blip a healthy run recovers from: its severity must be "
+                "info (use mode: floor for what should page)"
+            )
+        return self
+
+
+@register
+class SpikeDetector(Detector[SpikeSpec]):
+    kind = "spike"
+    spec_model = SpikeSpec
+
+    def __init__(self, rule: SpikeSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.metric = rule.metric
+        self.baseline = SpikeBaseline(rule)
+        self._follower = False
+        self._floor_mode = rule.mode == "floor"
+
+    def share_key(self) -> Hashable:
+        return ("spike", *(getattr(self.rule, name) for name in _SHARED))
+
+    def share_with(self, leader: Detector) -> None:
+        assert isinstance(leader, SpikeDetector)
+        self.baseline = leader.baseline
+        self.baseline.track_floor |= self._floor_mode
+        self._follower = True
+
+    def observe(self, sample: Sample) -> None:
+        b = self.baseline
+        if not self._follower:
+            b.observe(sample)
+        self.hot = b.floor_raised if self._floor_mode else b.is_spike
+
+    def holds_until(self) -> float:
+        return math.inf  # only a sample can change the verdict
+
+    # ---- figures for the dashboard ---------------------------------------------------------
+    @property
+    def score(self) -> float | None:
+        """The newest value's spike score in robust sigmas; a score >= z is a spike."""
+        return self.baseline.score
+
+    @property
+    def spikes(self) -> int:
+        return self.baseline.spikes
+
+    def stats(self) -> dict[str, float | int | None]:
+        b = self.baseline
+        last = b.last_spike or {}
+        return {
+            "score": b.score,
+            "floor_score": b.floor_score,
+            "spikes": b.spikes,
+            "last_spike_step": last.get("step"),
+            "last_spike_score": last.get("score"),
+        }
+
+    # ---- the verdict -----------------------------------------------------------------------
+    def evaluate(self, now: float) -> Finding:
+        b, m = self.baseline, self.metric
+        if b.latest is None:
+            return Finding(False, reason=f"no {m} yet")
+        _, step, v, y = b.latest
+        if not b.ready:
+            return Finding(
+                False, value=v, step=step, reason=f"warming up ({len(b.base)}/{b.min_points} baseline values)"
+            )
+        med = b.median()
+        threshold = b.raw(med + b.needed())
+        base_raw = b.raw(med)
+        up, down = ("above", "below") if b.sign > 0 else ("below", "above")
+        if not self._floor_mode:
+            score = (y - med) / b.sigma_eff()
+            at = f" at step {step}" if step is not None else ""
+            where = up if score >= 0 else down
+            reason = (
+                f"{m} {fmt_value(v)}{at} is {abs(score):.1f} sigma {where} its baseline {fmt_value(base_raw)}"
+            )
+            if b.is_spike:
+                reason += " (one-step spike)"
+            return Finding(b.is_spike, value=v, threshold=threshold, step=step, reason=reason)
+        floor = b.floor if b.floor is not None else y
+        floor_raw = b.raw(floor)
+        if b.floor_raised:
+            score = (floor - med) / b.sigma_eff()
+            reason = (
+                f"{m} has stayed {up} {fmt_value(floor_raw)} for {format_duration(b.floor_span)} "
+                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma)"
+            )
+        else:
+            reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
+        return Finding(b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason)

@@ -1,0 +1,248 @@
+"""The statistics behind the ``spike`` kind: a lagged robust baseline, the newest value's verdict and
+the recent window's floor. Shared by every spike rule of a run with the same parameters.
+
+Values are taken on the log scale (or linear) and signed so that "worse" is up. They pass through
+the recent window (``floor_window``, at least ``floor_points`` values) and then enter the baseline,
+so the values under test never sit in their own baseline. The baseline spans the ``baseline`` period
+before the recent window with at most ``window`` values: a run that logs faster than that has its
+values admitted at most one per ``baseline / window`` seconds (every value of a 1 step/s run would
+otherwise make the baseline two minutes long, and cost a sorted insert per step).
+
+- level: the median of the baseline (a sorted list, O(log W): see windows.py);
+- noise: a robust sigma, 1.4826 x MAD of the baseline's step-to-step differences / sqrt 2. Differences
+  rather than values: early in training the loss falls fast and the spread of the values would mostly
+  measure that trend. Refreshed by a sort every W/8 new baseline values: amortised O(log W);
+- a deviation counts when it reaches max(min_rise, z x sigma);
+- floor: the minimum of the recent window. While it is raised, values leaving the recent window are
+  not admitted to the baseline: a raised level must not become the new normal while it alerts.
+
+The recent window is kept in 30 time buckets (count, minimum, first value); a bucket leaving it
+hands its first value to the baseline. So a value costs O(1) (a compare against a precomputed gate,
+median + min_rise, below which nothing can be a spike), and a bucket O(log W). The window's edge and
+the floor's readiness are exact to 1/30 of ``floor_window`` (10s of 5m).
+
+A step rewind (a restart from a checkpoint) resets everything; the baseline then warms up again
+until it holds ``min_points`` values.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from collections import deque
+from typing import Any
+
+from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad
+from monitor.samples import Sample
+
+INF = math.inf
+_log = math.log
+SQRT2 = math.sqrt(2.0)
+RECENT_BUCKETS = 30
+
+# a closed bucket of the recent window: (index, first t, last t, count, minimum, first value)
+_Bucket = tuple[float, float, float, int, float, float]
+
+
+class SpikeBaseline:
+    def __init__(self, spec: Any) -> None:
+        self.metric: str = spec.metric
+        self.z: float = spec.z
+        self.min_rise: float = spec.min_rise
+        self.window: int = spec.window
+        self.span: float = spec.baseline
+        self._stride = spec.baseline / spec.window  # at most one baseline value per stride
+        self.min_points: int = spec.min_points
+        self.floor_window: float = spec.floor_window
+        self.floor_points: int = spec.floor_points
+        self._keep = spec.floor_points - 1  # the recent window never holds fewer (with the new value)
+        self._width = spec.floor_window / RECENT_BUCKETS
+        self.reset_on_rewind: bool = spec.reset_on_rewind
+        self.track_floor = spec.mode == "floor"  # a point-only baseline skips the floor (and never freezes)
+        self.log = spec.scale == "log"
+        self.sign = 1.0 if spec.direction == "up" else -1.0
+        self._last_step: int | None = None
+        self._sample: Sample | None = None  # the newest usable sample
+        self._y = 0.0  # its value on the signed scale
+        self.is_spike = False
+        self.floor_raised = False
+        self.spikes = 0
+        self.resets = 0
+        self.last_spike: dict[str, float | int | None] | None = None
+        self.base = SortedValues()
+        self._clear()
+
+    def _clear(self) -> None:
+        self.base.clear()
+        self._fifo: deque[tuple[float, float]] = deque()  # (t, y) of the baseline values, oldest first
+        self._diffs: deque[float] = deque()  # differences of consecutive baseline values
+        self._sigma: float | None = None
+        self._fresh = 0  # baseline values added since the noise was estimated
+        self._admitted_at = -INF
+        self.ready = False  # the baseline holds min_points values
+        self._med = 0.0
+        self._gate = INF  # median + min_rise: nothing below it can be a spike
+        self._closed: deque[_Bucket] = deque()
+        self._cmins: deque[tuple[float, float]] = deque()  # monotonic minima of the closed buckets
+        self._count = 0  # values in the closed buckets
+        self._ob = -INF  # the open bucket: index, first t, last t, count, minimum, first value
+        self._ot = self._olast = 0.0
+        self._on = 0
+        self._omin = self._ofirst = 0.0
+        self._floor_ready = False  # enough values, spanning enough of the window
+
+    def reset(self) -> None:
+        self._clear()
+        self.is_spike = self.floor_raised = False
+        self.resets += 1
+
+    # ---- the scale -------------------------------------------------------------------------
+    def raw(self, y: float) -> float:
+        """Back from the signed scale to the metric's units."""
+        y *= self.sign
+        if self.log:
+            return math.exp(y) if y < 700 else INF
+        return y
+
+    @property
+    def latest(self) -> tuple[float, int | None, float, float] | None:
+        """The newest value: (t, step, value, value on the signed scale)."""
+        s = self._sample
+        return None if s is None else (s.t, s.step, s.metrics[self.metric], self._y)
+
+    def median(self) -> float:
+        return self._med
+
+    def sigma(self) -> float:
+        if self._sigma is None or self._fresh * 8 > len(self._fifo):
+            self._sigma = MAD_TO_SIGMA * mad(self._diffs) / SQRT2
+            self._fresh = 0
+        return self._sigma
+
+    def needed(self) -> float:
+        """The deviation (on the scale) that counts, given the current baseline."""
+        return max(self.min_rise, self.z * self.sigma())
+
+    def sigma_eff(self) -> float:
+        """Sigma floored at min_rise / z: a score >= z is then exactly a deviation that counts."""
+        return max(self.sigma(), self.min_rise / self.z, 1e-12)
+
+    # ---- samples ---------------------------------------------------------------------------
+    def observe(self, sample: Sample) -> bool:
+        """Take in a sample; True if it carried a usable value of the metric. The hot path."""
+        v = sample.metrics.get(self.metric)
+        if v is None or v - v:
+            return False  # missing, NaN or Inf: the non_finite rule's business
+        step = sample.step
+        if step is not None:
+            if self._last_step is not None and step < self._last_step and self.reset_on_rewind:
+                self.reset()
+            self._last_step = step
+        if self.log:
+            if v <= 0.0:
+                return False
+            y = _log(v) * self.sign
+        else:
+            y = v * self.sign
+        t = sample.t
+        b = t // self._width
+        if b == self._ob:
+            self._on += 1
+            self._olast = t
+            if y < self._omin:
+                self._omin = y
+        else:
+            self._roll(b, t, y)
+        self._sample = sample
+        self._y = y
+        spike = y >= self._gate and y - self._med >= self.needed()
+        self.is_spike = spike
+        if spike:
+            self.spikes += 1
+            self.last_spike = {"t": t, "step": step, "value": v, "score": (y - self._med) / self.sigma_eff()}
+        if self.track_floor:
+            floor = self._omin
+            if self._cmins and self._cmins[0][1] < floor:
+                floor = self._cmins[0][1]
+            self.floor_raised = (
+                self._floor_ready and floor >= self._gate and floor - self._med >= self.needed()
+            )
+        return True
+
+    def _roll(self, b: float, t: float, y: float) -> None:
+        """A value opens a new bucket: close the open one, move old buckets on to the baseline."""
+        closed, cmins = self._closed, self._cmins
+        if self._on:
+            closed.append((self._ob, self._ot, self._olast, self._on, self._omin, self._ofirst))
+            self._count += self._on
+            while cmins and cmins[-1][1] >= self._omin:
+                cmins.pop()
+            cmins.append((self._ob, self._omin))
+        horizon = t - self.floor_window
+        frozen = self.floor_raised
+        admitted = False
+        while closed and closed[0][2] < horizon and self._count - closed[0][3] >= self._keep:
+            idx, first_t, _, n, _, first = closed.popleft()
+            self._count -= n
+            if cmins and cmins[0][0] == idx:
+                cmins.popleft()
+            if frozen or first_t - self._admitted_at < self._stride:
+                continue  # frozen while the floor is raised; or thinned
+            self._admit(first_t, first)
+            admitted = True
+        if admitted:
+            fifo, values = self._fifo, self.base.values
+            oldest = (closed[0][1] if closed else t) - self.span
+            while fifo and fifo[0][0] < oldest:
+                del values[bisect_left(values, fifo.popleft()[1])]
+                if self._diffs:
+                    self._diffs.popleft()
+            n = len(values)
+            self.ready = n >= self.min_points
+            if n:
+                h = n >> 1
+                self._med = values[h] if n & 1 else (values[h - 1] + values[h]) * 0.5
+            self._gate = self._med + self.min_rise if self.ready else INF
+        self._ob, self._ot, self._olast, self._on, self._omin, self._ofirst = b, t, t, 1, y, y
+        first_t = closed[0][1] if closed else t
+        self._floor_ready = (
+            self.ready and self._count + 1 >= self.floor_points and t - first_t >= self.floor_window * 0.5
+        )
+
+    def _admit(self, t: float, y: float) -> None:
+        fifo, values = self._fifo, self.base.values
+        self._admitted_at = t
+        if fifo:
+            self._diffs.append(y - fifo[-1][1])
+        insort(values, y)
+        fifo.append((t, y))
+        self._fresh += 1
+        if len(fifo) > self.window:
+            del values[bisect_left(values, fifo.popleft()[1])]
+            self._diffs.popleft()
+
+    # ---- figures ---------------------------------------------------------------------------
+    @property
+    def score(self) -> float | None:
+        """The newest value's deviation in robust sigmas (None while warming up)."""
+        if self._sample is None or not self.ready:
+            return None
+        return (self._y - self._med) / self.sigma_eff()
+
+    @property
+    def floor(self) -> float | None:
+        if not self._on:
+            return None
+        return min(self._omin, self._cmins[0][1]) if self._cmins else self._omin
+
+    @property
+    def floor_score(self) -> float | None:
+        floor = self.floor
+        if floor is None or not self.ready:
+            return None
+        return (floor - self._med) / self.sigma_eff()
+
+    @property
+    def floor_span(self) -> float:
+        first = self._closed[0][1] if self._closed else self._ot
+        return self._olast - first

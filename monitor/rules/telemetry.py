@@ -1,0 +1,88 @@
+"""``telemetry_gone``: the run is reported running, yet no telemetry at all arrived for a while.
+
+Telemetry is any sample with a step or a metric; state-only samples (the run list saying "running")
+do not count. A run whose state was never reported counts as running. While the source cannot be
+read, nothing is known about the run: the rule holds off (a source outage is not the run's fault).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+
+class TelemetryGoneSpec(RuleSpec):
+    kind: Literal["telemetry_gone"] = "telemetry_gone"
+    after: Duration = Field(default=600.0, gt=0, description="silence longer than this fires")
+
+
+@register
+class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
+    kind = "telemetry_gone"
+    spec_model = TelemetryGoneSpec
+    clocked = True
+
+    def __init__(self, rule: TelemetryGoneSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.wake_at = math.inf
+        self.state: str | None = None
+        self.blind = False
+        self.first_seen: float | None = None
+        self.last_data: float | None = None
+        self.last_step: int | None = None
+
+    def inputs(self) -> frozenset[str] | None:
+        return None
+
+    def observe(self, sample: Sample) -> None:
+        if self.first_seen is None:
+            self.first_seen = sample.t
+        if sample.source_error is not None:
+            self.blind = True
+            self.wake_at = math.inf
+            return
+        self.blind = False
+        if sample.state is not None:
+            if sample.state == "running" and self.state not in RUNNING_OR_UNKNOWN:
+                self.last_data = None  # resumed: the silence is counted from now
+                self.first_seen = sample.t
+            self.state = sample.state
+        if sample.step is not None or sample.metrics:
+            self.last_data = sample.t
+            if sample.step is not None:
+                self.last_step = sample.step
+        if self.state not in RUNNING_OR_UNKNOWN:
+            self.wake_at = math.inf
+        else:
+            since = self.last_data if self.last_data is not None else self.first_seen
+            self.wake_at = since + self.rule.after
+
+    def evaluate(self, now: float) -> Finding:
+        if self.state not in RUNNING_OR_UNKNOWN:
+            return Finding(False, reason=f"run is {self.state}")
+        if self.blind:
+            return Finding(False, reason="source unreadable: telemetry unknown")
+        if self.first_seen is None:
+            return Finding(False, reason="no data yet")
+        since = self.last_data if self.last_data is not None else self.first_seen
+        silent = now - since
+        what = "no telemetry" if self.last_data is not None else "no telemetry since the run was seen"
+        return Finding(
+            silent > self.rule.after,
+            value=silent,
+            threshold=self.rule.after,
+            step=self.last_step,
+            reason=f"{what} for {format_duration(silent)} while the run is reported running",
+        )
+
+    def holds_until(self) -> float:
+        return math.inf  # only a sample can change the verdict

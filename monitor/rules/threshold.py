@@ -1,0 +1,193 @@
+"""``threshold``: a metric above or below a bound.
+
+Modes: ``latest`` (the newest value), ``mean`` (the mean over ``window``) or ``fraction`` (more than a
+``fraction`` of the window's samples beyond the bound: one zero after a restart cannot trip it).
+Windows end at the newest sample and need ``min_samples`` samples spanning ``min_span``. Samples
+before step ``after_step`` are ignored (early training, where e.g. grad norms are large by nature).
+A threshold with no bound is off: per-run settings such as a tokens/s floor stay off until set.
+With no sample for ``stale_after`` the condition lapses (the data is too old to judge).
+
+Windows are kept as 60 time buckets of counts and sums (amortised O(1) per sample, bounded memory).
+The window is judged when a sample opens a new bucket, over the closed buckets and that sample: a
+window's edge, and the moment a change is noticed, are exact to 1/60 of the window (15s of 15m).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+INF = math.inf
+BUCKETS = 60
+
+
+class ThresholdSpec(RuleSpec):
+    kind: Literal["threshold"] = "threshold"
+    metric: str
+    above: float | None = Field(default=None, description="fires when the value is above this")
+    below: float | None = Field(default=None, description="fires when the value is below this")
+    mode: Literal["latest", "mean", "fraction"] = "latest"
+    window: Duration = Field(default=900.0, gt=0, description="mean and fraction: the trailing window")
+    fraction: float = Field(default=0.5, ge=0, lt=1, description="fraction: share of samples beyond")
+    min_samples: int = Field(default=1, ge=1, description="samples the window needs before judging")
+    min_span: Duration = Field(default=0.0, description="time the window's samples must span")
+    after_step: int = Field(default=0, ge=0, description="ignore samples before this step")
+    stale_after: Duration = Field(default=1800.0, description="no sample for this long: lapse (0: never)")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> ThresholdSpec:
+        if self.above is not None and self.below is not None and self.below > self.above:
+            raise ValueError("'below' above 'above' would always fire: check the bounds")
+        return self
+
+    @property
+    def off(self) -> bool:
+        return self.above is None and self.below is None
+
+
+@register
+class ThresholdDetector(Detector[ThresholdSpec]):
+    kind = "threshold"
+    spec_model = ThresholdSpec
+
+    def __init__(self, rule: ThresholdSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.metric = rule.metric
+        self._above = rule.above if rule.above is not None else INF
+        self._below = rule.below if rule.below is not None else -INF
+        self._windowed = rule.mode != "latest"
+        self._mean = rule.mode == "mean"
+        self._after = rule.after_step
+        self._width = rule.window / BUCKETS
+        self._buckets: deque[tuple[float, float, int, float, int]] = (
+            deque()
+        )  # closed: (index, first t, n, sum, beyond)
+        self._b = -INF  # the open bucket: index, first t, count, sum, beyond
+        self._bt = 0.0
+        self._bn = 0
+        self._bsum = 0.0
+        self._bbeyond = 0
+        self._n = 0  # totals over the closed buckets
+        self._sum = 0.0
+        self._beyond = 0
+        self._sample: Sample | None = None  # the newest sample with a usable value
+        self.cond = False
+        self.figure: float | None = None  # the newest value, window mean or share beyond
+
+    @property
+    def last(self) -> tuple[float, float, int | None] | None:
+        s = self._sample
+        return None if s is None else (s.t, s.metrics[self.metric], s.step)
+
+    def inputs(self) -> frozenset[str] | None:
+        return frozenset() if self.rule.off else frozenset({self.metric})
+
+    def observe(self, sample: Sample) -> None:
+        v = sample.metrics.get(self.metric)
+        if v is None or v - v:  # missing, NaN or Inf
+            return
+        if self._after and sample.step is not None and sample.step < self._after:
+            return
+        self._sample = sample
+        if not self._windowed:
+            self.cond = self.hot = v > self._above or v < self._below
+            self.figure = v
+            return
+        b = sample.t // self._width
+        if b == self._b:  # the common case: accumulate, judge when the next bucket opens
+            self._bn += 1
+            self._bsum += v
+            if v > self._above or v < self._below:
+                self._bbeyond += 1
+            return
+        self._roll(b, sample.t, v)
+
+    def _roll(self, b: float, t: float, v: float) -> None:
+        """A sample opens a new bucket: close the open one, drop old ones, judge the window."""
+        buckets = self._buckets
+        if self._bn:
+            buckets.append((self._b, self._bt, self._bn, self._bsum, self._bbeyond))
+            self._n += self._bn
+            self._sum += self._bsum
+            self._beyond += self._bbeyond
+        oldest = b - BUCKETS
+        while buckets and buckets[0][0] < oldest:
+            _, _, n, total, beyond = buckets.popleft()
+            self._n -= n
+            self._sum -= total
+            self._beyond -= beyond
+        if not buckets:
+            self._n, self._sum, self._beyond = 0, 0.0, 0  # no drift from float sums
+        self._b, self._bt, self._bn, self._bsum = b, t, 1, v
+        self._bbeyond = 1 if v > self._above or v < self._below else 0
+        n = self._n + 1
+        first = buckets[0][1] if buckets else t
+        cond = False
+        if n >= self.rule.min_samples and t - first >= self.rule.min_span:
+            if self._mean:
+                mean = self.figure = (self._sum + v) / n
+                cond = mean > self._above or mean < self._below
+            else:
+                share = self.figure = (self._beyond + self._bbeyond) / n
+                cond = share > self.rule.fraction
+        else:
+            self.figure = None
+        self.cond = self.hot = cond
+
+    def holds_until(self) -> float:
+        if not self.rule.stale_after or self._sample is None:
+            return math.inf
+        return self._sample.t + self.rule.stale_after  # then the data is too old to judge
+
+    def _bound_text(self) -> str:
+        r = self.rule
+        parts = []
+        if r.above is not None:
+            parts.append(f"above {fmt_value(r.above)}")
+        if r.below is not None:
+            parts.append(f"below {fmt_value(r.below)}")
+        return " or ".join(parts)
+
+    def evaluate(self, now: float) -> Finding:
+        r = self.rule
+        m = self.metric
+        if r.off:
+            return Finding(False, reason=f"{m}: no bound set (rule is off)")
+        if self.last is None:
+            return Finding(False, reason=f"no {m} yet")
+        t, v, step = self.last
+        bound = r.above if r.above is not None and (r.below is None or v > r.below) else r.below
+        if r.stale_after and now - t > r.stale_after:
+            return Finding(
+                False, value=v, threshold=bound, step=step, reason=f"no {m} for {format_duration(now - t)}"
+            )
+        bounds = self._bound_text()
+        if r.mode == "latest":
+            at = f" at step {step}" if step is not None else ""
+            verdict = bounds if self.cond else f"within bounds ({bounds} fires)"
+            return Finding(
+                self.cond, value=v, threshold=bound, step=step, reason=f"{m} {fmt_value(v)}{at} {verdict}"
+            )
+        win = format_duration(r.window)
+        if self.figure is None:
+            return Finding(
+                False, value=v, threshold=bound, step=step, reason=f"{m}: too few samples in {win}"
+            )
+        if r.mode == "mean":
+            reason = f"{m} mean {fmt_value(self.figure)} over {win}, " + (
+                bounds if self.cond else f"within bounds ({bounds} fires)"
+            )
+            return Finding(self.cond, value=self.figure, threshold=bound, step=step, reason=reason)
+        share = round(100 * self.figure)
+        reason = f"{m} {bounds} in {share}% of samples over {win} (fires above {round(100 * r.fraction)}%)"
+        return Finding(self.cond, value=v, threshold=bound, step=step, reason=reason)

@@ -1,0 +1,87 @@
+"""Replay: each run's simulated clock ticks at its samples and on the evaluation grid, and runs on to
+the end of the trace, so time-based rules fire when they would have live."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from monitor.replay import Replayer, replay
+from monitor.samples import Sample
+from tests.rules.helpers_rules import T0, hero, steps
+
+MIN = 60.0
+
+
+def test_a_stall_fires_at_the_right_time_between_samples():
+    rows = steps([2.0] * 30, every=10.0)  # last step at 290s
+    rows += [Sample(T0 + 290 + i * 300, "r", state="running") for i in range(1, 8)]  # only state reports
+    events = [e for e in replay(rows, hero()).events if e.rule == "progress_stalled"]
+    assert [(e.state, e.step) for e in events] == [("firing", 29)]
+    assert T0 + 290 + 900 < events[0].t <= T0 + 290 + 900 + 15  # on the next 15s tick after the limit
+
+
+def test_a_run_that_goes_silent_while_others_go_on_is_caught():
+    quiet = steps([2.0] * 30, every=10.0, run="quiet")
+    busy = steps([2.0] * 400, every=10.0, run="busy")
+    result = replay(sorted(quiet + busy, key=lambda s: s.t), hero())
+    by_run = {(e.run, e.rule) for e in result.firing()}
+    assert by_run == {("quiet", "telemetry_gone"), ("quiet", "progress_stalled")}
+    tg = next(e for e in result.firing() if e.rule == "telemetry_gone")
+    assert T0 + 290 + 600 < tg.t <= T0 + 290 + 615
+    assert result.summaries["quiet"].samples == 30 and result.summaries["busy"].last_step == 399
+
+
+def test_lines_unordered_across_runs_give_the_same_events():
+    a = steps([2.0] * 100 + [float("nan")] + [2.0] * 20, every=10.0, run="a")
+    b = steps([2.0] * 50, every=20.0, run="b") + [Sample(T0 + 1000, "b", state="crashed")]
+    ordered = sorted(a + b, key=lambda s: s.t)
+    shuffled = a[:40] + b + a[40:]  # each run still in time order
+    key = [(e.t, e.run, e.rule, e.state) for e in replay(ordered, hero()).events]
+    assert key == [(e.t, e.run, e.rule, e.state) for e in replay(shuffled, hero()).events]
+    assert {(r, rule) for _, r, rule, s in key if s == "firing"} == {
+        ("a", "loss_nonfinite"),
+        ("b", "run_crashed"),
+    }
+
+
+def test_samples_of_one_time_are_evaluated_together():
+    rows = [Sample(T0, "r", 1, {"train/loss": float("nan")}), Sample(T0, "r", 1, {"train/loss": 2.0})]
+    assert replay(rows, hero()).events == []  # at T0 the loss is 2.0: nothing to see
+
+
+def test_a_run_going_back_in_time_is_refused():
+    r = Replayer(hero())
+    r.feed(Sample(T0 + 10, "r"))
+    with pytest.raises(ValueError, match="back in time"):
+        r.feed(Sample(T0, "r"))
+    with pytest.raises(ValueError, match="positive"):
+        Replayer(hero(), interval=0)
+
+
+def test_events_carry_the_jsonl_fields():
+    rows = steps([2.0] * 20 + [float("inf")], every=10.0)
+    (event,) = [e for e in replay(rows, hero()).events if e.state == "firing"]
+    doc = event.to_json()
+    assert {k: doc[k] for k in ("run", "rule", "kind", "metric", "severity", "state", "step", "value")} == {
+        "run": "r",
+        "rule": "loss_nonfinite",
+        "kind": "non_finite",
+        "metric": "train/loss",
+        "severity": "critical",
+        "state": "firing",
+        "step": 20,
+        "value": "Infinity",
+    }
+    assert doc["t"] == T0 + 200 and doc["summary"] == "r: train/loss is Inf at step 20"
+
+
+def test_time_based_rules_fire_on_the_evaluation_grid_up_to_the_end():
+    rng = random.Random(3)
+    rows = steps([2.0 + 0.01 * rng.random() for _ in range(60)], every=10.0)
+    fine = [e for e in replay(rows, hero(), interval=15).firing() if e.rule == "telemetry_gone"]
+    coarse = [
+        e for e in replay(rows, hero(), interval=300, end=T0 + 3600).firing() if e.rule == "telemetry_gone"
+    ]
+    assert fine == [] and len(coarse) == 1 and coarse[0].t % 300 == 0

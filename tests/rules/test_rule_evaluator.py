@@ -1,0 +1,257 @@
+"""The Evaluator: the lifecycle with injected time, restored alerts, and its event-driven fast path
+giving exactly what evaluating every rule at every tick gives."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from alerts.lifecycle import AlertStatus, advance
+from alerts.model import AlertState
+from monitor.evaluator import Evaluator
+from monitor.replay import Replayer
+from monitor.rules.kinds import DETECTORS
+from monitor.samples import Sample
+from tests.rules.helpers_rules import T0, hero, rule, steps
+
+MIN = 60.0
+
+
+def events_of(ev: Evaluator, run: str, now: float) -> list[tuple[float, str, str, str]]:
+    return [
+        (e.transition.at, e.key.rule.name, e.transition.from_state.value, e.transition.to_state.value)
+        for e in ev.evaluate(run, now)
+    ]
+
+
+def test_pending_firing_resolved_with_for_and_keep_firing_for():
+    spec = rule(name="hot", kind="threshold", metric="m", above=1.0, **{"for": "2m"}, keep_firing_for="90s")
+    ev = Evaluator(lambda run: [spec])
+    out = []
+    for i, v in enumerate([0.0, 2.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0]):
+        t = T0 + i * MIN
+        ev.observe(Sample(t, "r", i, {"m": v}))
+        out += events_of(ev, "r", t)
+    assert out == [
+        (T0 + 1 * MIN, "hot", "inactive", "pending"),
+        (T0 + 3 * MIN, "hot", "pending", "firing"),
+        (T0 + 6 * MIN, "hot", "firing", "resolved"),  # last true at 4m, kept firing for 90s
+    ]
+    assert ev.active == {}
+
+
+def test_a_pending_alert_that_clears_goes_back_to_inactive():
+    spec = rule(name="hot", kind="threshold", metric="m", above=1.0, **{"for": "5m"})
+    ev = Evaluator(lambda run: [spec])
+    out = []
+    for i, v in enumerate([2.0, 2.0, 0.0]):
+        ev.observe(Sample(T0 + i * MIN, "r", i, {"m": v}))
+        out += events_of(ev, "r", T0 + i * MIN)
+    assert [x[2:] for x in out] == [("inactive", "pending"), ("pending", "inactive")]
+
+
+def test_a_restored_alert_is_resolved_when_its_condition_is_false():
+    spec = rule(name="crashed", kind="state", severity="critical")
+    ev = Evaluator(lambda run: [spec])
+    key = ev.key(spec, "r")
+    ev.active[key.fingerprint] = AlertStatus(
+        AlertState.FIRING, T0, fired_at=T0, last_true_at=T0
+    )  # the engine restores
+    ev.observe(Sample(T0 + 60, "r", 10, state="running"))
+    assert events_of(ev, "r", T0 + 60) == [(T0 + 60, "crashed", "firing", "resolved")]
+    assert key.fingerprint not in ev.active
+
+
+def test_an_alert_taken_out_from_outside_is_forgotten():
+    spec = rule(name="crashed", kind="state", severity="critical")
+    ev = Evaluator(lambda run: [spec])
+    ev.observe(Sample(T0, "r", state="crashed"))
+    assert [x[3] for x in events_of(ev, "r", T0)] == ["firing"]
+    ev.active.clear()  # e.g. the watch was handed to another replica
+    assert ev.alerts("r") == []
+    ev.observe(Sample(T0 + 60, "r", state="running"))
+    assert events_of(ev, "r", T0 + 60) == []
+
+
+def test_when_run_labels_change_the_old_instance_resolves():
+    labels = {"team": "a"}
+    spec = rule(name="crashed", kind="state", severity="critical")
+    ev = Evaluator(lambda run: [spec], lambda run: dict(labels))
+    ev.observe(Sample(T0, "r", state="crashed"))
+    first = ev.evaluate("r", T0)
+    labels["team"] = "b"
+    ev.observe(Sample(T0 + 60, "r", state="crashed"))
+    ev.active.version  # noqa: B018 - the evaluator notices new labels at its next evaluation of the rule
+    changed = ev.evaluate("r", T0 + 60)
+    ev.observe(Sample(T0 + 120, "r", metrics={"x": 1.0}))  # any sample: the rule is live, so evaluated
+    changed += ev.evaluate("r", T0 + 120)
+    assert first[0].key.labels["team"] == "a"
+    assert {(e.key.labels["team"], e.transition.to_state.value) for e in changed} >= {
+        ("a", "resolved"),
+        ("b", "firing"),
+    }
+
+
+def test_stats_and_spike_score_for_the_dashboard():
+    ev = Evaluator(lambda run: hero())
+    for s in steps([2.0] * 100 + [5.0], every=10.0):
+        ev.observe(s)
+    stats = ev.stats("r")
+    assert stats["loss_jump"]["spikes"] == 1 and stats["loss_jump"]["last_spike_step"] == 100
+    assert ev.spike_score("r") >= 6
+
+
+# ---- the fast path against the plain definition ------------------------------------------------
+class NaiveEvaluator:
+    """Every rule's own detector (nothing shared), fed every sample, evaluated at every tick."""
+
+    def __init__(self, rules):
+        self.rules = rules
+        self.dets: dict[str, list] = {}
+        self.active: dict[str, AlertStatus] = {}
+        self.keys = Evaluator(lambda run: rules)
+
+    def observe(self, sample):
+        dets = self.dets.setdefault(sample.run, [DETECTORS[r.kind](r, sample.run) for r in self.rules])
+        for d in dets:
+            d.observe(sample)
+
+    def evaluate(self, run, now):
+        out = []
+        for spec, d in zip(self.rules, self.dets.get(run, []), strict=True):
+            finding = d.evaluate(now)
+            fp = self.keys.key(spec, run, finding).fingerprint
+            status, tr = advance(self.active.get(fp), finding, now, spec.for_, spec.keep_firing_for)
+            if status is not None and status.state.active:
+                self.active[fp] = status
+            else:
+                self.active.pop(fp, None)
+            if tr is not None:
+                out.append((now, spec.name, tr.from_state.value, tr.to_state.value))
+        return out
+
+
+op = st.one_of(
+    st.tuples(st.just("step"), st.floats(1, 60), st.floats(0.5, 3.0)),
+    st.tuples(st.just("gap"), st.floats(60, 3600), st.just(0.0)),
+    st.tuples(st.just("rewind"), st.integers(1, 50), st.just(0.0)),
+    st.tuples(st.just("nan"), st.floats(1, 60), st.just(0.0)),
+    st.tuples(
+        st.just("state"), st.sampled_from(["running", "crashed", "finished", "preempted"]), st.just(0.0)
+    ),
+    st.tuples(st.just("oom"), st.floats(1, 600), st.just(0.0)),
+    st.tuples(st.just("slow"), st.floats(1, 60), st.floats(0.1, 1.0)),
+)
+
+
+def build(ops) -> list[Sample]:
+    t, step, ooms, out = T0, 0, 0.0, []
+    for kind, a, b in ops:
+        if kind in ("step", "nan", "slow"):
+            t += a
+            step += 1
+            loss = math.nan if kind == "nan" else 2.0 * b
+            speed = b if kind == "slow" else 1.0
+            out.append(
+                Sample(
+                    t,
+                    "r",
+                    step,
+                    {
+                        "train/loss": loss,
+                        "grad/norm/total": 0.3 * b,
+                        "throughput/tokens_per_second": 4e5 * speed,
+                        "throughput/mfu": 40 * speed,
+                        "optim/skipped_step": float(b > 2.5),
+                    },
+                )
+            )
+        elif kind == "gap":
+            t += a
+        elif kind == "rewind":
+            step = max(0, step - int(a))
+        elif kind == "state":
+            out.append(Sample(t, "r", state=a))
+        else:
+            ooms += 1
+            t += a
+            out.append(Sample(t, "r", metrics={"oom_kills_total": ooms}))
+    return out
+
+
+def ticks(samples, interval=15.0):
+    """Sample times and the grid between them, as the replay clock runs."""
+    times = sorted({s.t for s in samples})
+    out, i = [], 0
+    for a, b in zip(times, times[1:] + [times[-1] + 3600], strict=True):
+        out.append(a)
+        k = math.floor(a / interval) + 1
+        while k * interval < b:
+            out.append(k * interval)
+            k += 1
+        i += 1
+    out.append(times[-1] + 3600)  # the replay's clock runs on to the end, inclusive
+    return out
+
+
+@given(st.lists(op, min_size=5, max_size=80))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_fast_path_gives_what_evaluating_everything_always_gives(ops):
+    samples = build(ops)
+    if not samples:
+        return
+    rules = hero(
+        tokens_per_second_low={"below": 3e5}, loss_spike={"min_points": 3}, loss_jump={"min_points": 3}
+    )
+    naive = NaiveEvaluator(rules)
+    expected, i = [], 0
+    for now in ticks(samples):
+        while i < len(samples) and samples[i].t <= now:
+            naive.observe(samples[i])
+            i += 1
+        expected += naive.evaluate("r", now)
+    replayer = Replayer(rules, 15.0)
+    replayer.feed_all(samples)
+    got = [(e.t, e.rule, None, e.state) for e in replayer.finish(samples[-1].t + 3600)]
+    want = [(t, r, None, "inactive" if to == "inactive" else to) for t, r, _, to in expected]
+    assert sorted(got, key=lambda x: (x[0], x[1])) == sorted(want, key=lambda x: (x[0], x[1]))
+
+
+def test_active_alerts_count_only_real_changes():
+    ev = Evaluator(lambda run: [])
+    v = ev.active.version
+    ev.active.pop("nope", None)
+    assert ev.active.version == v
+    ev.active["fp"] = AlertStatus(AlertState.FIRING, T0)
+    ev.active.pop("fp")
+    assert ev.active.version == v + 2
+
+
+def test_rows_delivered_again_are_no_rewind():
+    ev = Evaluator(lambda run: hero())
+    rows = steps([2.0] * 60, every=10.0)
+    out = []
+    for i in range(0, 60, 10):  # each poll also hands back the previous poll's rows
+        for s in rows[max(0, i - 10) : i + 10]:
+            ev.observe(s)
+        out += events_of(ev, "r", rows[min(59, i + 9)].t)
+    assert out == []
+    (_, restarts), *_ = [(r, d) for r, d in ev.detectors("r") if r.name == "run_restarted"]
+    assert restarts.stats() == {"restarts": 0}
+
+
+def test_a_real_rewind_later_in_time_is_still_a_restart():
+    ev = Evaluator(lambda run: hero())
+    for s in steps([2.0] * 30, every=10.0) + steps([2.0] * 5, every=10.0, t0=T0 + 600, start_step=10):
+        ev.observe(s)
+    assert ("run_restarted", "firing") in [(x[1], x[3]) for x in events_of(ev, "r", T0 + 640)]
+
+
+def test_odd_values_from_a_buggy_source_do_not_raise():
+    ev = Evaluator(lambda run: hero())
+    for i, odd in enumerate(["1.5", "NaN", None, True, "abc", float("inf")]):
+        ev.observe(Sample(T0 + i, "r", i, {"train/loss": odd, "restarts_total": odd, "oom_kills_total": odd}))
+        ev.evaluate("r", T0 + i)
+    assert "loss_nonfinite" in {k.rule.name for k, _ in ev.alerts("r")}  # the Inf, as a number
