@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 
 TERMINAL_STATES = frozenset({"crashed", "failed", "killed", "finished"})
 
+# How non-finite numbers are spelled where JSON cannot hold them (W&B history, trace files).
+NON_FINITE_WORDS = {
+    "nan": math.nan,
+    "+nan": math.nan,
+    "-nan": math.nan,
+    "inf": math.inf,
+    "+inf": math.inf,
+    "infinity": math.inf,
+    "+infinity": math.inf,
+    "-inf": -math.inf,
+    "-infinity": -math.inf,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Sample:

@@ -14,21 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from monitor.samples import Sample
+from monitor.samples import NON_FINITE_WORDS, Sample
 
 STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted"})
 SOURCES = frozenset({"wandb", "prometheus", "sim"})
-NON_FINITE_WORDS = {
-    "nan": math.nan,
-    "+nan": math.nan,
-    "-nan": math.nan,
-    "inf": math.inf,
-    "+inf": math.inf,
-    "infinity": math.inf,
-    "+infinity": math.inf,
-    "-inf": -math.inf,
-    "-infinity": -math.inf,
-}
 KNOWN_FIELDS = ("t", "run", "step", "metrics", "state", "source", "labels", "source_error")
 _DECODER = json.JSONDecoder()
 

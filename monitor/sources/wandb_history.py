@@ -29,23 +29,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from monitor.samples import Sample
+from monitor.samples import NON_FINITE_WORDS, Sample
 from monitor.sources.base import Cursor
 
 SOURCE = "wandb"
 HEARTBEAT_AGE = "heartbeat_age_seconds"
 _TS_EPSILON = 1e-3
-_NON_FINITE = {
-    "nan": math.nan,
-    "+nan": math.nan,
-    "-nan": math.nan,
-    "inf": math.inf,
-    "+inf": math.inf,
-    "infinity": math.inf,
-    "+infinity": math.inf,
-    "-inf": -math.inf,
-    "-infinity": -math.inf,
-}
 
 
 def parse_time(value: Any) -> float | None:
@@ -67,7 +56,7 @@ def to_float(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
-        return _NON_FINITE.get(value.strip().lower())
+        return NON_FINITE_WORDS.get(value.strip().lower())
     return None
 
 
