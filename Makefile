@@ -6,7 +6,7 @@ ARGS ?=
 
 venv:
 	@test -x .venv/bin/python || python3 -m venv .venv
-	@.venv/bin/python -c "import monitor" 2>/dev/null || .venv/bin/python -m pip install -q -e ".[dev]"
+	@.venv/bin/python -c "import monitor" 2>/dev/null || .venv/bin/python -m pip install -q -e .
 
 demo: venv
 	.venv/bin/herowatch demo --port $(PORT)
