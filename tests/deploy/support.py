@@ -25,7 +25,7 @@ DOCKERFILE = DEPLOY / "Dockerfile"
 KUBERNETES_VERSION = "1.30.0"  # the oldest Kubernetes we support; its schemas ship in kubernetes-validate
 VENV_BIN = Path(sys.executable).parent
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule"}
-NOT_APPLIED = {"kustomization.yaml", "secret.example.yaml"}
+NOT_APPLIED = {"kustomization.yaml", "credentials.example.yaml"}
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|API_KEY|DATABASE_URL", re.IGNORECASE)
 PLACEHOLDER = "REPLACE_ME"
 

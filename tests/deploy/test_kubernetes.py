@@ -40,7 +40,7 @@ def test_kustomization_applies_everything_but_the_example_secret():
     assert (kust["apiVersion"], kust["kind"]) == ("kustomize.config.k8s.io/v1beta1", "Kustomization")
     files = {p.name for p in K8S.glob("*.yaml")} - NOT_APPLIED
     assert sorted(kust["resources"]) == sorted(files)
-    assert "secret.example.yaml" not in kust["resources"]
+    assert "credentials.example.yaml" not in kust["resources"]
     # One image entry rewrites the Deployment's and the Job's image together.
     (entry,) = kust["images"]
     for c in containers():
@@ -157,7 +157,7 @@ def test_every_env_var_set_is_one_herowatch_reads():
 
 
 def test_secrets_come_from_the_secret_by_reference_only():
-    example = manifests()["secret.example.yaml"][0]
+    example = manifests()["credentials.example.yaml"][0]
     keys = example["stringData"].keys()
     for c in containers():
         for e in c.get("env", []):
@@ -168,7 +168,7 @@ def test_secrets_come_from_the_secret_by_reference_only():
 
 
 def test_the_example_secret_holds_placeholders_only():
-    (doc,) = manifests()["secret.example.yaml"]
+    (doc,) = manifests()["credentials.example.yaml"]
     assert doc["kind"] == "Secret" and "data" not in doc, "stringData only, readable placeholders"
     for key, value in doc["stringData"].items():
         assert PLACEHOLDER in value, f"{key}: use {PLACEHOLDER}, never a real value"
