@@ -42,23 +42,18 @@ class Planner:
             if to_state == "resolved" and not timing.send_resolved:
                 continue
             group = self._group(s, route, alert.labels, now)
-            key = f"alert:{alert.id}:{to_state}:{route.receiver}"
-            if s.scalar(select(Notification.id).where(Notification.idempotency_key == key)) is not None:
-                continue
-            n = Notification(
-                idempotency_key=key,
+            n = enqueue_once(
+                s,
+                f"alert:{alert.id}:{to_state}:{route.receiver}",
+                now,
+                receiver=route.receiver,
                 alert_id=alert.id,
                 group_id=group.id,
-                kind="change",
-                receiver=route.receiver,
-                status="pending",
                 payload={"status": to_state},
-                attempts=0,
-                created_at=now,
                 next_attempt_at=next_send_at(now, group.created_at, group.last_sent_at, timing),
             )
-            s.add(n)
-            out.append(n)
+            if n is not None:
+                out.append(n)
         return out
 
     def _group(self, s: Session, route: Route, labels: Mapping[str, str], now: float) -> AlertGroup:
@@ -100,45 +95,30 @@ class Planner:
             )
             if waiting:
                 continue
-            s.add(
-                Notification(
-                    idempotency_key=f"repeat:{group.id}:{group.last_sent_at:.3f}",
-                    group_id=group.id,
-                    kind="repeat",
-                    receiver=group.receiver,
-                    status="pending",
-                    payload={},
-                    attempts=0,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
-            )
-            made += 1
+            key = f"repeat:{group.id}:{group.last_sent_at:.3f}"
+            if (
+                enqueue_once(s, key, now, receiver=group.receiver, group_id=group.id, kind="repeat")
+                is not None
+            ):
+                made += 1
         return made
 
     def heartbeat(self, s: Session, receiver: str, interval: float, now: float) -> None:
-        slot = int(now // interval)
-        key = f"heartbeat:{receiver}:{slot}"
-        if s.scalar(select(Notification.id).where(Notification.idempotency_key == key)) is None:
-            s.add(
-                Notification(
-                    idempotency_key=key,
-                    kind="heartbeat",
-                    receiver=receiver,
-                    status="pending",
-                    payload={
-                        "status": "firing",
-                        "alertname": "Watchdog",
-                        "severity": "info",
-                        "labels": {"alertname": "Watchdog"},
-                        "annotations": {"summary": "herowatch is alive (dead man's switch)"},
-                        "started_at": now,
-                    },
-                    attempts=0,
-                    next_attempt_at=now,
-                    created_at=now,
-                )
-            )
+        enqueue_once(
+            s,
+            f"heartbeat:{receiver}:{int(now // interval)}",
+            now,
+            receiver=receiver,
+            kind="heartbeat",
+            payload={
+                "status": "firing",
+                "alertname": "Watchdog",
+                "severity": "info",
+                "labels": {"alertname": "Watchdog"},
+                "annotations": {"summary": "herowatch is alive (dead man's switch)"},
+                "started_at": now,
+            },
+        )
 
     # ---- at delivery ------------------------------------------------------------------------------
     def mutes(self, s: Session, now: float):  # noqa: ANN201
@@ -212,6 +192,36 @@ class Planner:
             step=lead["step"],
             extra=extra,
         )
+
+
+def enqueue_once(
+    s: Session,
+    key: str,
+    now: float,
+    *,
+    receiver: str,
+    kind: str = "change",
+    payload: dict[str, Any] | None = None,
+    next_attempt_at: float | None = None,
+    **fields: Any,
+) -> Notification | None:
+    """Add an outbox row under its idempotency key, unless one with that key exists: the one place that
+    makes outbox rows, so that every kind of notification is deduplicated the same way."""
+    if s.scalar(select(Notification.id).where(Notification.idempotency_key == key)) is not None:
+        return None
+    n = Notification(
+        idempotency_key=key,
+        kind=kind,
+        receiver=receiver,
+        status="pending",
+        payload=payload or {},
+        attempts=0,
+        created_at=now,
+        next_attempt_at=now if next_attempt_at is None else next_attempt_at,
+        **fields,
+    )
+    s.add(n)
+    return n
 
 
 def group_alerts(s: Session, group_id: int) -> list[Alert]:

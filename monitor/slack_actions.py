@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from alerts.slack_interactions import Interaction
 from monitor.durations import format_duration
-from monitor.notifications import group_alerts
+from monitor.notifications import enqueue_once, group_alerts
 from monitor.storage import silences_repo
-from monitor.storage.models import AlertGroup, Notification
+from monitor.storage.models import AlertGroup
 
 
 @dataclass(frozen=True)
@@ -41,22 +41,15 @@ def _ack(s: Session, group: AlertGroup, action: Interaction, who: str, now: floa
     for a in alerts:
         if a.acked_at is None:
             a.acked_by, a.acked_at = who, now
-            key = f"ack:{a.id}:{group.receiver}"
-            if s.scalar(select(Notification.id).where(Notification.idempotency_key == key)) is None:
-                s.add(
-                    Notification(
-                        idempotency_key=key,
-                        alert_id=a.id,
-                        group_id=group.id,
-                        kind="change",
-                        receiver=group.receiver,
-                        status="pending",
-                        payload={"status": "firing"},
-                        attempts=0,
-                        next_attempt_at=now,
-                        created_at=now,
-                    )
-                )
+            enqueue_once(
+                s,
+                f"ack:{a.id}:{group.receiver}",
+                now,
+                receiver=group.receiver,
+                alert_id=a.id,
+                group_id=group.id,
+                payload={"status": "firing"},
+            )
     if not alerts:
         return ActionResult("Nothing to acknowledge: the alerts have resolved.", 0)
     return ActionResult(f"Acknowledged by {who}: no reminders until they resolve or fire again.", len(alerts))
