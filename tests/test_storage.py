@@ -41,8 +41,7 @@ def test_migrations_upgrade_downgrade_upgrade(db_url):
 
 def test_sqlite_migrations_keep_child_rows(tmp_path):
     """A batch migration recreates tables on SQLite; with foreign keys on, ON DELETE CASCADE would wipe
-    children. Downgrading to base and back must not be needed to prove it: re-running head is a no-op
-    and rows survive."""
+    children. Migration 0002 rebuilds ``runs`` both ways: a run's cursor must survive the round trip."""
     url = f"sqlite:///{tmp_path / 'x.db'}"
     migrate.upgrade(url)
     engine = make_engine(url)
@@ -51,7 +50,9 @@ def test_sqlite_migrations_keep_child_rows(tmp_path):
         runs_repo.upsert_run(s, RunInfo(run="r", source="sim"), "w", 1.0)
         s.flush()
         runs_repo.save_cursors(s, "sim", {"r": {"t": 1.0}}, 1.0)
-    migrate.upgrade(url)
+    engine.dispose()
+    migrate.downgrade(url, "0001")  # rebuilds the parent table `runs` (drops runs.stats)
+    migrate.upgrade(url)  # and again (adds it back)
     with engine.connect() as c:
         assert c.execute(text("select count(*) from source_cursors")).scalar() == 1
         assert c.execute(text("PRAGMA foreign_keys")).scalar() == 1, "the service runs with foreign keys on"
