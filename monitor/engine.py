@@ -16,7 +16,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
-from alerts.lifecycle import advance
 from alerts.model import AlertState
 from monitor import source_health
 from monitor.config.schema import Watch
@@ -271,16 +270,10 @@ class Engine:
     ) -> list[AlertEvent]:
         events = []
         for kind in results:
-            rule = source_health.source_rule(kind)
             finding = source_health.finding(errors.get(kind), scope)
-            key = self.evaluator.key(rule, run, finding)
-            status, tr = advance(self.evaluator.active.get(key.fingerprint), finding, now, rule.for_)
-            if status is not None and status.state.active:
-                self.evaluator.active[key.fingerprint] = status
-            else:
-                self.evaluator.active.pop(key.fingerprint, None)
-            if tr is not None:
-                events.append(AlertEvent(key, tr, status, finding, Evaluator.annotations(rule, run, finding)))
+            event = self.evaluator.apply(source_health.source_rule(kind), run, finding, now)
+            if event is not None:
+                events.append(event)
         return events
 
     def _record(self, s: Session, event: AlertEvent, now: float) -> None:

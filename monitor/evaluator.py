@@ -407,6 +407,19 @@ class Evaluator:
         else:
             rr.live.pop(slot.index, None)
 
+    def apply(self, rule: RuleSpec, run: str, finding: Finding, now: float) -> AlertEvent | None:
+        """Step one alert whose finding comes from outside the detectors (herowatch's own source health)
+        through the same lifecycle and the same active set."""
+        key = self.key(rule, run, finding)
+        status, tr = advance(self.active.get(key.fingerprint), finding, now, rule.for_, rule.keep_firing_for)
+        if status is not None and status.state.active:
+            self.active[key.fingerprint] = status
+        else:
+            self.active.pop(key.fingerprint, None)
+        return (
+            None if tr is None else AlertEvent(key, tr, status, finding, self.annotations(rule, run, finding))
+        )
+
     @staticmethod
     def annotations(rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
         values = {

@@ -6,6 +6,7 @@ they had); this alert says so instead, with its own labels so that routing can s
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from alerts.model import Finding, Severity
@@ -16,6 +17,7 @@ class SourceHealthSpec(RuleSpec):
     kind: Literal["source_unavailable"] = "source_unavailable"
 
 
+@functools.cache  # built once per source kind, not per run and poll
 def source_rule(source: str) -> SourceHealthSpec:
     return SourceHealthSpec(
         name="source_unavailable",
