@@ -48,6 +48,12 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
                 pass
             time.sleep(0.5)
         assert "resolved" in seen, f"the stall alert did not resolve within 2 minutes: {seen}"
+        # The resolution is notified after the group's interval: wait until the outbox is empty.
+        while time.monotonic() < deadline + 60:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                if "herowatch_outbox_backlog 0.0" in r.read().decode():
+                    break
+            time.sleep(0.5)
         runs = {r["id"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
         assert runs["hero-demo-healthy"]["health"] == "ok"
         assert (tmp_path / "herowatch" / "demo.db").exists(), "the demo keeps its data in the data folder"
