@@ -34,7 +34,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alerts.clock import ManualClock  # noqa: E402
-from monitor.run_stats import RunStats  # noqa: E402
+from monitor.runs.run_stats import RunStats  # noqa: E402
 from monitor.settings import Settings  # noqa: E402
 from monitor.storage import migrate  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
@@ -208,8 +208,8 @@ def serve(url: str, port: int, static_dir: str) -> None:
     import uvicorn
     from fastapi.staticfiles import StaticFiles
 
-    from monitor.api.app import create_app
-    from monitor.api.context import ApiContext
+    from monitor.web.api.context import ApiContext
+    from monitor.web.app import create_app
 
     engine = make_engine(url)
     ctx = ApiContext(

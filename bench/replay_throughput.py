@@ -4,7 +4,7 @@ Generates a trace of N steps (default 1,000,000) with the 10 Levanter metrics of
 (a healthy run, 1 step/s, with noise and a few one-step loss blips), writes it to a temp file,
 then times, in one process and side by side:
 
-  parse   iterate monitor.trace.iter_trace over the file (JSON decoding, validation, Samples);
+  parse   iterate monitor.traces.trace.iter_trace over the file (JSON decoding, validation, Samples);
   replay  the same parse feeding the Evaluator with the hero pack on a simulated clock.
 
 The bar: replay within 3x of parsing. Both are measured chunk by chunk, alternately (see measure()),
@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.replay import Replayer  # noqa: E402
 from monitor.rules.loader import load_pack  # noqa: E402
-from monitor.trace import iter_trace  # noqa: E402
+from monitor.traces.replay import Replayer  # noqa: E402
+from monitor.traces.trace import iter_trace  # noqa: E402
 
 T0 = 1_700_000_000.0
 BAR = 3.0

@@ -22,10 +22,10 @@ from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import RouteConfig, WatchConfig
-from monitor.engine import Engine
-from monitor.notifications import Planner
+from monitor.delivery.planner import Planner
+from monitor.engine.cycle import Engine
+from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
-from monitor.scheduling import add_interval_job, make_scheduler
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source

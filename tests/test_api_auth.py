@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from alerts.clock import isoformat
-from monitor.api.auth import SESSION_COOKIE, csrf_value
+from monitor.web.api.auth import SESSION_COOKIE, csrf_value
 from tests.dashboard.support import TOKEN, bearer, build, client
 from tests.helpers import tick
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.goodput import BUCKETS, MAX_INCIDENTS, Goodput, attach_alerts, report_of
-from monitor.run_stats import RunStats
+from monitor.runs.goodput import BUCKETS, MAX_INCIDENTS, Goodput, attach_alerts, report_of
+from monitor.runs.run_stats import RunStats
 from monitor.sources.sim import SimRun
 from monitor.sources.sim_config import SimTarget
 

@@ -9,11 +9,11 @@ import prometheus_client
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.api.app import create_app
-from monitor.api.context import ApiContext
-from monitor.scheduling import add_interval_job, make_scheduler
+from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.sources.base import PollResult
 from monitor.storage.db import make_engine, make_sessionmaker
+from monitor.web.api.context import ApiContext
+from monitor.web.app import create_app
 from tests.dashboard.support import build, client
 from tests.helpers import tick
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from monitor.cli import app
+from monitor.cli.main import app
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification, Run, SeriesMeta, SourceCursor
 from monitor.storage.series import read_series
-from monitor.trace import read_trace
+from monitor.traces.trace import read_trace
 from tests.wandb_support import ENTITY, KEY, PROJECT, wandb_standin_fixture  # noqa: F401 - fixture "server"
 
 

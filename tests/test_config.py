@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from monitor.cli import app
+from monitor.cli.main import app
 from monitor.config import ConfigError, parse_config
 from tests.conftest import REPO
 

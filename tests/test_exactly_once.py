@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from alerts.grouping import GroupTiming
 from alerts.routing import Route
-from monitor.notifications import Planner
+from monitor.delivery.planner import Planner
 from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification

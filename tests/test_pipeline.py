@@ -10,7 +10,7 @@ from alerts.inhibition import InhibitRule
 from alerts.notifiers.base import SendResult
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
-from monitor.notifications import Planner
+from monitor.delivery.planner import Planner
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification, Silence
 from monitor.storage.outbox_store import SqlOutboxStore
@@ -205,7 +205,7 @@ def test_silence_cli_add_list_expire(migrated_url):
     db_url = migrated_url
     from typer.testing import CliRunner
 
-    from monitor.cli import app
+    from monitor.cli.main import app
 
     runner = CliRunner()
     r = runner.invoke(

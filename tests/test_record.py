@@ -7,12 +7,12 @@ import math
 
 from typer.testing import CliRunner
 
-from monitor.cli import app
+from monitor.cli.main import app
 from monitor.config import parse_config
-from monitor.recorder import Recorder, record
 from monitor.sources.base import PollResult
 from monitor.sources.sim import SimSource
-from monitor.trace import TraceWriter, read_trace
+from monitor.traces.recorder import Recorder, record
+from monitor.traces.trace import TraceWriter, read_trace
 
 CONFIG = """
 watch:

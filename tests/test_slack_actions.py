@@ -7,9 +7,9 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from alerts.slack_interactions import ACK, SILENCE_4H, encode_button_value
-from monitor.api.app import create_app
 from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
+from monitor.web.app import create_app
 from tests.helpers import make_service, tick
 from tests.test_slack_interactions import SECRET, body_of, click, signed
 

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from alerts.lifecycle import AlertStatus
 from alerts.model import AlertState
-from monitor.evaluator import AlertEvent
+from monitor.engine.evaluator import AlertEvent
 from monitor.storage.models import Alert, AlertTransition
 
 ACTIVE = (AlertState.PENDING.value, AlertState.FIRING.value)

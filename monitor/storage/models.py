@@ -51,7 +51,7 @@ class Run(Base):
     source_error: Mapped[str | None] = mapped_column(Text)
     restarts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     first_seen_at: Mapped[float] = mapped_column(EpochTime)
-    # Derived figures for the API and dashboard (rate, latest values, goodput), kept by monitor.run_stats.
+    # Derived figures for the API and dashboard (rate, latest values, goodput): monitor.runs.run_stats.
     stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
 
 

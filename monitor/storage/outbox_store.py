@@ -15,7 +15,7 @@ from alerts.outbox import ClaimedNotification
 from monitor.storage.models import AlertGroup, Notification
 
 if TYPE_CHECKING:
-    from monitor.notifications import Planner
+    from monitor.delivery.planner import Planner
 
 
 def to_message(row: Notification) -> Message:

@@ -13,7 +13,7 @@ from monitor.config import ConfigError, WatchConfig, parse_config
 from monitor.rules.loader import parse_rules
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
-from monitor.trace import TraceError, iter_trace, read_trace
+from monitor.traces.trace import TraceError, iter_trace, read_trace
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = (REPO / "monitor" / "config" / "example.yaml").read_text(encoding="utf-8")

@@ -18,8 +18,8 @@ from schemathesis.checks import (
 )
 
 from alerts.clock import ManualClock
-from monitor.api.app import create_app
 from monitor.settings import Settings
+from monitor.web.app import create_app
 from tests.helpers import make_service, tick
 
 TOKEN = "fuzz-token-0123456789abcdef"  # a fake: tests never hold real secrets

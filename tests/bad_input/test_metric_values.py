@@ -21,13 +21,13 @@ from sqlalchemy import select
 
 from alerts.clock import ManualClock
 from alerts.model import AlertState
-from monitor.api.app import create_app
-from monitor.evaluator import Evaluator
+from monitor.engine.evaluator import Evaluator
 from monitor.rules.loader import load_pack
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, Run
-from monitor.trace import TraceError, read_trace
+from monitor.traces.trace import TraceError, read_trace
+from monitor.web.app import create_app
 from tests.helpers import make_service
 
 PATH = "values.jsonl"

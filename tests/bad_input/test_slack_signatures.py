@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 
 from alerts.clock import ManualClock
 from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value, signature_for
-from monitor.api.app import create_app
 from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
+from monitor.web.app import create_app
 from tests.helpers import make_service, tick
 from tests.test_slack_interactions import SECRET, body_of, click, signed
 

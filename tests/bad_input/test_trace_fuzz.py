@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from monitor.trace import TraceError, read_trace
+from monitor.traces.trace import TraceError, read_trace
 from tests.bad_input.fuzz_support import *  # noqa: F403
 
 # ---- traces -------------------------------------------------------------------------------------------

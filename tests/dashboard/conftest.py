@@ -19,8 +19,8 @@ import pytest
 import uvicorn
 
 from alerts.clock import ManualClock
-from monitor.api.app import create_app
 from monitor.service import Service
+from monitor.web.app import create_app
 from tests.conftest import REPO
 from tests.dashboard.support import DASHBOARD_CONFIG, TOKEN, build
 from tests.helpers import tick

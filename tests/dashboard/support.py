@@ -9,10 +9,10 @@ from fastapi.testclient import TestClient
 
 from alerts.clock import Clock
 from alerts.notifiers.console import ConsoleNotifier
-from monitor.api.app import create_app
 from monitor.config.loader import parse_config
 from monitor.service import Service, build_service
 from monitor.settings import Settings
+from monitor.web.app import create_app
 from tests.helpers import STALL_CONFIG
 
 TOKEN = "test-token-7f3a9c"

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from alerts.clock import ManualClock
-from monitor.scheduling import _guarded
+from monitor.engine.scheduling import _guarded
 from monitor.storage import migrate
 from tests.faults.support import assert_exactly_once, cycle, rule_states, service_for
 

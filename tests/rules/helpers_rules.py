@@ -6,12 +6,12 @@ import csv
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from monitor.replay import ReplayResult, replay
 from monitor.rules.loader import apply_overrides, load_pack, validate_rule
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 from monitor.sources.sim import INFRA_METRIC, SimRun
 from monitor.sources.sim_config import SimTarget
+from monitor.traces.replay import ReplayResult, replay
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / ".." / "shared" / "data" / "real"

@@ -9,7 +9,7 @@ import yaml
 
 from alerts.model import Severity
 from monitor.rules.loader import apply_overrides, load_pack, pack_names, pack_test_file
-from monitor.rules.testing import run_file
+from monitor.traces.rule_tests import run_file
 
 
 def test_the_pack_tests_pass():

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from monitor.replay import Replayer, replay
 from monitor.samples import Sample
+from monitor.traces.replay import Replayer, replay
 from tests.rules.helpers_rules import T0, hero, steps
 
 MIN = 60.0

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState
-from monitor.evaluator import Evaluator
-from monitor.replay import Replayer
+from monitor.engine.evaluator import Evaluator
 from monitor.rules.kinds import DETECTORS
 from monitor.samples import Sample
+from monitor.traces.replay import Replayer
 from tests.rules.helpers_rules import T0, hero, rule, steps
 
 MIN = 60.0

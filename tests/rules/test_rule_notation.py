@@ -7,8 +7,8 @@ import math
 import pytest
 
 from monitor.rules.notation import expand_values, expand_words
-from monitor.rules.testing import RuleTest, _rows
-from monitor.trace import STATES
+from monitor.traces.rule_tests import RuleTest, _rows
+from monitor.traces.trace import STATES
 
 
 @pytest.mark.parametrize(

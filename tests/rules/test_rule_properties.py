@@ -9,8 +9,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.replay import replay
 from monitor.samples import Sample
+from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, hero
 
 HEALTHY = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 
-from monitor.replay import replay
 from monitor.rules.loader import parse_rules
 from monitor.samples import Sample
+from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, above_info, hero, llmc_samples, real_file
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.replay import replay
+from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, above_info, hero, sim_samples
 
 

@@ -8,10 +8,10 @@ import random
 import pytest
 from pydantic import ValidationError
 
-from monitor.evaluator import Evaluator
-from monitor.replay import replay
+from monitor.engine.evaluator import Evaluator
 from monitor.rules.spike import SpikeDetector
 from monitor.samples import Sample
+from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, feed, rule, steps
 
 

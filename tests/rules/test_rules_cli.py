@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from monitor.cli_rules import replay_command, rules_app
+from monitor.cli.rules import replay_command, rules_app
 from monitor.samples import Sample
-from monitor.trace import TraceWriter
+from monitor.traces.trace import TraceWriter
 from tests.rules.helpers_rules import T0, steps
 
 runner = CliRunner()
@@ -205,7 +205,7 @@ def test_replay_unknown_pack_and_format(tmp_path: Path):
 
 
 def test_the_progress_bar_passes_every_line_through(tmp_path: Path):
-    from monitor.cli_rules import _lines_with_progress
+    from monitor.cli.rules import _lines_with_progress
 
     trace = write(tmp_path / "t.jsonl", steps([2.0] * 40000))
     assert list(_lines_with_progress(trace, show=True)) == trace.read_bytes().splitlines(keepends=True)

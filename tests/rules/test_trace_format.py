@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from monitor.samples import Sample
-from monitor.trace import TraceError, TraceWriter, format_sample, iter_trace, read_trace
+from monitor.traces.trace import TraceError, TraceWriter, format_sample, iter_trace, read_trace
 
 
 def parse(*lines: str) -> list[Sample]:

@@ -1,0 +1,1 @@
+"""The ``herowatch`` command line."""

@@ -1,0 +1,385 @@
+"""The `herowatch` command."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+from importlib import resources
+from pathlib import Path
+
+import typer
+
+from monitor import __version__
+from monitor.cli import rules as cli_rules
+from monitor.cli.rules import rules_app
+from monitor.cli.silence import silence_app
+from monitor.config.errors import ConfigError
+
+app = typer.Typer(
+    name="herowatch",
+    help="herowatch watches long GPU training runs (W&B, Prometheus) and pages on-call when one is in "
+    "trouble: stalled steps, loss spikes, NaNs, throughput drops, OOM kills, restart loops.\n\n"
+    "Start with `herowatch demo` (no account needed), then write a watch config "
+    "(`herowatch example-config > herowatch.yaml`), check it with `herowatch check-config`, "
+    "and run it with `herowatch serve --config`.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+db_app = typer.Typer(
+    help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
+)
+app.add_typer(db_app, name="db")
+app.add_typer(rules_app, name="rules")
+app.add_typer(silence_app, name="silence")
+app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
+    cli_rules.replay_command
+)
+
+log = logging.getLogger("herowatch")
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+    )
+    for noisy in ("apscheduler", "httpx", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.secho(message, err=True, fg=typer.colors.RED)
+    return typer.Exit(code)
+
+
+def _settings(database_url: str | None = None, listen: str | None = None):  # noqa: ANN202
+    from pydantic import ValidationError
+
+    from monitor.settings import Settings
+
+    overrides = {k: v for k, v in {"database_url": database_url, "listen": listen}.items() if v}
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise _fail(f"bad environment settings: {exc}") from None
+
+
+def _load(config: Path):  # noqa: ANN202
+    from monitor.config.loader import load_config
+    from monitor.config.yamlpos import add_lines
+    from monitor.service import build_rules, check_matchers
+
+    cfg = load_config(config)
+    try:
+        rules = build_rules(cfg, config.parent, str(config))
+        check_matchers(cfg, str(config))
+    except ConfigError as exc:
+        if exc.path != str(config):
+            raise
+        raise add_lines(exc, config.read_text(encoding="utf-8")) from None
+    return cfg, rules
+
+
+@app.command("check-config")
+def check_config(config: Path = typer.Argument(..., help="the watch config file (YAML)")) -> None:
+    """Validate a watch config and its rule files without starting anything.
+
+    Exit 0 when valid; exit 2 with every problem as FILE:LINE: FIELD: MESSAGE otherwise.
+    """
+    try:
+        cfg, rules = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    typer.echo(
+        f"{config}: OK: {len(cfg.watch)} watch entr{'y' if len(cfg.watch) == 1 else 'ies'}, "
+        f"{len(rules.rules)} rules, {len(cfg.receivers)} receiver(s)"
+    )
+    for w in cfg.watch:
+        typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
+
+
+@app.command("example-config")
+def example_config() -> None:
+    """Print a commented example watch config to start from."""
+    typer.echo(
+        resources.files("monitor.config").joinpath("example.yaml").read_text(encoding="utf-8"), nl=False
+    )
+
+
+def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
+    import uvicorn
+
+    from monitor.service import DatabaseInUse
+    from monitor.web.app import create_app
+
+    try:
+        service.claim_database()
+    except DatabaseInUse as exc:
+        raise _fail(str(exc)) from None
+    api = create_app(service, on_start=service.start, on_stop=service.stop)
+    typer.echo(
+        f"herowatch {__version__}: API and dashboard on http://{host}:{port}  (Ctrl-C stops)", err=True
+    )
+    uvicorn.run(api, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def serve(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    listen: str = typer.Option(
+        None, help="host:port to serve on [env HEROWATCH_LISTEN, default 127.0.0.1:8080]"
+    ),
+    database_url: str = typer.Option(
+        None,
+        "--database-url",
+        help="SQLAlchemy URL [env HEROWATCH_DATABASE_URL, default an SQLite file in the user's data folder]",
+    ),
+    log_level: str = typer.Option("INFO", help="DEBUG, INFO, WARNING or ERROR"),
+) -> None:
+    """Watch the runs of a config: poll, evaluate rules, send alerts, serve the API.
+
+    SQLite databases are migrated at start; a PostgreSQL database must be migrated first with
+    `herowatch db upgrade`.
+    """
+    from alerts.clock import SystemClock
+    from monitor.service import SchemaNotReady, build_service
+
+    _logging(log_level)
+    settings = _settings(database_url, listen)
+    try:
+        cfg, _ = _load(config)
+        service = build_service(cfg, settings, SystemClock(), base_dir=config.parent, config_path=str(config))
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    except SchemaNotReady as exc:
+        raise _fail(str(exc)) from None
+    _serve(service, settings, settings.host, settings.port)
+
+
+@app.command()
+def demo(
+    port: int = typer.Option(8080, help="port to serve the API and dashboard on"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on"),
+    speed: float = typer.Option(30.0, min=1.0, help="how much faster than real time the simulated runs go"),
+    database_url: str = typer.Option(
+        None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
+    ),
+) -> None:
+    """Run herowatch on two simulated hero runs, one of which stalls. No account or network needed.
+
+    At the default 30x speed the stall alert prints here within about a minute and resolves about a
+    minute later; watch http://127.0.0.1:8080/api/alerts meanwhile.
+    """
+    from alerts.clock import ScaledClock
+    from monitor.config.loader import parse_config
+    from monitor.service import build_service
+    from monitor.settings import data_dir
+
+    _logging("WARNING")
+    if database_url is None:
+        db_file = data_dir() / "demo.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+        database_url = f"sqlite:///{db_file}"
+    settings = _settings(database_url)
+    if settings.api_token is None:  # a one-time token, so that the dashboard's ack and silence work
+        from pydantic import SecretStr
+
+        settings.api_token = SecretStr(secrets.token_urlsafe(18))
+    text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
+    cfg = parse_config(text, "<demo config>")
+    service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    typer.echo(
+        f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
+        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ (log in with the token "
+        f"{settings.api_token.get_secret_value()} to acknowledge and silence; it lasts until Ctrl-C).",
+        err=True,
+    )
+    _serve(service, settings, host, port)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: str = typer.Option("head", help="target revision"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Bring the database schema up to date (run before starting a new version on PostgreSQL)."""
+    from monitor.storage import migrate
+
+    settings = _settings(database_url)
+    try:
+        migrate.upgrade(settings.database_url, revision)
+    except Exception as exc:
+        raise _fail(f"upgrade of {settings.redacted_database_url()} failed: {exc}", 1) from None
+    typer.echo(f"{settings.redacted_database_url()}: at revision {revision}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: str = typer.Argument(..., help="target revision, e.g. -1 or base"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Step the schema back (for rolling back a release)."""
+    from monitor.storage import migrate
+
+    settings = _settings(database_url)
+    migrate.downgrade(settings.database_url, revision)
+    typer.echo(f"{settings.redacted_database_url()}: downgraded to {revision}")
+
+
+@db_app.command("current")
+def db_current(
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Show the database's schema revision and the newest one this version knows."""
+    from monitor.storage import migrate
+    from monitor.storage.db import make_engine
+
+    settings = _settings(database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        typer.echo(f"current: {migrate.current_revision(engine)}  head: {migrate.head_revision()}")
+    finally:
+        engine.dispose()
+
+
+@app.command()
+def record(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="trace file to write (JSON Lines, docs/trace-format.md)"
+    ),
+    duration: str = typer.Option(
+        None, "--duration", "-d", help="stop after this long, e.g. 90s, 2h [default: until Ctrl-C]"
+    ),
+    append: bool = typer.Option(False, help="append to --out instead of replacing it"),
+) -> None:
+    """Record what the pollers read into a trace, for `herowatch replay` and for rule tests.
+
+    No rules run and nothing is stored in the database. Ctrl-C stops cleanly: everything read so far
+    is in the file.
+    """
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from alerts.clock import SystemClock
+    from monitor.durations import parse_duration
+    from monitor.sources.registry import make_source
+    from monitor.traces.recorder import Recorder
+    from monitor.traces.recorder import record as run_record
+    from monitor.traces.trace import TraceWriter
+
+    _logging("WARNING")
+    try:
+        seconds = parse_duration(duration) if duration else None
+    except ValueError as exc:
+        raise _fail(f"--duration: {exc}") from None
+    try:
+        cfg, _ = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    settings = _settings()
+    sources = {k: make_source(k, settings) for k in sorted({k for w in cfg.watch for k in w.targets()})}
+    with TraceWriter(out, append=append) as writer:
+        rec = Recorder(cfg.watch, sources, writer, SystemClock())
+        columns = [TextColumn("recording {task.fields[n]} samples"), BarColumn(), TimeElapsedColumn()]
+        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("record", total=seconds, n=0)
+            try:
+                n = run_record(
+                    rec,
+                    seconds,
+                    time.sleep,
+                    lambda elapsed, count: bar.update(task, completed=elapsed, n=count),
+                )
+            except KeyboardInterrupt:
+                n = writer.count
+    for src in sources.values():
+        src.close()
+    typer.echo(f"wrote {n} samples to {out}" + (f" ({rec.late} arrived late)" if rec.late else ""))
+
+
+@app.command()
+def backfill(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    watch: str = typer.Option(..., "--watch", "-w", help="the watch entry whose runs to load"),
+    run: list[str] = typer.Option(
+        None, "--run", "-r", help="only these run ids [default: every run the watch selects]"
+    ),
+    out: Path = typer.Option(None, "--out", "-o", help="also write the samples to this trace file"),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
+    """Load runs' whole history (e.g. a finished run) into the database, for the dashboard and goodput.
+
+    No rule runs and nothing is notified: events of the past page nobody today. A later
+    `herowatch serve` continues from where the backfill stopped.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from alerts.clock import SystemClock
+    from monitor.service import SchemaNotReady, prepare_database
+    from monitor.sources.registry import make_source
+    from monitor.storage.db import make_sessionmaker
+    from monitor.traces.backfill import backfill as run_backfill
+    from monitor.traces.trace import TraceWriter
+
+    _logging("WARNING")
+    try:
+        cfg, _ = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    chosen = next((w for w in cfg.watch if w.name == watch), None)
+    if chosen is None:
+        raise _fail(f"{config}: no watch named {watch!r}; known: {', '.join(w.name for w in cfg.watch)}")
+    settings = _settings(database_url)
+    try:
+        db = prepare_database(settings)
+    except SchemaNotReady as exc:
+        raise _fail(str(exc)) from None
+    sources = {k: make_source(k, settings) for k in chosen.targets()}
+    writer = TraceWriter(out) if out else None
+    columns = [TextColumn("backfill {task.fields[run]}"), BarColumn(), MofNCompleteColumn()]
+    try:
+        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("backfill", total=None, run="")
+            report = run_backfill(
+                chosen,
+                sources,
+                make_sessionmaker(db),
+                SystemClock(),
+                run or (),
+                writer,
+                lambda r, done, total: bar.update(task, completed=done, total=total, run=r),
+            )
+    except RuntimeError as exc:
+        raise _fail(f"cannot list the runs of {watch}: {exc}", 1) from None
+    finally:
+        if writer:
+            writer.close()
+        for src in sources.values():
+            src.close()
+        db.dispose()
+    for r, n in report.runs.items():
+        typer.echo(f"{r}: {n} samples loaded")
+    for r, e in report.errors.items():
+        typer.secho(f"{r}: failed: {e}", err=True, fg=typer.colors.RED)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+def version() -> None:
+    """Print herowatch's version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The notification pipeline between the engine and the notifiers, and on-call's actions on alerts."""

@@ -1,0 +1,1 @@
+"""Run figures derived from samples: step rate, ETA, latest values and goodput."""

@@ -1,0 +1,100 @@
+"""`herowatch backfill`: load a run's whole history (typically a finished run) into the database.
+
+The chart series, the run record and the source cursors are written as the engine would write them,
+but no rule is evaluated and nothing is notified: old events must not page anyone today. A later
+`herowatch serve` continues from the stored cursors. Optionally the same samples go to a trace file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from alerts.clock import Clock
+from monitor.config.schema import Watch
+from monitor.samples import RunInfo, Sample
+from monitor.sources.base import PollResult, Source, Target
+from monitor.storage import runs_repo
+from monitor.traces.trace import TraceWriter
+
+WHOLE_HISTORY = 10**12  # steps: "all of it"
+
+
+@dataclass
+class BackfillReport:
+    runs: dict[str, int] = field(default_factory=dict)  # run -> samples loaded
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def whole_history(kind: str, cfg: object, run: str | None = None) -> object:
+    """The watch's source settings changed to read everything on first sight (and one run, if given)."""
+    changes: dict[str, object] = {}
+    if kind == "wandb":
+        changes["warmup_steps"] = WHOLE_HISTORY
+        if run is not None:
+            changes["run_ids"] = [run]
+    if kind == "prometheus":
+        from monitor.sources.prometheus_config import MAX_RANGE_POINTS
+
+        changes["lookback"] = cfg.step * MAX_RANGE_POINTS  # type: ignore[attr-defined]
+    return cfg.model_copy(update=changes)  # type: ignore[attr-defined]
+
+
+def discover(source: Source, kind: str, watch: Watch, cfg: object, now: float) -> list[RunInfo]:
+    """The runs a watch selects, read cheaply (a one-step warm-up)."""
+    if kind == "wandb":
+        cfg = cfg.model_copy(update={"warmup_steps": 1})  # type: ignore[attr-defined]
+    res = source.poll(Target(watch.name, cfg, watch.labels), {}, now)
+    if res.error:
+        raise RuntimeError(f"{kind}: {res.error}")
+    return res.runs
+
+
+def backfill(
+    watch: Watch,
+    sources: dict[str, Source],
+    sessions: sessionmaker[Session] | None,
+    clock: Clock,
+    runs: Sequence[str] = (),
+    writer: TraceWriter | None = None,
+    on_run: Callable[[str, int, int], None] = lambda run, done, total: None,
+) -> BackfillReport:
+    report = BackfillReport()
+    for kind, cfg in watch.targets().items():
+        source = sources[kind]
+        wanted = list(runs) or [r.run for r in discover(source, kind, watch, cfg, clock.time())]
+        for i, run in enumerate(wanted):
+            res = source.poll(
+                Target(watch.name, whole_history(kind, cfg, run), watch.labels), {}, clock.time()
+            )
+            if res.error:
+                report.errors[run] = res.error
+                on_run(run, i + 1, len(wanted))
+                continue
+            samples = sorted((s for s in res.samples if s.run == run), key=lambda s: s.t)
+            if sessions is not None:
+                _store(sessions, watch, kind, run, res, samples, clock.time())
+            if writer is not None:
+                writer.write_all(samples)
+            report.runs[run] = report.runs.get(run, 0) + len(samples)
+            on_run(run, i + 1, len(wanted))
+    return report
+
+
+def _store(
+    sessions: sessionmaker[Session],
+    watch: Watch,
+    kind: str,
+    run: str,
+    res: PollResult,
+    samples: list[Sample],
+    now: float,
+) -> None:
+    info = next((r for r in res.runs if r.run == run), RunInfo(run=run, source=kind))
+    with sessions.begin() as s:
+        row = runs_repo.upsert_run(s, info, watch.name, now)
+        s.flush()
+        runs_repo.record_samples(s, row, samples)
+        runs_repo.save_cursors(s, kind, {k: v for k, v in res.cursors.items() if k == run}, now)

@@ -1,0 +1,258 @@
+"""Replay a recorded trace through the rules with a simulated clock: what would have fired, and when.
+
+The same Evaluator as the live engine. Each run has its own clock: it ticks at each of the run's
+sample times (after all samples of that time) and on a fixed ``interval`` grid between them, so
+time-based rules (stall, telemetry gone, absent) fire when they would have live. After the last
+sample every run's clock goes on to the end of the trace, so a run that went silent while others
+carried on is caught. Ticks at which no rule can change are skipped (``Evaluator.quiet_until``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from alerts.model import AlertState
+from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+DEFAULT_INTERVAL = 15.0
+
+
+@dataclass(frozen=True)
+class ReplayEvent:
+    """One alert transition, as ``herowatch replay --format jsonl`` prints it."""
+
+    t: float
+    run: str
+    rule: str
+    kind: str
+    metric: str | None
+    severity: str
+    state: str  # pending, firing, resolved, or inactive (a pending alert whose condition ended)
+    step: int | None
+    value: float | None
+    summary: str
+    reason: str
+    fingerprint: str
+
+    def to_json(self) -> dict[str, Any]:
+        value = self.value
+        if value is not None and not math.isfinite(value):
+            value = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        return {
+            "t": self.t,
+            "run": self.run,
+            "rule": self.rule,
+            "kind": self.kind,
+            "metric": self.metric,
+            "severity": self.severity,
+            "state": self.state,
+            "step": self.step,
+            "value": value,
+            "summary": self.summary,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class RunSummary:
+    run: str
+    samples: int = 0
+    first_t: float | None = None
+    last_t: float | None = None
+    first_step: int | None = None
+    last_step: int | None = None
+    fired: Counter[str] = field(default_factory=Counter)  # severity -> alerts that fired
+    rules_fired: Counter[str] = field(default_factory=Counter)  # rule -> times it fired
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def worst(self) -> str | None:
+        for sev in ("critical", "warning", "info"):
+            if self.fired.get(sev):
+                return sev
+        return None
+
+
+class _Clock:
+    """A run's simulated clock, and what the summary needs of its samples."""
+
+    __slots__ = ("t", "pending", "samples", "first_step", "last_step")
+
+    def __init__(self) -> None:
+        self.t = -math.inf
+        self.pending = False  # samples at ``t`` not evaluated yet
+        self.samples = 0
+        self.first_step: int | None = None
+        self.last_step: int | None = None
+
+
+def to_replay_event(ev: AlertEvent) -> ReplayEvent:
+    rule, status = ev.key.rule, ev.status
+    state = ev.transition.to_state
+    word = "inactive" if state is AlertState.INACTIVE else state.value
+    return ReplayEvent(
+        t=ev.transition.at,
+        run=ev.key.run,
+        rule=rule.name,
+        kind=rule.kind,
+        metric=rule.metric,
+        severity=rule.severity.value,
+        state=word,
+        step=ev.finding.step if ev.finding.step is not None else (status.step if status else None),
+        value=ev.finding.value,
+        summary=ev.annotations.get("summary", ""),
+        reason=ev.finding.reason,
+        fingerprint=ev.key.fingerprint,
+    )
+
+
+class Replayer:
+    """Feeds samples to an Evaluator and ticks each run's simulated clock. Collects the events."""
+
+    def __init__(
+        self,
+        rules: Sequence[RuleSpec] | Callable[[str], Iterable[RuleSpec]],
+        interval: float = DEFAULT_INTERVAL,
+        labels_for_run: Callable[[str], Mapping[str, str]] = lambda run: {},
+        on_event: Callable[[ReplayEvent], None] | None = None,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("the evaluation interval must be positive")
+        rules_for_run = rules if callable(rules) else (lambda run, _r=list(rules): _r)
+        self.evaluator = Evaluator(rules_for_run, labels_for_run)
+        self.interval = float(interval)
+        self.events: list[ReplayEvent] = []
+        self.summaries: dict[str, RunSummary] = {}
+        self._clocks: dict[str, _Clock] = {}
+        self._on_event = on_event
+        self._observe = self.evaluator.observe
+        self._evaluate = self.evaluator.evaluate
+
+    # ---- feeding ---------------------------------------------------------------------------
+    def feed(self, sample: Sample) -> None:
+        run, t = sample.run, sample.t
+        clock = self._clocks.get(run)
+        if clock is None:
+            clock = self._clocks[run] = _Clock()
+            self.summaries[run] = RunSummary(run, first_t=t)
+        if t != clock.t:
+            if t < clock.t:
+                raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
+            if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
+                events = self._evaluate(run, clock.t)
+                if events:
+                    self._record(run, events)
+                clock.pending = False
+                if (clock.t // self.interval + 1) * self.interval < t:
+                    self._advance(run, clock, t)
+            clock.t = t
+        self._observe(sample)
+        clock.pending = True
+        clock.samples += 1
+        step = sample.step
+        if step is not None:
+            if clock.first_step is None:
+                clock.first_step = step
+            clock.last_step = step
+
+    def feed_all(self, samples: Iterable[Sample]) -> None:
+        feed = self.feed
+        for sample in samples:
+            feed(sample)
+
+    @property
+    def end(self) -> float:
+        """The latest sample time seen, over all runs (-inf before any)."""
+        return max((c.t for c in self._clocks.values()), default=-math.inf)
+
+    def advance_to(self, until: float) -> None:
+        """Bring every run's clock to ``until`` (inclusive): ticks on the way and one at ``until``."""
+        for run, clock in self._clocks.items():
+            if until > clock.t:
+                self._advance(run, clock, until)
+                self._tick(run, until)
+                clock.t = until
+            elif clock.pending:
+                self._tick(run, clock.t)
+                clock.pending = False
+
+    def finish(self, end: float | None = None) -> list[ReplayEvent]:
+        """Run every clock to the end of the trace (or ``end``) and return all events in time order."""
+        stop = self.end if end is None else end
+        if stop > -math.inf:
+            self.advance_to(stop)
+        for run, summary in self.summaries.items():
+            clock = self._clocks[run]
+            summary.samples, summary.last_t = clock.samples, clock.t
+            summary.first_step, summary.last_step = clock.first_step, clock.last_step
+            summary.stats = self.evaluator.stats(run)
+        self.events.sort(key=lambda e: e.t)  # stable: each run's events stay in order
+        return self.events
+
+    # ---- the clock -------------------------------------------------------------------------
+    def _advance(self, run: str, clock: _Clock, until: float) -> None:
+        """Evaluate the samples at ``clock.t``, then tick the grid strictly between it and ``until``."""
+        if clock.pending:
+            events = self._evaluate(run, clock.t)
+            if events:
+                self._record(run, events)
+            clock.pending = False
+        step = self.interval
+        k = int(clock.t // step) + 1
+        if k * step >= until:
+            return  # the common case: no grid point before the next sample
+        quiet_until = self.evaluator.quiet_until
+        while k * step < until:
+            quiet = quiet_until(run)
+            if quiet > k * step:
+                if quiet >= until:
+                    break
+                k = max(k + 1, math.ceil(quiet / step))  # nothing can happen before ``quiet``
+                continue
+            self._tick(run, k * step)
+            k += 1
+
+    def _tick(self, run: str, now: float) -> None:
+        events = self._evaluate(run, now)
+        if events:
+            self._record(run, events)
+
+    def _record(self, run: str, events: list[AlertEvent]) -> None:
+        for ev in events:
+            rev = to_replay_event(ev)
+            self.events.append(rev)
+            if rev.state == "firing":
+                summary = self.summaries[run]
+                summary.fired[rev.severity] += 1
+                summary.rules_fired[rev.rule] += 1
+            if self._on_event is not None:
+                self._on_event(rev)
+
+
+@dataclass
+class ReplayResult:
+    events: list[ReplayEvent]
+    summaries: dict[str, RunSummary]
+
+    def firing(self, severity: str | None = None) -> list[ReplayEvent]:
+        return [
+            e for e in self.events if e.state == "firing" and (severity is None or e.severity == severity)
+        ]
+
+
+def replay(
+    samples: Iterable[Sample],
+    rules: Sequence[RuleSpec] | Callable[[str], Iterable[RuleSpec]],
+    interval: float = DEFAULT_INTERVAL,
+    end: float | None = None,
+) -> ReplayResult:
+    r = Replayer(rules, interval)
+    r.feed_all(samples)
+    events = r.finish(end)
+    return ReplayResult(events, r.summaries)

@@ -1,0 +1,70 @@
+"""``/api/alerts``: alert instances with filters, and acknowledging one."""
+
+from __future__ import annotations
+
+from itertools import islice
+from typing import Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from monitor.delivery.oncall import ActionError, ack_alert
+from monitor.storage import views
+from monitor.web.api import status
+from monitor.web.api.auth import require_read, require_write
+from monitor.web.api.context import ApiContext, context
+from monitor.web.api.schemas import AckIn, AlertOut, ErrorOut
+
+router = APIRouter(tags=["alerts"])
+
+
+@router.get(
+    "/api/alerts",
+    response_model=list[AlertOut],
+    summary="Alert instances, newest first",
+    description="Filters combine. `state=active` means pending or firing. Only pending and firing alerts "
+    "can be silenced: `silenced=true` lists those an active silence mutes now.",
+    dependencies=[Depends(require_read)],
+)
+def list_alerts(
+    state: Literal["active", "pending", "firing", "resolved", "inactive"] | None = None,
+    severity: Literal["critical", "warning", "info"] | None = None,
+    run: str | None = None,
+    silenced: bool | None = None,
+    acknowledged: bool | None = None,
+    limit: int = Query(200, ge=1, le=5000),
+    ctx: ApiContext = Depends(context),
+) -> list[AlertOut]:
+    now = ctx.now()
+    with ctx.sessions() as s:
+        silences = views.active_silence_specs(s, now)
+        if silenced is True and state in (None, "resolved", "inactive"):
+            state = state or "active"  # only active alerts can be silenced
+        rows = views.find_alerts(s, state=state, severity=severity, run=run, acknowledged=acknowledged)
+        out = (status.alert_out(a, silences, now) for a in rows)
+        if silenced is not None:
+            out = (a for a in out if a.silenced == silenced)
+        return list(islice(out, limit))
+
+
+@router.post(
+    "/api/alerts/{alert_id}/ack",
+    response_model=AlertOut,
+    summary="Acknowledge a pending or firing alert",
+    description="Records who took it (and an optional comment, which goes into the run's timeline). "
+    "Needs the API token.",
+    responses={
+        401: {"model": ErrorOut},
+        403: {"model": ErrorOut},
+        404: {"model": ErrorOut},
+        409: {"model": ErrorOut, "description": "the alert is not pending or firing"},
+    },
+    dependencies=[Depends(require_write)],
+)
+def acknowledge(alert_id: int, body: AckIn, ctx: ApiContext = Depends(context)) -> AlertOut:
+    now = ctx.now()
+    with ctx.sessions.begin() as s:
+        try:
+            row = ack_alert(s, alert_id, body.by, body.comment, now)
+        except ActionError as exc:
+            raise HTTPException(exc.status, exc.message) from None
+        return status.alert_out(row, views.active_silence_specs(s, now), now)

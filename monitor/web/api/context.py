@@ -1,0 +1,72 @@
+"""What the API and dashboard need of the running service, in one object on ``app.state.ctx``.
+
+All "now" comes from the service's clock (the demo's runs 30x fast; tests move a manual clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Request
+from sqlalchemy.orm import Session, sessionmaker
+
+from alerts.clock import Clock
+from monitor.settings import Settings
+from monitor.web.api.poll_counter import PollCounter
+from monitor.web.api.stats_cache import StatsCache
+
+if TYPE_CHECKING:
+    from monitor.service import Service
+
+DEFAULT_POLL_INTERVAL = 60.0
+STALE_POLLS = 3  # a source or run not polled for this many intervals is late
+
+
+@dataclass
+class ApiContext:
+    sessions: sessionmaker[Session]
+    clock: Clock
+    settings: Settings
+    poll_intervals: dict[str, float] = field(default_factory=dict)  # watch -> seconds
+    engine: Any = None  # monitor.engine.cycle.Engine, when a poller runs in this process
+    outbox: Any = None  # monitor.storage.outbox_store.SqlOutboxStore
+    service: Any = None
+    polls: PollCounter = field(default_factory=PollCounter)
+    stats_cache: StatsCache = field(default_factory=StatsCache)
+
+    @classmethod
+    def from_service(cls, service: Service) -> ApiContext:
+        return cls(
+            sessions=service.sessions,
+            clock=service.clock,
+            settings=service.settings,
+            poll_intervals={w.name: float(w.poll_interval) for w in service.config.watch},
+            engine=service.engine,
+            outbox=service.outbox,
+            service=service,
+        )
+
+    def now(self) -> float:
+        return self.clock.time()
+
+    def poll_interval(self, watch: str) -> float:
+        return self.poll_intervals.get(watch, DEFAULT_POLL_INTERVAL)
+
+    def source_intervals(self) -> dict[str, float]:
+        """Source kind -> the shortest poll interval of the watches that use it and that this replica
+        polls (with several replicas, each holds the leases of some watches only)."""
+        out: dict[str, float] = {}
+        if self.engine is None:
+            return out
+        for w in self.engine.watches.values():
+            if self.engine.leases is not None and w.name not in self.engine.adopted:
+                continue
+            for kind in w.targets():
+                out[kind] = min(out.get(kind, float("inf")), float(w.poll_interval))
+        return out
+
+
+def context(request: Request) -> ApiContext:
+    """FastAPI dependency: the app's context."""
+    return request.app.state.ctx

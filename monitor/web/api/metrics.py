@@ -1,0 +1,164 @@
+"""``/metrics``: herowatch's own health and per-run derived gauges, for Prometheus and Grafana.
+
+A registry of its own (never the process-global one) with one collector that reads the engine's
+state and the database at scrape time, so every scrape is current and nothing is double counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import datetime
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from monitor import __version__
+from monitor.runs.goodput import LOST
+from monitor.web.api import status
+from monitor.web.api.auth import require_read
+from monitor.web.api.context import STALE_POLLS, ApiContext
+
+log = logging.getLogger(__name__)
+router = APIRouter()
+
+RUN = ["run", "watch"]
+PER_RUN = {
+    "step": ("herowatch_run_step", "Latest step of the run"),
+    "steps_per_second": (
+        "herowatch_run_steps_per_second",
+        "Step rate over the last 64 steps (0 while stopped)",
+    ),
+    "eta_seconds": ("herowatch_run_eta_seconds", "Seconds to the target step at the current rate"),
+    "loss": ("herowatch_run_loss", "Latest train/loss"),
+    "tokens_per_second": ("herowatch_run_tokens_per_second", "Latest tokens per second"),
+    "mfu": ("herowatch_run_mfu_percent", "Latest model FLOPs utilisation, percent"),
+    "restarts": ("herowatch_run_restarts", "Restarts (step rewinds) seen"),
+}
+
+
+class HerowatchCollector(Collector):
+    def __init__(self, ctx: ApiContext) -> None:
+        self.ctx = ctx
+
+    def describe(self) -> list[Metric]:
+        return []  # collected at scrape time only
+
+    def collect(self) -> Iterator[Metric]:
+        info = GaugeMetricFamily("herowatch_build_info", "herowatch's version", labels=["version"])
+        info.add_metric([__version__], 1.0)
+        yield info
+        yield from self._own()
+        yield from self._runs()
+
+    def _own(self) -> Iterator[Metric]:
+        ctx, engine = self.ctx, self.ctx.engine
+        now = ctx.now()
+        last = GaugeMetricFamily(
+            "herowatch_source_last_success_timestamp_seconds",
+            "Time of the last successful poll per source (herowatch's clock)",
+            labels=["source"],
+        )
+        up = GaugeMetricFamily(
+            "herowatch_source_up",
+            f"1 when the source's last poll succeeded within {STALE_POLLS} poll intervals",
+            labels=["source"],
+        )
+        for kind, interval in sorted(ctx.source_intervals().items()):
+            t = engine.last_poll_ok.get(kind)
+            if t is not None:
+                last.add_metric([kind], t)
+            fresh = t is not None and now - t <= STALE_POLLS * interval and not engine.last_error.get(kind)
+            up.add_metric([kind], 1.0 if fresh else 0.0)
+        yield last
+        yield up
+        cycles = CounterMetricFamily(
+            "herowatch_poll_cycles",
+            "Poll cycles run by the scheduler, by watch and outcome",
+            labels=["watch", "outcome"],
+        )
+        for (watch, outcome), n in sorted(ctx.polls.counts().items()):
+            cycles.add_metric([watch, outcome], float(n))
+        yield cycles
+        if ctx.outbox is not None:
+            backlog = GaugeMetricFamily("herowatch_outbox_backlog", "Notifications waiting to be delivered")
+            try:
+                backlog.add_metric([], float(ctx.outbox.backlog()))
+                yield backlog
+            except Exception:
+                log.exception("metrics: outbox backlog unreadable")
+
+    def _runs(self) -> Iterator[Metric]:
+        err = GaugeMetricFamily(
+            "herowatch_metrics_read_error", "1 when the database could not be read for this scrape"
+        )
+        try:
+            with self.ctx.sessions() as s:
+                runs = status.overview(self.ctx, s).runs
+            err.add_metric([], 0.0)
+        except Exception:
+            log.exception("metrics: runs unreadable")
+            err.add_metric([], 1.0)
+            yield err
+            return
+        yield err
+        families = {k: GaugeMetricFamily(name, doc, labels=RUN) for k, (name, doc) in PER_RUN.items()}
+        goodput = GaugeMetricFamily(
+            "herowatch_run_goodput_ratio", "Productive share of wall time (ETTR)", labels=RUN
+        )
+        lost = GaugeMetricFamily(
+            "herowatch_run_lost_seconds", "Wall time lost, by where it went", labels=[*RUN, "kind"]
+        )
+        alerts = GaugeMetricFamily(
+            "herowatch_run_alerts",
+            "Pending and firing alerts by severity",
+            labels=[*RUN, "state", "severity"],
+        )
+        health = GaugeMetricFamily(
+            "herowatch_run_health", "1 for the run's current health", labels=[*RUN, "health"]
+        )
+        seen = GaugeMetricFamily(
+            "herowatch_run_last_seen_timestamp_seconds", "Newest sample of the run", labels=RUN
+        )
+        for r in runs:
+            labels = [r.id, r.watch]
+            for key, fam in families.items():
+                v = getattr(r, key)
+                if v is not None:
+                    fam.add_metric(labels, float(v))
+            if r.goodput is not None:
+                if r.goodput.ratio is not None:
+                    goodput.add_metric(labels, r.goodput.ratio)
+                for kind in LOST:
+                    lost.add_metric([*labels, kind], float(r.goodput.lost_seconds.get(kind, 0.0)))
+            for state, counts in (("firing", r.active_alerts), ("pending", r.pending_alerts)):
+                for sev in ("critical", "warning", "info"):
+                    alerts.add_metric([*labels, state, sev], float(counts.get(sev, 0)))
+            health.add_metric([*labels, r.health], 1.0)
+            if r.last_seen_at:
+                seen.add_metric(
+                    labels, datetime.fromisoformat(r.last_seen_at.replace("Z", "+00:00")).timestamp()
+                )
+        yield from families.values()
+        yield from (goodput, lost, alerts, health, seen)
+
+
+def make_registry(ctx: ApiContext) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(HerowatchCollector(ctx))
+    return registry
+
+
+@router.get(
+    "/metrics",
+    tags=["health"],
+    summary="Prometheus metrics: herowatch's own health and per-run gauges",
+    response_class=Response,
+    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format"}},
+    dependencies=[Depends(require_read)],
+)
+def metrics(request: Request) -> Response:
+    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,54 @@
+"""``/api/runs``: every run's health at a glance, and one run's whole story."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from monitor.storage import views
+from monitor.web.api import status
+from monitor.web.api.auth import require_read
+from monitor.web.api.context import ApiContext, context
+from monitor.web.api.run_detail import MAX_POINTS, run_detail
+from monitor.web.api.schemas import ErrorOut, RunDetail, RunOut
+
+router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
+
+
+@router.get(
+    "/api/runs",
+    response_model=list[RunOut],
+    summary="Every watched run with its health",
+    description="Per run: state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
+    "when it was last seen, firing and pending alerts by severity, goodput, and what is wrong in words. "
+    "Ordered by run id; `order=urgency` puts what needs on-call first.",
+)
+def list_runs(
+    order: str = Query("id", pattern="^(id|urgency)$", description="id, or urgency (firing alerts first)"),
+    ctx: ApiContext = Depends(context),
+) -> list[RunOut]:
+    with ctx.sessions() as s:
+        runs = status.overview(ctx, s).runs
+    return sorted(runs, key=status.urgency) if order == "urgency" else runs
+
+
+@router.get(
+    "/api/runs/{run_id:path}",
+    response_model=RunDetail,
+    summary="One run: summary, series, restarts and alert timeline",
+    description="The run's summary plus its chart series (per metric, min and max per bucket, so a "
+    "one-step spike survives downsampling), its restarts and downtimes with the time each cost, its "
+    "goodput breakdown with every incident, and its alert timeline (transitions, newest first).",
+    responses={404: {"model": ErrorOut, "description": "no such run"}},
+)
+def get_run(
+    run_id: str,
+    metric: list[str] | None = Query(None, description="only these metrics (repeatable); default: all"),
+    max_points: int = Query(MAX_POINTS, ge=8, le=4096, description="at most this many buckets per series"),
+    timeline_limit: int = Query(300, ge=1, le=5000),
+    ctx: ApiContext = Depends(context),
+) -> RunDetail:
+    with ctx.sessions() as s:
+        run = views.get_run(s, run_id)
+        if run is None:
+            raise HTTPException(404, f"no run with id {run_id!r}")
+        return run_detail(ctx, s, run, metrics=metric, max_points=max_points, timeline_limit=timeline_limit)

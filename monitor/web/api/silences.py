@@ -1,0 +1,89 @@
+"""``/api/silences``: list, create and expire silences (label matchers with a time window)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+
+from monitor.delivery.oncall import ActionError, create_silence, expire_silence, silence_out
+from monitor.storage import views
+from monitor.web.api.auth import require_read, require_write
+from monitor.web.api.context import ApiContext, context
+from monitor.web.api.schemas import ErrorOut, SilenceIn, SilenceOut
+
+router = APIRouter(tags=["silences"])
+MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
+
+
+@router.get(
+    "/api/silences",
+    response_model=list[SilenceOut],
+    summary="Silences: active and pending first, then expired",
+    dependencies=[Depends(require_read)],
+)
+def list_silences(
+    state: Literal["active", "pending", "expired"] | None = None,
+    limit: int = Query(500, ge=1, le=5000),
+    ctx: ApiContext = Depends(context),
+) -> list[SilenceOut]:
+    now = ctx.now()
+    with ctx.sessions() as s:
+        active = views.active_alerts(s)
+        return [silence_out(r, now, active) for r in views.list_silences(s, now, state, limit)]
+
+
+@router.get(
+    "/api/silences/{silence_id}",
+    response_model=SilenceOut,
+    summary="One silence",
+    responses={404: {"model": ErrorOut}},
+    dependencies=[Depends(require_read)],
+)
+def get_silence(silence_id: int, ctx: ApiContext = Depends(context)) -> SilenceOut:
+    now = ctx.now()
+    with ctx.sessions() as s:
+        row = views.get_silence(s, silence_id)
+        if row is None:
+            raise HTTPException(404, f"no silence with id {silence_id}")
+        return silence_out(row, now, views.active_alerts(s))
+
+
+@router.post(
+    "/api/silences",
+    response_model=SilenceOut,
+    status_code=201,
+    summary="Create a silence",
+    description='Matchers as in Alertmanager (`run=hero-a`, `alertname=~"progress_.*"`, `!=`, `!~`); '
+    "a silenced alert is still recorded and shown, but not sent. Give `duration` (e.g. `2h`) or "
+    "`ends_at`. Needs the API token.",
+    responses=MUTATION_ERRORS,
+    dependencies=[Depends(require_write)],
+)
+def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> SilenceOut:
+    now = ctx.now()
+    with ctx.sessions.begin() as s:
+        try:
+            row = create_silence(s, body, now)
+        except ActionError as exc:
+            raise HTTPException(exc.status, exc.message) from None
+        return silence_out(row, now, views.active_alerts(s))
+
+
+@router.delete(
+    "/api/silences/{silence_id}",
+    response_model=SilenceOut,
+    summary="Expire a silence now",
+    description="The silence stays listed as expired. Expiring an expired silence changes nothing. "
+    "Needs the API token.",
+    responses={**MUTATION_ERRORS, 404: {"model": ErrorOut}},
+    dependencies=[Depends(require_write)],
+)
+def delete_silence(silence_id: int, ctx: ApiContext = Depends(context)) -> SilenceOut:
+    now = ctx.now()
+    with ctx.sessions.begin() as s:
+        try:
+            row = expire_silence(s, silence_id, now)
+        except ActionError as exc:
+            raise HTTPException(exc.status, exc.message) from None
+        return silence_out(row, now)

@@ -1,0 +1,251 @@
+"""From stored rows to what on-call reads: each run's health and what is wrong in words, alerts with
+their silenced and acknowledged status, goodput. Shared by the JSON API and the dashboard."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from alerts.clock import isoformat
+from alerts.silences import SilenceSpec, silenced_by
+from monitor.durations import format_duration
+from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
+from monitor.storage import views
+from monitor.storage.models import Alert, Run
+from monitor.web.api.context import STALE_POLLS, ApiContext
+from monitor.web.api.schemas import AlertOut, Goodput, GoodputSummary, Incident, RunOut
+from monitor.web.api.stats_cache import Derived
+
+SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
+HEALTH_RANK = {"critical": 0, "warning": 1, "unknown": 2, "ok": 3, "ended": 4}
+INCIDENT_WORDS = {"stall": "No new step", "restart": "Restarting", "down": "Down", "startup": "Starting"}
+
+
+def num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and math.isfinite(v) else None
+
+
+def epoch_of(iso: str | None) -> float | None:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() if iso else None
+
+
+def ago(seconds: float | None) -> str:
+    return "" if seconds is None else format_duration(max(0.0, round(seconds)))
+
+
+# ---- alerts -------------------------------------------------------------------------------------
+def silence_of(a: Alert, silences: Sequence[SilenceSpec], now: float) -> int | None:
+    """The id of the active silence muting a pending or firing alert, else None."""
+    if a.state not in views.ACTIVE_STATES:
+        return None
+    spec = silenced_by({k: str(v) for k, v in (a.labels or {}).items()}, silences, now)
+    if spec is not None:
+        return spec.id
+    if a.silenced_by is not None and any(s.id == a.silenced_by for s in silences):
+        return a.silenced_by
+    return None
+
+
+def alert_out(a: Alert, silences: Sequence[SilenceSpec], now: float) -> AlertOut:
+    ann = a.annotations or {}
+    sid = silence_of(a, silences, now)
+    return AlertOut(
+        id=a.id,
+        fingerprint=a.fingerprint,
+        rule=a.rule,
+        kind=a.kind,
+        run=a.run_id,
+        metric=a.metric,
+        severity=a.severity,
+        state=a.state,
+        labels={k: str(v) for k, v in (a.labels or {}).items()},
+        summary=ann.get("summary") or a.rule,
+        description=ann.get("description"),
+        runbook_url=ann.get("runbook_url"),
+        value=num(a.value),
+        threshold=num(a.threshold),
+        step=a.step,
+        active_at=isoformat(a.active_at) or "",
+        fired_at=isoformat(a.fired_at),
+        resolved_at=isoformat(a.resolved_at),
+        silenced=sid is not None,
+        silenced_by=sid,
+        acknowledged=a.acked_at is not None,
+        acked_by=a.acked_by,
+        acked_at=isoformat(a.acked_at),
+    )
+
+
+def alert_order(a: AlertOut) -> tuple:
+    """Firing before pending, critical first, then the longest-standing."""
+    return (a.state != "firing", SEVERITY_RANK.get(a.severity, 9), a.fired_at or a.active_at, a.id)
+
+
+# ---- goodput ------------------------------------------------------------------------------------
+def incident_out(i: dict[str, Any]) -> Incident:
+    return Incident(
+        kind=i["kind"],
+        start=isoformat(i["start"]) or "",
+        end=isoformat(i["end"]),
+        ongoing=bool(i.get("ongoing")),
+        seconds_lost=float(i["seconds_lost"]),
+        step=i.get("step"),
+        steps_redone=int(i.get("steps_redone") or 0),
+        alerts=list(i.get("alerts") or ()),
+    )
+
+
+def goodput_fields(report: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ratio": report["ratio"],
+        "wall_seconds": report["wall_seconds"],
+        "productive_seconds": report["productive_seconds"],
+        "lost_seconds": report["lost_seconds"],
+        "steps_redone": report["steps_redone"],
+        "median_step_seconds": report["median_step_seconds"],
+        "incident_counts": report["incident_counts"],
+        "since": isoformat(report["since"]),
+    }
+
+
+def goodput_detail(
+    report: dict[str, Any] | None, spans: list[tuple[str, float, float | None]]
+) -> Goodput | None:
+    if report is None:
+        return None
+    incidents = report["incidents"]
+    attach_alerts(incidents, spans)
+    return Goodput(**goodput_fields(report), incidents=[incident_out(i) for i in incidents])
+
+
+# ---- runs ---------------------------------------------------------------------------------------
+@dataclass
+class Verdict:
+    health: str
+    problem: str
+
+
+def assess(
+    run: Run, alerts: Sequence[AlertOut], report: dict[str, Any] | None, now: float, interval: float
+) -> Verdict:
+    """The run's health colour and what is wrong, in words, most urgent first."""
+    firing = sorted((a for a in alerts if a.state == "firing"), key=alert_order)
+    loud = [a for a in firing if a.severity in ("critical", "warning")]
+    if loud:
+        worst = loud[0]
+        more = f" (+{len(loud) - 1} more)" if len(loud) > 1 else ""
+        muted = " — silenced" if all(a.silenced for a in loud) else ""
+        since = epoch_of(worst.fired_at)
+        age = f" (firing {ago(now - since)})" if since is not None else ""
+        return Verdict(worst.severity, f"{worst.summary}{age}{more}{muted}")
+    ongoing = next((i for i in (report or {}).get("incidents", ()) if i.get("ongoing")), None)
+    if run.state in DOWN_STATES:
+        down_for = f", down {ago(ongoing['seconds_lost'])}" if ongoing and ongoing["kind"] == "down" else ""
+        return Verdict("critical", f"Run {run.state} at step {run.last_step}{down_for}")
+    if run.source_error:
+        return Verdict("warning", f"Source unreadable: {run.source_error}")
+    if run.last_polled_at is not None and now - run.last_polled_at > STALE_POLLS * interval:
+        return Verdict("warning", f"Not polled for {ago(now - run.last_polled_at)} (every {ago(interval)})")
+    pending = sorted((a for a in alerts if a.state == "pending"), key=alert_order)
+    if pending:
+        return Verdict("warning", f"Pending: {pending[0].summary}")
+    if ongoing is not None and ongoing["kind"] in INCIDENT_WORDS:
+        words = INCIDENT_WORDS[ongoing["kind"]]
+        return Verdict("warning", f"{words} for {ago(ongoing['seconds_lost'])} at step {run.last_step}")
+    if run.state in ENDED_STATES:
+        return Verdict("ended", f"Run {run.state} at step {run.last_step}")
+    if run.last_seen_at is None:
+        return Verdict("unknown", "No data yet")
+    if firing:
+        return Verdict("ok", f"Info: {firing[0].summary}")
+    return Verdict("ok", "Healthy")
+
+
+def run_fields(
+    run: Run,
+    stats: dict[str, Any],
+    alerts: Sequence[AlertOut],
+    report: dict[str, Any] | None,
+    now: float,
+    interval: float,
+) -> dict[str, Any]:
+    latest = stats.get("latest") or {}
+    verdict = assess(run, alerts, report, now, interval)
+    stopped = report is not None and any(
+        i.get("ongoing") and i["kind"] in ("stall", "down", "restart") for i in report["incidents"]
+    )
+    rate = 0.0 if stopped else num(stats.get("steps_per_second"))
+    eta = None if stopped else num(stats.get("eta_seconds"))
+    firing = Counter(a.severity for a in alerts if a.state == "firing")
+    pending = Counter(a.severity for a in alerts if a.state == "pending")
+    return {
+        "id": run.id,
+        "watch": run.watch,
+        "source": run.source,
+        "display_name": run.display_name,
+        "url": run.url,
+        "labels": {k: str(v) for k, v in (run.labels or {}).items()},
+        "state": run.state,
+        "health": verdict.health,
+        "problem": verdict.problem,
+        "step": run.last_step,
+        "target_step": stats.get("target_step"),
+        "steps_per_second": rate,
+        "eta_seconds": eta,
+        "eta_at": isoformat(run.last_polled_at + eta) if eta is not None and run.last_polled_at else None,
+        "loss": num(latest.get("train/loss")),
+        "tokens_per_second": num(latest.get("throughput/tokens_per_second")),
+        "mfu": num(latest.get("throughput/mfu")),
+        "last_step_at": isoformat(run.last_step_at),
+        "last_seen_at": isoformat(run.last_seen_at),
+        "last_polled_at": isoformat(run.last_polled_at),
+        "source_error": run.source_error,
+        "restarts": run.restarts or 0,
+        "active_alerts": dict(firing),
+        "pending_alerts": dict(pending),
+        "silenced_alerts": sum(1 for a in alerts if a.silenced),
+    }
+
+
+def run_out(ctx: ApiContext, run: Run, derived: Derived, alerts: Sequence[AlertOut], now: float) -> RunOut:
+    report = derived.report
+    fields = run_fields(run, derived.stats, alerts, report, now, ctx.poll_interval(run.watch))
+    summary = GoodputSummary(**goodput_fields(report)) if report else None
+    return RunOut(**fields, goodput=summary)
+
+
+def urgency(r: RunOut) -> tuple:
+    """Overview order: what needs on-call first (unsilenced firing alerts, then the rest)."""
+    muted = r.silenced_alerts > 0 and r.silenced_alerts >= sum(r.active_alerts.values())
+    return (HEALTH_RANK.get(r.health, 9), muted, r.id)
+
+
+@dataclass
+class Overview:
+    now: float
+    runs: list[RunOut]
+    alerts: list[AlertOut]  # pending and firing, most urgent first
+
+
+def overview(ctx: ApiContext, s: Session) -> Overview:
+    """Every run with its health, and every active alert: three queries whatever the number of runs."""
+    now = ctx.now()
+    silences = views.active_silence_specs(s, now)
+    active = [alert_out(a, silences, now) for a in views.active_alerts(s)]
+    by_run: dict[str, list[AlertOut]] = {}
+    for a in active:
+        by_run.setdefault(a.run, []).append(a)
+    rows = views.all_runs(s, with_stats=False)
+    derived = ctx.stats_cache.get_many(s, rows, now)
+    runs = [run_out(ctx, r, derived[r.id], by_run.get(r.id, []), now) for r in rows]
+    return Overview(now, runs, sorted(active, key=alert_order))
+
+
+def counts_by(alerts: Iterable[AlertOut], key: str) -> dict[str, int]:
+    return dict(Counter(getattr(a, key) for a in alerts))

@@ -1,0 +1,99 @@
+"""The status API and the on-call dashboard in one FastAPI app. Reads what the engine wrote; the only
+writes are on-call's silences and acknowledgements."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+from fastapi.middleware.gzip import GZipMiddleware
+from fastapi.staticfiles import StaticFiles
+
+from monitor import __version__
+from monitor.web.api import alerts, errors, health, metrics, runs, silences, slack
+from monitor.web.api.context import ApiContext
+
+if TYPE_CHECKING:
+    from monitor.service import Service
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parent / "dashboard" / "static"
+
+DESCRIPTION = """
+Health of long GPU training runs: every run's state at a glance, one run's whole story (series,
+restarts, goodput, alert timeline), alerts, silences and acknowledgements.
+
+**Auth.** Reads are open unless `HEROWATCH_PROTECT_READS=true`. Changes (POST and DELETE) need
+`Authorization: Bearer <HEROWATCH_API_TOKEN>`; without a configured token they are refused with
+403, whatever address the server listens on (a loopback listener is reachable by every local user
+and by web pages in the on-call's browser). `/healthz` and `/readyz` are always open.
+
+**Errors** are JSON: `{"error": "what went wrong", "detail": ...}`.
+
+**Times** are ISO 8601 UTC; durations are seconds. "Now" is herowatch's clock (the demo's runs 30x).
+"""
+
+TAGS = [
+    {"name": "runs", "description": "Watched runs: health, progress, goodput, series, timeline"},
+    {"name": "alerts", "description": "Alert instances; acknowledging"},
+    {"name": "silences", "description": "Muting alerts by label matchers for a while"},
+    {"name": "rules", "description": "The loaded rules"},
+    {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
+    {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
+]
+
+
+def create_app(
+    service: Service | ApiContext,
+    on_start: Callable[[], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> FastAPI:
+    """The app over a built service (or a bare ApiContext, e.g. for a read-only replica or a bench).
+
+    ``on_start``/``on_stop`` run in the server's lifespan (the CLI passes the service's start/stop).
+    """
+    ctx = service if isinstance(service, ApiContext) else ApiContext.from_service(service)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        if on_start:
+            on_start()
+        ctx.polls.attach(getattr(ctx.service, "scheduler", None))
+        try:
+            yield
+        finally:
+            if on_stop:
+                on_stop()
+
+    app = FastAPI(
+        title="herowatch",
+        version=__version__,
+        description=DESCRIPTION,
+        openapi_tags=TAGS,
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+    app.state.registry = metrics.make_registry(ctx)
+    errors.install(app)
+    for module in (health, runs, alerts, silences, metrics, slack):
+        app.include_router(module.router)
+    _mount_dashboard(app)
+    app.add_middleware(errors.SecurityHeaders)
+    app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)  # pages of 200 runs, on a phone
+    return app
+
+
+def _mount_dashboard(app: FastAPI) -> None:
+    from monitor.web.dashboard import forms, pages
+    from monitor.web.dashboard.charts import SparkCache
+    from monitor.web.dashboard.templating import Renderer
+
+    app.state.renderer = Renderer()
+    app.state.sparks = SparkCache()
+    app.include_router(pages.router)
+    app.include_router(forms.router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

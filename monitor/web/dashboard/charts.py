@@ -1,0 +1,139 @@
+"""Chart data: loss sparklines for the overview (inline SVG) and the run page's uPlot payload.
+
+Sparklines come from the bounded series, min and max per bucket, so a one-step spike shows as a
+thin peak. They are cached per run and recomputed only when the run's series has changed (its
+``series_meta.points``), so an overview of 200 runs refreshed every few seconds reads only the
+series that moved.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from monitor.storage import views
+from monitor.web.api.schemas import RunDetail, Series
+
+LOSS = "train/loss"
+SPARK_W, SPARK_H, SPARK_COLS = 120.0, 28.0, 48
+CHARTS = (
+    ("loss", LOSS, "Loss", ""),
+    ("tps", "throughput/tokens_per_second", "Tokens per second", ""),
+    ("mfu", "throughput/mfu", "MFU", "%"),
+)
+
+
+@dataclass(frozen=True)
+class Spark:
+    band: str  # SVG path: the min..max band
+    line: str  # SVG path: the upper edge (spikes)
+
+
+def _columns(
+    rows: Sequence[tuple[float, float | None, float | None]], cols: int
+) -> list[tuple[float, float]]:
+    rows = [(x, lo, hi) for x, lo, hi in rows if lo is not None and hi is not None]
+    if not rows:
+        return []
+    k = max(1, math.ceil(len(rows) / cols))
+    return [
+        (min(r[1] for r in rows[i : i + k]), max(r[2] for r in rows[i : i + k]))
+        for i in range(0, len(rows), k)
+    ]
+
+
+def sparkline(rows: Sequence[tuple[float, float | None, float | None]]) -> Spark | None:
+    cols = _columns(rows, SPARK_COLS)
+    if len(cols) < 2:
+        return None
+    lo = min(c[0] for c in cols)
+    hi = max(c[1] for c in cols)
+    span = (hi - lo) or 1.0
+    dx = SPARK_W / (len(cols) - 1)
+
+    def y(v: float) -> float:
+        return round(SPARK_H - 1 - (v - lo) / span * (SPARK_H - 2), 1)
+
+    top = [(round(i * dx, 1), y(c[1])) for i, c in enumerate(cols)]
+    bottom = [(round(i * dx, 1), y(c[0])) for i, c in reversed(list(enumerate(cols)))]
+    line = "M" + " L".join(f"{x},{v}" for x, v in top)
+    band = line + " L" + " L".join(f"{x},{v}" for x, v in bottom) + " Z"
+    return Spark(band, line)
+
+
+class SparkCache:
+    """run -> (series version, sparkline). Thread-safe, bounded."""
+
+    def __init__(self, size: int = 5000) -> None:
+        self._data: OrderedDict[str, tuple[tuple[int, float], Spark | None]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.size = size
+
+    def get_many(self, s: Session, run_ids: list[str], metric: str = LOSS) -> dict[str, Spark | None]:
+        versions = views.series_versions(s, metric)
+        out: dict[str, Spark | None] = {}
+        stale = []
+        with self._lock:
+            for run in run_ids:
+                hit = self._data.get(run)
+                if hit is not None and hit[0] == versions.get(run):
+                    out[run] = hit[1]
+                elif run in versions:
+                    stale.append(run)
+                else:
+                    out[run] = None
+        if stale:
+            rows = views.series_of_runs(s, stale, metric)
+            with self._lock:
+                for run in stale:
+                    spark = sparkline(rows.get(run, []))
+                    self._data[run] = (versions[run], spark)
+                    self._data.move_to_end(run)
+                    out[run] = spark
+                while len(self._data) > self.size:
+                    self._data.popitem(last=False)
+        return out
+
+
+def _series_payload(series: Series) -> dict[str, Any]:
+    b = series.buckets
+    return {
+        "axis": series.axis,
+        "x": [p.x0 for p in b],
+        "min": [p.min for p in b],
+        "max": [p.max for p in b],
+        "mean": [p.mean for p in b],
+    }
+
+
+def chart_payload(run: RunDetail) -> dict[str, Any]:
+    """What static/run_charts.js draws: per chart min/max/mean per bucket, plus alert and restart markers."""
+    charts = []
+    for key, metric, title, unit in CHARTS:
+        series = run.series.get(metric)
+        if series is None or not series.buckets:
+            continue
+        charts.append(
+            {"id": f"chart-{key}", "metric": metric, "title": title, "unit": unit, **_series_payload(series)}
+        )
+    markers = []
+    seen = set()
+    for t in run.timeline:
+        if (
+            t.to_state == "firing"
+            and t.from_state != "firing"
+            and t.step is not None
+            and (t.rule, t.step) not in seen
+        ):
+            seen.add((t.rule, t.step))
+            markers.append({"step": t.step, "kind": "alert", "label": t.rule, "severity": t.severity})
+    for inc in run.restart_incidents:
+        if inc.step is not None:
+            markers.append({"step": inc.step, "kind": "restart", "label": inc.kind, "severity": ""})
+    return {"charts": charts, "markers": markers}

@@ -1,0 +1,255 @@
+"""The dashboard's pages (complete HTML from the server) and the fragments htmx refreshes them with."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+
+from monitor.storage import views
+from monitor.web.api import status
+from monitor.web.api.context import ApiContext, context
+from monitor.web.api.run_detail import run_detail
+from monitor.web.api.schemas import RunDetail
+from monitor.web.dashboard.charts import chart_payload
+from monitor.web.dashboard.templating import short_duration
+from monitor.web.dashboard.viewer import may_see, to_login, viewer_of
+
+router = APIRouter(include_in_schema=False)
+REFRESH_SECONDS = 5
+
+
+def page(
+    request: Request, ctx: ApiContext, template: str, status_code: int = 200, /, **values: Any
+) -> HTMLResponse:
+    html = request.app.state.renderer.render(
+        template,
+        ctx.now(),
+        viewer=viewer_of(request, ctx.settings),
+        path=request.url.path,
+        refresh=REFRESH_SECONDS,
+        **values,
+    )
+    return HTMLResponse(html, status_code=status_code)
+
+
+def guard(request: Request, ctx: ApiContext, fragment: bool = False) -> Response | None:
+    if may_see(request, ctx.settings):
+        return None
+    return Response("login needed", status_code=401) if fragment else to_login(request)
+
+
+# ---- overview -----------------------------------------------------------------------------------
+def overview_values(request: Request, ctx: ApiContext) -> dict[str, Any]:
+    with ctx.sessions() as s:
+        ov = status.overview(ctx, s)
+        runs = sorted(ov.runs, key=status.urgency)
+        sparks = request.app.state.sparks.get_many(s, [r.id for r in runs])
+    firing = [a for a in ov.alerts if a.state == "firing"]
+    return {
+        "runs": runs,
+        "sparks": sparks,
+        "health": Counter(r.health for r in runs),
+        "firing": firing,
+        "loud": [a for a in firing if not a.silenced],
+        "pending": [a for a in ov.alerts if a.state == "pending"],
+    }
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview_page(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    return guard(request, ctx) or page(request, ctx, "overview.html", **overview_values(request, ctx))
+
+
+@router.get("/fragments/overview", response_class=HTMLResponse)
+def overview_fragment(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    return guard(request, ctx, True) or page(request, ctx, "_overview.html", **overview_values(request, ctx))
+
+
+# ---- one run ------------------------------------------------------------------------------------
+def story(run: RunDetail) -> list[dict[str, Any]]:
+    """Alert transitions and goodput incidents in one list, newest first."""
+    items: list[dict[str, Any]] = []
+    for t in run.timeline:
+        kind = "ack" if t.from_state == t.to_state else t.to_state
+        items.append(
+            {
+                "at": t.at,
+                "kind": kind,
+                "title": t.rule,
+                "severity": t.severity,
+                "step": t.step,
+                "text": t.reason,
+                "change": f"{t.from_state} → {t.to_state}",
+                "alert_id": t.alert_id,
+                "alerts": [],
+            }
+        )
+    for inc in run.goodput.incidents if run.goodput else []:
+        what = {"stall": "stalled", "restart": "restarted", "down": "down", "startup": "starting"}.get(
+            inc.kind, inc.kind
+        )
+        redo = f", {inc.steps_redone} steps redone" if inc.steps_redone else ""
+        items.append(
+            {
+                "at": inc.start,
+                "kind": f"incident-{inc.kind}",
+                "title": what,
+                "severity": "",
+                "step": inc.step,
+                "text": f"lost {short_duration(inc.seconds_lost)}{redo}"
+                + (" (ongoing)" if inc.ongoing else ""),
+                "change": "",
+                "alert_id": None,
+                "seconds": inc.seconds_lost,
+                "alerts": inc.alerts,
+            }
+        )
+    return sorted(items, key=lambda i: i["at"], reverse=True)
+
+
+GOODPUT_LABELS = {
+    "productive": "Productive training",
+    "paused": "Paused (checkpoints, evals, slow steps)",
+    "stalled": "Stalled (no step)",
+    "restarting": "Restarting and restoring",
+    "down": "Down (crashed, killed, preempted)",
+    "rework": "Lost work (steps redone)",
+}
+
+
+def goodput_bar(run: RunDetail) -> list[dict[str, Any]]:
+    """The breakdown as segments of a 1000-wide bar, every bucket listed (zero ones too)."""
+    g = run.goodput
+    if g is None:
+        return []
+    seconds = {"productive": g.productive_seconds, **g.lost_seconds}
+    wall = sum(seconds.values()) or 1.0
+    out, x = [], 0.0
+    for kind, label in GOODPUT_LABELS.items():
+        share = seconds.get(kind, 0.0) / wall
+        out.append(
+            {
+                "kind": kind,
+                "label": label,
+                "seconds": seconds.get(kind, 0.0),
+                "share": share,
+                "x": round(x, 2),
+                "w": round(share * 1000, 2),
+            }
+        )
+        x += share * 1000
+    return out
+
+
+def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
+    with ctx.sessions() as s:
+        row = views.get_run(s, run_id)
+        if row is None:
+            return None
+        run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
+    bar = goodput_bar(run)
+    return {
+        "run": run,
+        "charts": chart_payload(run),
+        "story": story(run),
+        "bar_all": bar,
+        "bar": [b for b in bar if b["w"] > 0],
+    }
+
+
+@router.get("/runs/{run_id:path}", response_class=HTMLResponse)
+def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    if (denied := guard(request, ctx)) is not None:
+        return denied
+    values = run_values(ctx, run_id)
+    if values is None:
+        return page(
+            request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
+        )
+    return page(request, ctx, "run.html", **values)
+
+
+@router.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)
+def run_fragment(run_id: str, request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    if (denied := guard(request, ctx, True)) is not None:
+        return denied
+    values = run_values(ctx, run_id)
+    if values is None:
+        return Response("no such run", status_code=404)
+    part = "story" if request.query_params.get("part") == "story" else "head"
+    return page(request, ctx, "_run_live.html", part=part, **values)
+
+
+# ---- alerts and silences ------------------------------------------------------------------------
+def alerts_values(ctx: ApiContext) -> dict[str, Any]:
+    now = ctx.now()
+    with ctx.sessions() as s:
+        silences = views.active_silence_specs(s, now)
+        active = sorted(
+            (status.alert_out(a, silences, now) for a in views.active_alerts(s)), key=status.alert_order
+        )
+        resolved = [
+            status.alert_out(a, silences, now)
+            for _, a in zip(range(20), views.find_alerts(s, state="resolved"), strict=False)
+        ]
+    return {
+        "firing": [a for a in active if a.state == "firing" and not a.silenced and not a.acknowledged],
+        "pending": [a for a in active if a.state == "pending" and not a.silenced and not a.acknowledged],
+        "acknowledged": [a for a in active if a.acknowledged and not a.silenced],
+        "silenced": [a for a in active if a.silenced],
+        "resolved": resolved,
+    }
+
+
+@router.get("/alerts", response_class=HTMLResponse)
+def alerts_page(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    return guard(request, ctx) or page(request, ctx, "alerts.html", **alerts_values(ctx))
+
+
+@router.get("/fragments/alerts", response_class=HTMLResponse)
+def alerts_fragment(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    return guard(request, ctx, True) or page(request, ctx, "_alerts.html", **alerts_values(ctx))
+
+
+def silences_values(ctx: ApiContext) -> dict[str, Any]:
+    from monitor.delivery.oncall import silence_out
+
+    now = ctx.now()
+    with ctx.sessions() as s:
+        active = views.active_alerts(s)
+        rows = [silence_out(r, now, active) for r in views.list_silences(s, now, None, 200)]
+    return {
+        "live": [r for r in rows if r.state != "expired"],
+        "expired": [r for r in rows if r.state == "expired"],
+    }
+
+
+@router.get("/silences", response_class=HTMLResponse)
+def silences_page(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    if (denied := guard(request, ctx)) is not None:
+        return denied
+    created = request.query_params.get("created")
+    return page(request, ctx, "silences.html", created=created, form=None, error=None, **silences_values(ctx))
+
+
+def prefill(ctx: ApiContext, alert_id: str | None) -> dict[str, str]:
+    """A new silence's form, filled in from the alert it is for."""
+    form = {"matchers": "", "duration": "2h", "comment": "", "alert": ""}
+    if alert_id and alert_id.isdigit():
+        with ctx.sessions() as s:
+            a = views.get_alert(s, int(alert_id))
+        if a is not None:
+            form["matchers"] = f'alertname="{a.rule}"\nrun="{a.run_id}"'
+            form["alert"] = str(a.id)
+    return form
+
+
+@router.get("/silences/new", response_class=HTMLResponse)
+def silence_form(request: Request, ctx: ApiContext = Depends(context)) -> Response:
+    if (denied := guard(request, ctx)) is not None:
+        return denied
+    form = prefill(ctx, request.query_params.get("alert"))
+    return page(request, ctx, "silence_new.html", form=form, error=None)

@@ -1,0 +1,52 @@
+"""Who is looking at the dashboard: logged in (the session cookie) or not, and what they may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import RedirectResponse
+
+from monitor.settings import Settings
+from monitor.web.api.auth import USER_COOKIE, bearer_ok, csrf_value, session_ok, token_of
+
+
+@dataclass(frozen=True)
+class Viewer:
+    token_set: bool  # HEROWATCH_API_TOKEN is configured: changes are possible at all
+    logged_in: bool
+    name: str
+    csrf: str
+
+    @property
+    def can_act(self) -> bool:
+        return self.token_set and self.logged_in
+
+
+def viewer_of(request: Request, settings: Settings) -> Viewer:
+    logged_in = session_ok(request, settings)
+    name = (request.cookies.get(USER_COOKIE) or "").strip()[:100] if logged_in else ""
+    return Viewer(
+        token_set=token_of(settings) is not None,
+        logged_in=logged_in,
+        name=name,
+        csrf=csrf_value(settings) or "",
+    )
+
+
+def may_see(request: Request, settings: Settings) -> bool:
+    return not settings.protect_reads or session_ok(request, settings) or bearer_ok(request, settings)
+
+
+def safe_next(target: str | None, default: str = "/") -> str:
+    """Only a path on this server: never an absolute or scheme-relative URL (no open redirect)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    return target
+
+
+def to_login(request: Request, next_path: str | None = None) -> RedirectResponse:
+    """To the login form, and back to ``next_path`` (default: this page) afterwards."""
+    here = next_path or request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return RedirectResponse("/login?next=" + quote(safe_next(here), safe=""), status_code=303)
