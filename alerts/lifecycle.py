@@ -45,9 +45,12 @@ def advance(
     ``status`` is the current active instance (pending or firing) or None. Returns the new status
     (None when the instance ended without firing) and the transition, if the state changed. A
     returned status in state RESOLVED is finished: the next true finding starts a new instance.
+    An ``unknown`` finding changes nothing.
     """
     if status is not None and not status.state.active:
         status = None
+    if finding.unknown:  # the rule cannot tell: nothing changes, not even a pending alert's clock
+        return status, None
 
     if finding.active:
         if status is None:

@@ -42,7 +42,10 @@ def fingerprint(labels: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One evaluation result of a rule for one run: is the condition true now, and the evidence."""
+    """One evaluation result of a rule for one run: is the condition true now, and the evidence.
+
+    ``unknown``: the rule cannot tell (its data source is unreadable, or it has not seen enough data
+    since herowatch started): the alert keeps the state it had, neither firing nor resolving."""
 
     active: bool
     value: float | None = None
@@ -50,3 +53,4 @@ class Finding:
     step: int | None = None
     reason: str = ""
     extra_labels: Mapping[str, str] = field(default_factory=dict)
+    unknown: bool = False

@@ -53,3 +53,15 @@ def test_fingerprint_is_stable_and_depends_on_every_label():
     a = fingerprint({"alertname": "stall", "run": "r1"})
     assert a == fingerprint({"run": "r1", "alertname": "stall"})
     assert a != fingerprint({"alertname": "stall", "run": "r2"})
+
+
+UNKNOWN = Finding(False, reason="source unreadable", unknown=True)
+
+
+def test_an_unknown_finding_neither_fires_nor_resolves_nor_ends_a_pending_alert():
+    status, log = run([(0, ON), (10, UNKNOWN), (20, UNKNOWN)])
+    assert log == [(0, "inactive", "firing")] and status.state is AlertState.FIRING
+    status, log = run([(0, ON), (10, UNKNOWN), (70, ON)], for_=60)
+    assert log == [(0, "inactive", "pending"), (70, "pending", "firing")]
+    status, log = run([(0, UNKNOWN), (100, UNKNOWN)])
+    assert log == [] and status is None
