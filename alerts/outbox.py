@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from alerts.notifiers.base import Notification, Notifier, SendResult
+from alerts.notifiers.base import Notifier, SendResult
+from alerts.views import GroupView
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 class ClaimedNotification:
     id: int
     attempts: int
-    notification: Notification
+    view: GroupView
 
 
 class OutboxStore(Protocol):
@@ -88,7 +89,7 @@ class Dispatcher:
                 log.warning(
                     "notification %s to %s failed (%s); retrying in %.0fs",
                     claimed.id,
-                    claimed.notification.receiver,
+                    claimed.view.receiver,
                     result.error,
                     delay,
                 )
@@ -97,18 +98,18 @@ class Dispatcher:
                 log.error(
                     "notification %s to %s failed for good: %s",
                     claimed.id,
-                    claimed.notification.receiver,
+                    claimed.view.receiver,
                     result.error,
                 )
                 self.store.mark_failed(claimed.id, now, result.error or "unknown error")
         return sent
 
     def _send(self, claimed: ClaimedNotification) -> SendResult:
-        notifier = self.notifiers.get(claimed.notification.receiver)
+        notifier = self.notifiers.get(claimed.view.receiver)
         if notifier is None:
-            return SendResult.permanent(f"no receiver named {claimed.notification.receiver!r}")
+            return SendResult.permanent(f"no receiver named {claimed.view.receiver!r}")
         try:
-            return notifier.send(claimed.notification)
+            return notifier.send(claimed.view)
         except Exception as exc:  # a notifier bug must not stop delivery of the others
-            log.exception("notifier for %s raised", claimed.notification.receiver)
+            log.exception("notifier for %s raised", claimed.view.receiver)
             return SendResult.transient(f"{type(exc).__name__}: {exc}")

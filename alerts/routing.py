@@ -68,3 +68,28 @@ def receivers_for(root: Route, labels: Mapping[str, str]) -> list[Route]:
             if not child.continue_:
                 break
     return matched or [root]
+
+
+QUIET_SEVERITIES = frozenset({"info"})  # recorded and shown; sent only where a route asks for them
+
+
+def routes_for(root: Route, labels: Mapping[str, str]) -> list[Route]:
+    """The routes an alert is sent along. An alert of a quiet severity (info) goes only along routes
+    that ask for it explicitly: a route on its path matched it with a ``severity`` matcher."""
+    if labels.get("severity") not in QUIET_SEVERITIES:
+        return receivers_for(root, labels)
+    return [route for route, explicit in _matched(root, labels, _names_severity(root)) if explicit]
+
+
+def _names_severity(route: Route) -> bool:
+    return any(m.name == "severity" for m in route.matchers)
+
+
+def _matched(root: Route, labels: Mapping[str, str], explicit: bool) -> list[tuple[Route, bool]]:
+    out: list[tuple[Route, bool]] = []
+    for child in root.routes:
+        if child.matches(labels):
+            out.extend(_matched(child, labels, explicit or _names_severity(child)))
+            if not child.continue_:
+                break
+    return out or [(root, explicit)]

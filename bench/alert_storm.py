@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from monitor.delivery.planner import Planner  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -26,7 +27,6 @@ from alerts.grouping import GroupTiming  # noqa: E402
 from alerts.notifiers.slack import SlackNotifier  # noqa: E402
 from alerts.outbox import Dispatcher  # noqa: E402
 from alerts.routing import Route  # noqa: E402
-from monitor.delivery.planner import Planner  # noqa: E402
 from monitor.storage import migrate  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
 from monitor.storage.models import Alert, Notification  # noqa: E402

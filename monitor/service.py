@@ -22,7 +22,10 @@ from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import RouteConfig, WatchConfig
-from monitor.delivery.planner import Planner
+from monitor.delivery import reminders
+from monitor.delivery.compose import Composer
+from monitor.delivery.enqueue import Enqueuer
+from monitor.delivery.pipeline import Pipeline
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
@@ -32,7 +35,6 @@ from monitor.sources.registry import make_source
 from monitor.storage import migrate
 from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker, normalise_url
 from monitor.storage.leases import Leases
-from monitor.storage.outbox_store import SqlOutboxStore
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +105,7 @@ class Service:
     sessions: sessionmaker[Session]
     engine: Engine
     dispatcher: Dispatcher
-    outbox: SqlOutboxStore
-    planner: Planner
+    outbox: Pipeline
     speed: float = 1.0
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
@@ -144,6 +145,13 @@ class Service:
                 real,
                 jitter=min(real * 0.1, 5.0),
             )
+        for w in self.config.watch:  # source health on its own clock: a stuck poll cannot delay it
+            add_interval_job(
+                self.scheduler,
+                f"health:{w.name}",
+                lambda n=w.name: self.engine.check_health(n),
+                min(w.poll_interval, 5.0) / self.speed,
+            )
         add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
         add_interval_job(self.scheduler, "repeats", self.plan_repeats, 60.0 / self.speed)
         if self.config.watchdog:
@@ -165,23 +173,23 @@ class Service:
         if not self._singleton("planner", 180.0):
             return 0
         with self.sessions.begin() as s:
-            return self.planner.plan_repeats(s, self.clock.time())
+            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules)
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog
         if wd is not None and self._singleton("watchdog", 3 * wd.interval):
             with self.sessions.begin() as s:
-                self.planner.heartbeat(s, wd.receiver, wd.interval, self.clock.time())
-
-    def deliver(self) -> int:
-        """Plan reminders and send what is due now (what the scheduler's jobs do, in one call)."""
-        self.plan_repeats()
-        return self.dispatcher.run_once()
+                reminders.heartbeat(s, wd.receiver, wd.interval, self.clock.time())
 
     def stop(self) -> None:
         sched = getattr(self, "scheduler", None)
         if sched is not None and sched.running:
             sched.shutdown(wait=True)
+        try:
+            self.engine.checkpoint()  # every rule resumes where it was after the restart
+        except Exception:  # a database that is gone must not turn a stop into a crash
+            log.exception("could not save the rule state at shutdown")
+        self.engine.close()
         for src in self.sources.values():
             src.close()
         self.db.dispose()
@@ -232,20 +240,17 @@ def build_service(
     sessions = make_sessionmaker(db)
     kinds = {k for w in cfg.watch for k in w.targets()}
     sources = {k: make_source(k, settings) for k in sorted(kinds)}
-    planner = Planner(
-        build_route(cfg.route),
-        {r.name: r.kind for r in cfg.receivers},
-        build_inhibit_rules(cfg),
-        cfg.server.external_url,
-        {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers},
+    enqueuer = Enqueuer(build_route(cfg.route), {r.name: r.kind for r in cfg.receivers})
+    composer = Composer(
+        cfg.server.external_url, {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers}
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
-    engine = Engine(cfg.watch, sources, rules, planner, sessions, clock, leases)
+    engine = Engine(cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed)
     notifiers = build_notifiers(cfg, settings)
-    outbox = SqlOutboxStore(sessions, planner)
+    outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
-    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, planner, speed, sources)
+    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources)
 
 
 def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:

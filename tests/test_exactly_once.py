@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from alerts.grouping import GroupTiming
 from alerts.routing import Route
-from monitor.delivery.planner import Planner
+from monitor.delivery.enqueue import Enqueuer
 from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification
@@ -68,7 +68,7 @@ def setup(tmp_path, slack, pg_server_url):
         )
         s.add(a)
         s.flush()
-        Planner(Route("oncall", timing=GroupTiming(group_wait=0)), {"oncall": "slack"}).on_transition(
+        Enqueuer(Route("oncall", timing=GroupTiming(group_wait=0)), {"oncall": "slack"}).on_transition(
             s, a, "firing", now
         )
     env = {**os.environ, "HEROWATCH_DATABASE_URL": url, "SLACK_BOT_TOKEN": DEFAULT_TOKEN}

@@ -10,10 +10,11 @@ from alerts.inhibition import InhibitRule
 from alerts.notifiers.base import SendResult
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
-from monitor.delivery.planner import Planner
+from monitor.delivery import oncall, reminders
+from monitor.delivery.enqueue import Enqueuer
+from monitor.delivery.pipeline import Pipeline as DeliveryPipeline
 from monitor.storage.db import make_engine, make_sessionmaker
-from monitor.storage.models import Alert, Notification, Silence
-from monitor.storage.outbox_store import SqlOutboxStore
+from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 
 T0 = 1_780_000_000.0
 TIMING = GroupTiming(group_wait=30, group_interval=300, repeat_interval=3600)
@@ -23,9 +24,13 @@ class Recorder:
     def __init__(self):
         self.got = []
 
-    def send(self, n):
-        self.got.append(n)
-        return SendResult.sent(ref=f"C1:{len(self.got)}")
+    def send(self, view):
+        self.got.append(view)
+        return SendResult.sent(ref=view.root_ref or f"C1:{len(self.got)}")
+
+
+def lead(view):
+    return view.lead
 
 
 class Pipeline:
@@ -34,15 +39,18 @@ class Pipeline:
         self.sessions = make_sessionmaker(self.engine)
         self.now = T0
         route = route or Route("slack", timing=TIMING)
-        self.planner = Planner(route, {"slack": "slack", "board": "dashboard"}, list(inhibit))
+        self.enqueuer = Enqueuer(route, {"slack": "slack", "board": "dashboard"})
+        self.inhibit = list(inhibit)
         self.rec = Recorder()
-        self.store = SqlOutboxStore(self.sessions, self.planner)
+        self.store = DeliveryPipeline(self.sessions, inhibit_rules=self.inhibit)
         self.dispatcher = Dispatcher(self.store, {"slack": self.rec}, lambda: self.now)
+        self.n = 0
 
     def alert(self, rule, run="hero-1", severity="critical", state="firing", **labels):
+        self.n += 1
         with self.sessions.begin() as s:
             a = Alert(
-                fingerprint=f"{rule}-{run}",
+                fingerprint=f"{rule}-{run}-{self.n}",
                 rule=rule,
                 kind="x",
                 run_id=run,
@@ -56,19 +64,19 @@ class Pipeline:
             )
             s.add(a)
             s.flush()
-            self.planner.on_transition(s, a, "firing", self.now)
+            self.enqueuer.on_transition(s, a, "firing", self.now)
             return a.id
 
     def resolve(self, alert_id):
         with self.sessions.begin() as s:
             a = s.get(Alert, alert_id)
             a.state, a.resolved_at = "resolved", self.now
-            self.planner.on_transition(s, a, "resolved", self.now)
+            self.enqueuer.on_transition(s, a, "resolved", self.now)
 
     def at(self, seconds):
         self.now = T0 + seconds
         with self.sessions.begin() as s:
-            self.planner.plan_repeats(s, self.now)
+            reminders.plan(s, self.now, self.inhibit)
         self.dispatcher.run_once()
         return self.rec.got
 
@@ -90,12 +98,12 @@ def test_alerts_of_one_run_within_group_wait_go_out_as_one_message(pipe):
     b = pipe.alert("telemetry_gone", severity="warning")
     other = pipe.alert("nan_loss", run="hero-2")
     got = pipe.at(31)
-    assert len(got) == 1 and got[0].labels["run"] == "hero-1"
-    assert got[0].extra["kind"] == "open"
-    assert sorted(got[0].extra["changed"]) == sorted([a, b])
-    assert got[0].alertname == "progress_stalled", "the most severe alert leads"
+    assert len(got) == 1 and got[0].run == "hero-1"
+    assert got[0].kind == "open" and got[0].notifies
+    assert got[0].changed == {str(a), str(b)}
+    assert lead(got[0]).alertname == "progress_stalled", "the most severe alert leads"
     got = pipe.at(51)
-    assert len(got) == 2 and got[1].labels["run"] == "hero-2" and got[1].extra["changed"] == [other]
+    assert len(got) == 2 and got[1].run == "hero-2" and got[1].changed == {str(other)}
 
 
 def test_later_changes_wait_for_group_interval_and_carry_the_root_ref(pipe):
@@ -107,9 +115,9 @@ def test_later_changes_wait_for_group_interval_and_carry_the_root_ref(pipe):
     got = pipe.at(331)
     assert len(got) == 2
     update = got[1]
-    assert update.status == "resolved" and update.extra["kind"] == "update"
-    assert update.extra["root_ref"] == "C1:1", "the thread's root is the first message"
-    assert update.extra["alerts"][0]["state"] == "resolved"
+    assert update.status == "resolved" and update.kind == "update" and not update.notifies
+    assert update.root_ref == "C1:1", "the thread's root is the first message"
+    assert update.alerts[0].state == "resolved"
 
 
 def test_a_silenced_alert_is_recorded_but_not_sent(pipe):
@@ -127,10 +135,10 @@ def test_a_silenced_alert_is_recorded_but_not_sent(pipe):
     pipe.alert("progress_stalled")
     pipe.alert("progress_stalled", run="hero-2")
     got = pipe.at(40)
-    assert [n.labels["run"] for n in got] == ["hero-2"]
+    assert [n.run for n in got] == ["hero-2"]
     with pipe.sessions() as s:
         statuses = sorted(n.status for n in s.query(Notification))
-        assert statuses == ["muted", "sent"]
+        assert statuses == ["dropped", "sent"]
         assert s.query(Alert).filter_by(run_id="hero-1").one().state == "firing", "still recorded and shown"
 
 
@@ -148,10 +156,10 @@ def test_after_a_silence_expires_reminders_go_out_again(pipe):
     pipe.alert("progress_stalled")
     pipe.alert("grad_norm_high", severity="warning")
     got = pipe.at(40)
-    assert len(got) == 1 and got[0].extra["changed"] and got[0].alertname == "grad_norm_high"
-    assert [a["silenced"] for a in got[0].extra["alerts"] if a["alertname"] == "progress_stalled"] == [
-        "silenced by silence 1"
-    ], "the message shows the silenced alert as such"
+    assert len(got) == 1 and [a.alertname for a in got[0].changed_alerts] == ["grad_norm_high"]
+    assert [a.alertname for a in got[0].alerts] == ["grad_norm_high"], "a muted alert is not announced"
+    got = pipe.at(700)  # the silence is over, and the stall still fires: now it pages
+    assert len(got) == 2 and got[1].kind == "notify" and got[1].news.alertname == "progress_stalled"
 
 
 def test_inhibition_one_outage_one_page(migrated_url):
@@ -161,8 +169,8 @@ def test_inhibition_one_outage_one_page(migrated_url):
     p.alert("progress_stalled")
     p.alert("progress_stalled", run="hero-2")  # another run: not inhibited
     got = p.at(40)
-    names = sorted((n.labels["run"], n.alertname, tuple(sorted(n.extra["changed"]))) for n in got)
-    assert names == [("hero-1", "run_crashed", (1,)), ("hero-2", "progress_stalled", (3,))]
+    names = sorted((n.run, lead(n).alertname, tuple(sorted(n.changed))) for n in got)
+    assert names == [("hero-1", "run_crashed", ("1",)), ("hero-2", "progress_stalled", ("3",))]
     p.close()
 
 
@@ -171,7 +179,7 @@ def test_repeat_interval_and_acknowledgement(pipe):
     pipe.at(30)
     assert len(pipe.at(30 + 3599)) == 1
     got = pipe.at(30 + 3600)
-    assert len(got) == 2 and got[1].extra["kind"] == "repeat" and got[1].extra["root_ref"] == "C1:1"
+    assert len(got) == 2 and got[1].kind == "repeat" and got[1].root_ref == "C1:1"
     with pipe.sessions.begin() as s:
         s.get(Alert, a).acked_by, s.get(Alert, a).acked_at = "amy", pipe.now
     assert len(pipe.at(30 + 3 * 3600)) == 2, "an acknowledged alert is not repeated"
@@ -185,7 +193,7 @@ def test_warnings_can_be_dashboard_only(migrated_url):
     p.alert("grad_norm_high", severity="warning")
     p.alert("progress_stalled")
     got = p.at(40)
-    assert [n.alertname for n in got] == ["progress_stalled"]
+    assert [lead(n).alertname for n in got] == ["progress_stalled"]
     with p.sessions() as s:
         assert s.query(Notification).count() == 1, "nothing queued for the dashboard-only route"
     p.close()
@@ -199,43 +207,6 @@ def test_send_resolved_off_sends_no_resolution(migrated_url):
     p.resolve(a)
     assert len(p.at(1000)) == 1
     p.close()
-
-
-def test_silence_cli_add_list_expire(migrated_url):
-    db_url = migrated_url
-    from typer.testing import CliRunner
-
-    from monitor.cli.main import app
-
-    runner = CliRunner()
-    r = runner.invoke(
-        app,
-        [
-            "silence",
-            "add",
-            "run=hero-1",
-            'alertname=~"progress_.*"',
-            "-d",
-            "2h",
-            "-c",
-            "node swap",
-            "--by",
-            "amy",
-            "--database-url",
-            db_url,
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    assert "silence 1 active until" in r.output and "(2h)" in r.output
-    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
-    assert 'run=hero-1 alertname=~"progress_.*"  by amy  # node swap' in r.output and "active" in r.output
-    bad = runner.invoke(app, ["silence", "add", "run=~(", "--by", "amy", "--database-url", db_url])
-    assert bad.exit_code == 2 and "bad regex" in bad.output
-    assert runner.invoke(app, ["silence", "expire", "1", "--database-url", db_url]).exit_code == 0
-    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
-    assert "no active silences" in r.output
-    assert "expired" in runner.invoke(app, ["silence", "list", "--all", "--database-url", db_url]).output
-    assert runner.invoke(app, ["silence", "expire", "9", "--database-url", db_url]).exit_code == 2
 
 
 def test_route_timers_come_from_the_config_and_children_inherit_them():
@@ -255,3 +226,75 @@ def test_route_timers_come_from_the_config_and_children_inherit_them():
     assert child.timing == GroupTiming(
         group_wait=0, group_interval=600, repeat_interval=3600, send_resolved=False
     )
+
+
+# ---- group episodes: every page notifies, nothing false ------------------------------------------
+def test_a_group_closes_when_all_resolved_and_the_next_alert_opens_a_new_root(pipe):
+    a = pipe.alert("progress_stalled")
+    pipe.at(30)
+    pipe.now = T0 + 60
+    pipe.resolve(a)
+    got = pipe.at(331)
+    assert [v.kind for v in got] == ["open", "update"]
+    with pipe.sessions() as s:
+        assert s.query(AlertGroup).one().open_key is None, "the episode closed with its resolution"
+    pipe.now = T0 + 400
+    pipe.alert("progress_stalled")  # the same run hangs again
+    got = pipe.at(431)
+    assert got[2].kind == "open" and got[2].root_ref is None and got[2].notifies, "a new top-level message"
+
+
+def test_a_new_alert_in_an_open_group_notifies_and_an_edit_alone_never_does(pipe):
+    pipe.alert("oom_kills", severity="warning")
+    pipe.at(30)
+    pipe.now = T0 + 100
+    pipe.alert("progress_stalled")  # a critical page joins the open thread
+    got = pipe.at(331)
+    assert got[1].kind == "notify" and got[1].notifies and got[1].root_ref == "C1:1"
+    assert got[1].news.alertname == "progress_stalled" and lead(got[1]).alertname == "progress_stalled"
+
+
+def test_a_resolution_names_the_alert_that_resolved(pipe):
+    stall = pipe.alert("progress_stalled")
+    jump = pipe.alert("loss_jump", severity="warning")
+    pipe.at(30)
+    pipe.now = T0 + 60
+    pipe.resolve(jump)
+    got = pipe.at(331)
+    assert got[1].kind == "update" and got[1].news.alertname == "loss_jump"
+    assert lead(got[1]).alertname == "progress_stalled", "the root still leads with what fires"
+    assert stall
+
+
+def test_an_alert_resolved_before_its_first_send_is_never_announced_as_resolved(pipe):
+    a = pipe.alert("progress_stalled")
+    pipe.now = T0 + 10
+    pipe.resolve(a)
+    assert pipe.at(31) == [] and pipe.at(1000) == []
+    with pipe.sessions() as s:
+        assert sorted(n.status for n in s.query(Notification)) == ["dropped", "merged"]
+
+
+def test_info_is_recorded_never_sent_unless_a_route_asks_for_it(migrated_url):
+    p = Pipeline(migrated_url)
+    p.alert("loss_spike", severity="info")
+    assert p.at(40) == []
+    p.close()
+    route = Route(
+        "slack",
+        timing=TIMING,
+        routes=(Route("slack", matchers=(Matcher.parse('severity="info"'),), timing=TIMING),),
+    )
+    q = Pipeline(migrated_url, route=route)
+    q.alert("loss_spike", severity="info", run="hero-9")
+    assert [v.news.alertname for v in q.at(40)] == ["loss_spike"]
+    q.close()
+
+
+def test_an_acknowledgement_updates_the_thread_and_the_timeline(pipe):
+    a = pipe.alert("progress_stalled")
+    pipe.at(30)
+    with pipe.sessions.begin() as s:
+        oncall.ack_alert(s, a, "amy", "looking", pipe.now)
+    got = pipe.at(331)
+    assert got[1].kind == "update" and got[1].alerts[0].acked_by == "amy" and not got[1].notifies

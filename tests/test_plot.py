@@ -10,7 +10,24 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from alerts.plot import EVENT_COLOR, HEIGHT_PX, THRESHOLD_COLOR, WIDTH_PX, render_metric_png
+from alerts.plot import EVENT_COLOR, HEIGHT_PX, THRESHOLD_COLOR, WIDTH_PX, render_png
+from alerts.views import Plot
+
+
+def render_metric_png(metric: str, series: dict, title: str | None = None, **size) -> bytes:
+    plot = Plot(
+        kind="metric",
+        title=title or metric,
+        caption=metric,
+        x=series.get("x", []),
+        y=series.get("y", []),
+        y_min=series.get("y_min") or (),
+        axis=series.get("axis") or "step",
+        y_label=metric,
+        event_x=series.get("event_x"),
+        threshold=series.get("threshold"),
+    )
+    return render_png(plot, **size)
 
 
 def _loss_series(n: int = 300, threshold: float | None = 4.0, event_x: float | None = 1201) -> dict:
@@ -87,3 +104,23 @@ def test_time_axis_and_gaps():
 def test_nothing_to_draw_is_an_error(series):
     with pytest.raises(ValueError, match="no finite values"):
         render_metric_png("loss", series)
+
+
+def test_a_stall_shows_progress_against_time_with_the_stall_shaded_and_the_limit_as_a_span():
+    t0 = 1_780_000_000.0
+    times = [t0 + 10 * i for i in range(120)]  # a step every 10 s for 20 minutes, then nothing
+    plot = Plot(
+        kind="progress",
+        title="progress · run hero-1",
+        caption="step against time",
+        x=times,
+        y=list(range(120)),
+        axis="time",
+        y_label="step",
+        shade=(times[-1], times[-1] + 1800.0),  # 30 minutes without a step
+        limit=900.0,
+    )
+    img = _image(render_png(plot))
+    shaded = _pixels_near(img, "#fbdcdc", tol=12)  # the stall: red at 15% on white
+    assert shaded > 20_000, "the stall interval is shaded, and it is wide (30 of 50 minutes)"
+    assert _pixels_near(img, THRESHOLD_COLOR) > 100, "the limit is drawn"

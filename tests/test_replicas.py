@@ -100,7 +100,7 @@ def test_a_replica_that_lost_its_lease_mid_cycle_writes_nothing(pg_url, clock):
 
     one.engine.sources["sim"] = Slow()
     report = one.engine.poll("hero-a")
-    assert report.skipped and "hero-a" not in one.engine._adopted
+    assert report.skipped and "hero-a" not in one.engine.adopted
     one.stop()
     two.stop()
 

@@ -9,8 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from alerts.notifiers.base import Notification
-from alerts.notifiers.slack_blocks import GroupView, root_message
+from alerts.notifiers.slack_blocks import root_message
 from alerts.slack_interactions import (
     ACK,
     SILENCE_1H,
@@ -22,6 +21,7 @@ from alerts.slack_interactions import (
     signature_for,
     verify_and_parse,
 )
+from tests.views_support import alert, group  # noqa: E402
 
 SECRET = "test-signing-secret-0000"  # a fake: tests never hold real secrets
 NOW = 1_780_000_000.0
@@ -114,38 +114,12 @@ def test_our_signature_matches_slack_sdk():
 
 
 def test_the_buttons_the_renderer_makes_parse_back():
-    alerts = [
-        {
-            "id": 7,
-            "alertname": "LossSpike",
-            "severity": "critical",
-            "state": "firing",
-            "labels": {"run": "r1"},
-            "summary": "loss up",
-            "started_at": NOW,
-        },
-        {
-            "id": 8,
-            "alertname": "GradNormHigh",
-            "severity": "warning",
-            "state": "firing",
-            "labels": {"run": "r1"},
-            "summary": "grad norm up",
-            "started_at": NOW,
-        },
-    ]
-    n = Notification(
-        "k1",
-        "slack",
-        "firing",
-        "LossSpike",
-        "critical",
-        {"run": "r1"},
-        {},
-        NOW,
-        extra={"group_key": "slack:feedc0ffee", "kind": "open", "alerts": alerts, "actions": True},
+    view = group(
+        alert(7, "LossSpike", summary="loss up"),
+        alert(8, "GradNormHigh", severity="warning", summary="grad norm up"),
+        group_key="slack:feedc0ffee",
     )
-    actions = [b for b in root_message(GroupView.from_notification(n)).blocks if b["type"] == "actions"][0]
+    actions = [b for b in root_message(view).blocks if b["type"] == "actions"][0]
     seen = {}
     for button in actions["elements"]:
         body = body_of(click(button["action_id"], button["value"]))

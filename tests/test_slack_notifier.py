@@ -14,11 +14,12 @@ from collections.abc import Iterator, Sequence
 import pytest
 from PIL import Image
 
-from alerts.notifiers.base import Notification, SendResult
+from alerts.notifiers.base import SendResult
 from alerts.notifiers.registry import NOTIFIER_KINDS, make_notifier
 from alerts.notifiers.slack import SlackNotifier, format_ref, parse_ref
 from alerts.outbox import ClaimedNotification, Dispatcher
 from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, decode_button_value
+from alerts.views import AlertView, GroupView, Plot
 from tests.standins.slack_server import SlackStandin
 
 TOKEN = "xoxb-test-0000-notifier"  # fake
@@ -70,10 +71,19 @@ def alert(id: int = 7, **over) -> dict:
     return a
 
 
-def loss_series() -> dict:
+def loss_series() -> Plot:
     xs = list(range(1000, 1300))
     ys = [2.0 + 0.1 * math.sin(i / 5) + (3.0 if i > 1200 else 0.0) for i in xs]
-    return {"train/loss": {"x": xs, "y": ys, "axis": "step", "event_x": 1201, "threshold": 4.0}}
+    return Plot(
+        kind="metric",
+        title=f"train/loss · run {RUN}",
+        caption="train/loss by step around step 1201; the threshold 4 as a dashed red line",
+        x=xs,
+        y=ys,
+        y_label="train/loss",
+        event_x=1201,
+        threshold=4.0,
+    )
 
 
 def note(
@@ -81,39 +91,25 @@ def note(
     kind: str = "open",
     alerts: Sequence[dict] | None = None,
     root_ref: str | None = None,
-    series: dict | None = None,
+    series: Plot | None = None,
     links: dict | None = None,
     actions: bool = True,
     changed: Sequence[int] | None = None,
-) -> Notification:
+) -> GroupView:
     alerts = list(alerts) if alerts is not None else [alert()]
-    lead = alerts[0]
-    extra = {
-        "group_key": "slack:0123456789abcdef",
-        "group_labels": {"run": RUN},
-        "kind": kind,
-        "alerts": alerts,
-        "links": {"wandb_url": WANDB, "dashboard_url": DASH} if links is None else links,
-        "series": series or {},
-        "actions": actions,
-    }
-    if root_ref is not None:
-        extra["root_ref"] = root_ref
-    if changed is not None:
-        extra["changed"] = list(changed)
-    status = "firing" if any(a["state"] == "firing" for a in alerts) else "resolved"
-    return Notification(
-        key,
-        "slack",
-        status,
-        lead["alertname"],
-        lead["severity"],
-        lead["labels"],
-        {"summary": lead["summary"]},
-        lead["started_at"],
-        value=lead["value"],
-        step=lead["step"],
-        extra=extra,
+    views = tuple(AlertView.from_dict(a) for a in alerts)
+    return GroupView(
+        key=key,
+        receiver="slack",
+        kind=kind,
+        group_key="slack:0123456789abcdef",
+        group_labels={"run": RUN},
+        alerts=views,
+        changed=frozenset(str(c) for c in (changed if changed is not None else [a["id"] for a in alerts])),
+        root_ref=root_ref,
+        links={"wandb_url": WANDB, "dashboard_url": DASH} if links is None else links,
+        actions=actions,
+        plot=series,
     )
 
 
@@ -192,7 +188,7 @@ def test_resolved_is_shown_on_the_root_without_buttons(slack, notifier):
     assert root.text.startswith("RESOLVED: LossSpike on run llama-70b")
     assert not [b for b in root.blocks if b["type"] == "actions"]
     assert "Acknowledged by <@U0ALICE>" in texts(root.blocks)
-    assert "after 1h 1m" in texts(root.blocks)
+    assert "after 1h1m" in texts(root.blocks)
     [reply] = slack.thread(CH, root_ts(ref))
     assert "Resolved" in texts(reply.blocks)
     assert len(slack.roots(CH)) == 1
@@ -239,15 +235,18 @@ def test_an_update_whose_root_was_deleted_posts_a_new_root(slack, notifier):
 
 
 def test_a_plain_notification_without_group_data_posts_a_root(slack, notifier):
-    n = Notification(
+    n = GroupView.single(
         "wd-1",
         "slack",
-        "firing",
-        "Watchdog",
-        "info",
-        {"alertname": "Watchdog"},
-        {"summary": "herowatch is alive (dead man's switch)"},
-        T0,
+        AlertView.from_dict(
+            {
+                "alertname": "Watchdog",
+                "severity": "info",
+                "labels": {"alertname": "Watchdog"},
+                "summary": "herowatch is alive (dead man's switch)",
+                "started_at": T0,
+            }
+        ),
     )
     assert notifier.send(n).ok
     [root] = slack.roots(CH)
@@ -383,7 +382,7 @@ def test_429_is_transient_with_retry_after_and_not_retried_in_the_client(slack, 
 
 
 class _OneRowStore:
-    def __init__(self, n: Notification) -> None:
+    def __init__(self, n: GroupView) -> None:
         self.rows = [ClaimedNotification(1, 0, n)]
         self.outcome: tuple | None = None
 
@@ -532,7 +531,7 @@ def test_the_registry_builds_it_from_the_receiver_config_and_the_env_token(slack
     assert "slack" in NOTIFIER_KINDS
     monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
     receiver = SlackReceiver(name="oncall", kind="slack", channel=CH, base_url=slack.api_url, timeout="2s")
-    options = receiver.model_dump(exclude={"name", "kind"})  # as monitor/service.py passes them
+    options = receiver.model_dump(exclude={"name", "kind"}, exclude_none=True)  # as monitor/service.py does
     notifier = make_notifier("slack", options)
     assert notifier._client.timeout == 2.0
     assert notifier.send(note("n-open")).ok and len(slack.roots(CH)) == 1

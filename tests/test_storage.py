@@ -8,11 +8,11 @@ from sqlalchemy import func, inspect, select, text
 
 from alerts.notifiers.base import SendResult
 from alerts.outbox import Dispatcher
+from monitor.delivery.pipeline import Pipeline
 from monitor.samples import RunInfo, Sample
 from monitor.storage import migrate, runs_repo
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Notification, SeriesBucket, SeriesMeta
-from monitor.storage.outbox_store import SqlOutboxStore
 from monitor.storage.series import MAX_BUCKETS, read_series
 
 TABLES = {
@@ -105,7 +105,7 @@ class Recorder:
         self.sent = []
 
     def send(self, n):
-        self.sent.append(n.idempotency_key)
+        self.sent.append(n.key)
         return self.results.pop(0) if self.results else SendResult.sent("ts-1")
 
 
@@ -139,7 +139,7 @@ def test_outbox_retries_with_retry_after_and_records_the_outcome(migrated_url):
     rec = Recorder(
         [SendResult.transient("429 rate limited", retry_after=30), SendResult.permanent("bad channel")]
     )
-    d = Dispatcher(SqlOutboxStore(sessions), {"console": rec}, lambda: now[0])
+    d = Dispatcher(Pipeline(sessions), {"console": rec}, lambda: now[0])
     assert d.run_once() == 0
     with sessions() as s:
         row = s.scalars(select(Notification)).one()
@@ -158,7 +158,7 @@ def test_outbox_retries_with_retry_after_and_records_the_outcome(migrated_url):
 def test_a_claim_by_a_dead_worker_expires_and_is_delivered_once(migrated_url):
     engine = make_engine(migrated_url)
     sessions = make_sessionmaker(engine)
-    store = SqlOutboxStore(sessions)
+    store = Pipeline(sessions)
     _enqueue(sessions)
     claimed = store.claim_due(100.0, 10, "dead-worker", lease_seconds=60)
     assert len(claimed) == 1

@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from alerts.notifiers.base import Notification
 from alerts.notifiers.webhook import WebhookNotifier
+from tests.views_support import alert, group
 
 
 class Hook(BaseHTTPRequestHandler):
@@ -38,15 +38,10 @@ def hook():
     server.shutdown()
 
 
-N = Notification(
-    idempotency_key="alert:1:firing:hook",
+N = group(
+    alert(1, labels={"run": "hero-1"}, summary="hero-1: no new step for 20m", started_at=1.0),
+    key="alert:1:firing:hook",
     receiver="hook",
-    status="firing",
-    alertname="progress_stalled",
-    severity="critical",
-    labels={"run": "hero-1"},
-    annotations={"summary": "hero-1: no new step for 20m"},
-    started_at=1.0,
 )
 
 

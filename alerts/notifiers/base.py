@@ -1,32 +1,13 @@
-"""The one interface every notifier implements."""
+"""The one interface every notifier implements: send a rendered view of an alert group, and say
+whether a failure is worth retrying. Muting, deduplication, grouping and throttling happen before
+(``monitor.delivery``); retries after (``alerts.outbox``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
-
-@dataclass(frozen=True)
-class Notification:
-    """What the outbox hands a notifier: one alert state change for one receiver."""
-
-    idempotency_key: str
-    receiver: str
-    status: str  # "firing" or "resolved"
-    alertname: str
-    severity: str
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    started_at: float
-    ended_at: float | None = None
-    value: float | None = None
-    step: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def summary(self) -> str:
-        return self.annotations.get("summary") or self.alertname
+from alerts.views import GroupView
 
 
 @dataclass(frozen=True)
@@ -51,4 +32,4 @@ class SendResult:
 
 
 class Notifier(Protocol):
-    def send(self, notification: Notification) -> SendResult: ...
+    def send(self, view: GroupView) -> SendResult: ...

@@ -7,14 +7,9 @@ import threading
 from typing import TextIO
 
 from alerts.clock import isoformat
-from alerts.notifiers.base import Notification, SendResult
-
-_ICON = {"firing": "FIRING", "resolved": "RESOLVED", "repeat": "STILL FIRING"}
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+from alerts.durations import format_duration
+from alerts.notifiers.base import SendResult
+from alerts.views import AlertView, GroupView
 
 
 class ConsoleNotifier:
@@ -22,50 +17,27 @@ class ConsoleNotifier:
         self._stream = stream
         self._lock = threading.Lock()
 
-    def render(self, n: Notification) -> str:
-        """One block per alert that changed (a group's message may carry several)."""
-        alerts = n.extra.get("alerts")
-        if not alerts:
-            return self._one(n)
-        changed = set(n.extra.get("changed") or [])
-        blocks = []
-        for a in alerts:
-            if a.get("id") not in changed:
-                continue
-            status = "firing" if a["state"] == "firing" else "resolved"
-            if n.extra.get("kind") == "repeat":
-                status = "repeat"
-            blocks.append(
-                self._one(
-                    Notification(
-                        idempotency_key=n.idempotency_key,
-                        receiver=n.receiver,
-                        status=status,
-                        alertname=a["alertname"],
-                        severity=a["severity"],
-                        labels=a["labels"],
-                        annotations={"summary": a.get("summary") or ""},
-                        started_at=a["started_at"],
-                        ended_at=a.get("ended_at"),
-                    )
-                )
-            )
-        return "\n".join(blocks) or self._one(n)
+    def render(self, view: GroupView) -> str:
+        """One block per alert the notification is about (a group's message may carry several)."""
+        return "\n".join(self._one(a, view.kind) for a in view.changed_alerts)
 
-    def _one(self, n: Notification) -> str:
-        run = n.labels.get("run", "?")
-        when = isoformat(n.ended_at if n.status == "resolved" else n.started_at)
-        head = f"[herowatch] {_ICON.get(n.status, n.status.upper())} {n.severity.upper()} {n.alertname}"
-        parts = [f"{head} run={run} at {when}", f"  {n.summary}"]
-        if n.status == "resolved" and n.ended_at is not None:
-            parts.append(f"  lasted {_duration(n.ended_at - n.started_at)}")
+    @staticmethod
+    def _one(a: AlertView, kind: str) -> str:
+        word = "STILL FIRING" if kind == "repeat" else a.state.upper()
+        when = isoformat(a.ended_at if a.state == "resolved" and a.ended_at else a.started_at)
+        head = f"[herowatch] {word} {a.severity.value.upper()} {a.alertname}"
+        parts = [f"{head} run={a.run or '?'} at {when}", f"  {a.summary}"]
+        if a.state == "resolved" and a.ended_at is not None:
+            parts.append(f"  lasted {format_duration(a.ended_at - a.started_at)}")
+        if a.acked_by:
+            parts.append(f"  acknowledged by {a.acked_by}")
         return "\n".join(parts)
 
-    def send(self, notification: Notification) -> SendResult:
+    def send(self, view: GroupView) -> SendResult:
         stream = self._stream or sys.stdout
         with self._lock:
             try:
-                stream.write(self.render(notification) + "\n")
+                stream.write(self.render(view) + "\n")
                 stream.flush()
             except (OSError, ValueError) as exc:  # closed or broken stream
                 return SendResult.transient(f"console write failed: {exc}")

@@ -1,15 +1,17 @@
 """Slack: one threaded conversation per alert group, through slack-sdk's WebClient and a bot token.
 
-What a notification does, by ``extra["kind"]`` (see ``GroupView`` in ``slack_blocks``):
+What a notification does, by ``view.kind`` (``alerts.views``):
 
-- ``open``: post the group's root message (Block Kit, with Acknowledge / Silence buttons) and upload a
-  PNG of the metric around the event into its thread. ``SendResult.ref`` is ``"CHANNEL:TS"`` of the root.
-- ``update``: ``chat.update`` the root to the group's current state (e.g. RESOLVED, acknowledged by),
-  then reply in the thread with what changed.
+- ``open``: post the episode's root message (Block Kit, with Acknowledge / Silence buttons) and upload
+  the plot into its thread. A top-level message: it notifies. ``SendResult.ref`` is ``"CHANNEL:TS"``.
+- ``notify``: a new alert in an episode that has a root: ``chat.update`` the root to the group's state,
+  then a thread reply **with ``reply_broadcast``**, so it also shows in the channel and notifies, and
+  the new alert's plot in the thread. (An edit or a quiet reply would notify nobody.)
+- ``update``: ``chat.update`` the root, then a quiet thread reply saying what changed (resolved,
+  acknowledged): what was announced changed state; nobody is paged for it.
 - ``repeat``: a reminder reply in the thread (also shown in the channel: ``broadcast_reminders``).
-- update/repeat without a usable ``root_ref``, or whose root was deleted: post a new root, as ``open``.
-  Every send returns the root's ref, so a caller that stores the latest ref follows a replaced root.
-- no ``kind`` at all (a plain notification, e.g. the watchdog): a root message for that one alert.
+- notify/update/repeat without a usable root, or whose root was deleted: post a new root, as ``open``.
+- ``single`` (e.g. the watchdog): a root message for that one alert, without buttons.
 
 A plot is best effort: any failure to draw or upload it is logged and the send still succeeds.
 
@@ -49,17 +51,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
-from alerts.notifiers.base import Notification, SendResult
-from alerts.notifiers.slack_blocks import (
-    EVENT_TYPE,
-    GroupView,
-    Message,
-    metadata_for,
-    plot_alt_text,
-    repeat_message,
-    root_message,
-    update_message,
-)
+from alerts.notifiers.base import SendResult
+from alerts.notifiers.slack_blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
+from alerts.views import GroupView
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +128,7 @@ class SlackNotifier:
         channel: str,
         token: str | None = None,
         base_url: str | None = None,
-        timeout: float | str = 10.0,
+        timeout: float = 10.0,
         dashboard_url: str | None = None,
         plots: bool = True,
         actions: bool = True,
@@ -161,7 +155,7 @@ class SlackNotifier:
         self._client = WebClient(
             token=token,
             base_url=base_url or WebClient.BASE_URL,
-            timeout=_seconds(timeout),  # type: ignore[arg-type]  # urllib takes float seconds
+            timeout=float(timeout),  # type: ignore[arg-type]  # urllib takes float seconds
             retry_handlers=[],  # the outbox schedules every retry: see the module docstring
             logger=logging.getLogger(f"{__name__}.sdk"),
         )
@@ -170,13 +164,13 @@ class SlackNotifier:
         return f"SlackNotifier(channel={self.channel!r})"
 
     # ---- the Notifier protocol --------------------------------------------------------------------------
-    def send(self, notification: Notification) -> SendResult:
-        view = GroupView.from_notification(notification)
+    def send(self, view: GroupView) -> SendResult:
         try:
             root = parse_ref(view.root_ref)
-            if view.kind in ("update", "repeat") and root is not None:
+            follow_up = view.kind in ("notify", "update", "repeat")
+            if follow_up and root is not None:
                 return self._follow_up(view, *root)
-            if view.kind in ("update", "repeat"):
+            if follow_up:
                 log.warning(
                     "slack: %s for group %s has no root message; posting a new root",
                     view.kind,
@@ -195,7 +189,7 @@ class SlackNotifier:
             if not has_replies:
                 self._upload_plot(view, channel, ts)
             return SendResult.sent(format_ref(channel, ts))
-        msg = root_message(view, self.dashboard_url, buttons=self.actions)
+        msg = root_message(view, self.dashboard_url, buttons=self.actions and view.kind != "single")
         resp = self._post(msg, metadata_for(view))
         channel, ts = resp.get("channel") or self.channel, str(resp["ts"])
         self._upload_plot(view, channel, ts)
@@ -203,7 +197,7 @@ class SlackNotifier:
 
     def _follow_up(self, view: GroupView, channel: str, root_ts: str) -> SendResult:
         ref = format_ref(channel, root_ts)
-        if view.kind == "update":
+        if view.kind in ("notify", "update"):
             msg = root_message(view, self.dashboard_url, buttons=self.actions)
             try:
                 self._call(
@@ -226,15 +220,22 @@ class SlackNotifier:
         if self._find_in_thread(channel, root_ts, view.key):
             log.info("slack: reply for %s already posted in %s, not posting again", view.key, ref)
             return SendResult.sent(ref)
-        msg = update_message(view) if view.kind == "update" else repeat_message(view)
-        broadcast = view.kind == "repeat" and self.broadcast_reminders
+        broadcast = view.kind == "notify" or (view.kind == "repeat" and self.broadcast_reminders)
         try:
-            self._post(msg, metadata_for(view), channel=channel, thread_ts=root_ts, reply_broadcast=broadcast)
+            self._post(
+                reply_message(view),
+                metadata_for(view),
+                channel=channel,
+                thread_ts=root_ts,
+                reply_broadcast=broadcast,
+            )
         except _Failed as failed:
             if failed.code in _ROOT_GONE:
                 log.warning("slack: thread %s of group %s is gone; posting a new root", ref, view.group_key)
                 return self._open(view)
             raise
+        if view.kind == "notify":
+            self._upload_plot(view, channel, root_ts)
         return SendResult.sent(ref)
 
     # ---- Slack calls -------------------------------------------------------------------------------
@@ -277,8 +278,8 @@ class SlackNotifier:
                 include_all_metadata=True,
             )
         except _Failed as failed:
-            if failed.code in _FATAL_FOR_LOOKUP:
-                raise
+            if failed.code in _FATAL_FOR_LOOKUP or _rate_limited(failed):
+                raise  # the post would fail the same way; a 429 is retried after Retry-After
             log.warning(
                 "slack: could not check for an earlier post (%s); posting anyway", failed.result.error
             )
@@ -302,6 +303,8 @@ class SlackNotifier:
                     cursor=cursor,
                 )
             except _Failed as failed:
+                if _rate_limited(failed):
+                    raise
                 log.warning(
                     "slack: could not check the thread for an earlier reply (%s); posting anyway",
                     failed.result.error,
@@ -315,24 +318,21 @@ class SlackNotifier:
         return False
 
     def _upload_plot(self, view: GroupView, channel: str, thread_ts: str) -> None:
-        if not self.plots or not view.series:
+        plot = view.plot
+        if not self.plots or plot is None:
             return
         try:
-            metric = view.lead.get("metric")
-            if metric not in view.series:
-                metric = next(iter(view.series))
-            series = view.series[metric]
-            title = f"{metric} · run {view.run}" if view.run else str(metric)
-            plotter = self._plotter or _default_plotter()
-            png = plotter(str(metric), series, title=title)
-            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(metric)).strip("_") or "metric"
+            png = (self._plotter or _default_plotter())(plot)
+            name = plot.y_label if plot.kind == "metric" and plot.y_label else plot.kind
+            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:60] or "plot"
             self._client.files_upload_v2(
                 channel=channel,
                 thread_ts=thread_ts,
                 file=png,
                 filename=f"{safe}.png",
-                title=title,
-                alt_txt=plot_alt_text(str(metric), series, view.run),
+                title=plot.title,
+                alt_txt=plot.caption[:1000],
+                initial_comment=plot.caption[:1000],
             )
         except Exception as exc:  # noqa: BLE001 - a plot must never block or fail the alert
             log.warning(
@@ -400,24 +400,8 @@ def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
     return None
 
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def _seconds(value: float | str) -> float:
-    """Seconds from a number or config text such as ``10s``, ``1m30s``, ``500ms`` (receiver options are
-    passed as the config serialises them)."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    text = str(value).strip().lower()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = list(_DURATION_PART.finditer(text))
-    if not parts or "".join(m.group(0) for m in parts) != text:
-        raise ValueError(f"timeout {value!r} is not a duration such as 10s")
-    return sum(float(m.group(1)) * _DURATION_UNITS[m.group(2)] for m in parts)
+def _rate_limited(failed: _Failed) -> bool:
+    return failed.code == "ratelimited" or (failed.result.retry and failed.result.retry_after is not None)
 
 
 def _describe(exc: BaseException) -> str:
@@ -425,6 +409,6 @@ def _describe(exc: BaseException) -> str:
 
 
 def _default_plotter() -> Callable[..., bytes]:
-    from alerts.plot import render_metric_png
+    from alerts.plot import render_png
 
-    return render_metric_png
+    return render_png

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 
-from alerts.notifiers.base import Notification, SendResult
+from alerts.notifiers.base import SendResult
+from alerts.views import GroupView
 
 PERMANENT = {400, 401, 403, 404, 405, 410, 413, 422}
 
@@ -14,38 +17,25 @@ class WebhookNotifier:
         self.url = url
         self._client = client or httpx.Client(timeout=timeout)
 
-    def payload(self, n: Notification) -> dict:
-        alerts = n.extra.get("alerts") or [
-            {
-                "alertname": n.alertname,
-                "severity": n.severity,
-                "state": n.status,
-                "labels": dict(n.labels),
-                "summary": n.summary,
-                "started_at": n.started_at,
-                "ended_at": n.ended_at,
-                "value": n.value,
-                "step": n.step,
-            }
-        ]
+    @staticmethod
+    def payload(view: GroupView) -> dict[str, Any]:
         return {
-            "version": "1",
-            "receiver": n.receiver,
-            "status": n.status,
-            "idempotencyKey": n.idempotency_key,
-            "groupKey": n.extra.get("group_key"),
-            "kind": n.extra.get("kind"),
-            "groupLabels": n.extra.get("group_labels") or {},
-            "alerts": alerts,
+            "version": "2",
+            "receiver": view.receiver,
+            "status": view.status,
+            "kind": view.kind,
+            "notifies": view.notifies,
+            "idempotencyKey": view.key,
+            "groupKey": view.group_key,
+            "groupLabels": dict(view.group_labels),
+            "changed": sorted(view.changed),
+            "links": dict(view.links),
+            "alerts": [a.to_dict() for a in view.alerts],
         }
 
-    def send(self, notification: Notification) -> SendResult:
+    def send(self, view: GroupView) -> SendResult:
         try:
-            r = self._client.post(
-                self.url,
-                json=self.payload(notification),
-                headers={"Idempotency-Key": notification.idempotency_key},
-            )
+            r = self._client.post(self.url, json=self.payload(view), headers={"Idempotency-Key": view.key})
         except httpx.TimeoutException:
             return SendResult.transient("webhook timed out")
         except httpx.HTTPError as exc:

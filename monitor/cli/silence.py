@@ -50,7 +50,7 @@ def add(
     database_url: str = DB_OPTION,
 ) -> None:
     """Create a silence starting now."""
-    from monitor.storage import silences_repo
+    from monitor.delivery import oncall
 
     try:
         seconds = parse_duration(duration)
@@ -60,10 +60,12 @@ def add(
     now = SystemClock().time()
     try:
         with sessions.begin() as s:
-            row = silences_repo.create(s, matchers, now, now + seconds, by or getpass.getuser(), comment, now)
+            row = oncall.create_silence(
+                s, matchers, created_by=by or getpass.getuser(), comment=comment, now=now, duration=seconds
+            )
             sid = row.id
-    except ValueError as exc:
-        raise typer.Exit(_err(str(exc))) from None
+    except oncall.ActionError as exc:
+        raise typer.Exit(_err(exc.message)) from None
     finally:
         db.dispose()
     typer.echo(f"silence {sid} active until {isoformat(now + seconds)} ({format_duration(seconds)})")
@@ -75,17 +77,17 @@ def list_(
     database_url: str = DB_OPTION,
 ) -> None:
     """Show active (and with --all, expired) silences."""
-    from monitor.storage import silences_repo
+    from monitor.storage import views
 
     db, sessions = _sessions(database_url)
     now = SystemClock().time()
     with sessions() as s:
-        rows = silences_repo.list_silences(s, now, include_expired=all_)
+        rows = [r for r in views.list_silences(s, now) if all_ or r.ends_at > now]
         if not rows:
             typer.echo("no silences" if all_ else "no active silences")
         for r in rows:
             typer.echo(
-                f"{r.id:>4}  {silences_repo.state_of(r, now):8}  until {isoformat(r.ends_at)}  "
+                f"{r.id:>4}  {views.silence_state(r, now):8}  until {isoformat(r.ends_at)}  "
                 f"{' '.join(r.matchers.get('matchers', []))}  by {r.created_by}"
                 + (f"  # {r.comment}" if r.comment else "")
             )
@@ -98,12 +100,14 @@ def expire(
     database_url: str = DB_OPTION,
 ) -> None:
     """End a silence now."""
-    from monitor.storage import silences_repo
+    from monitor.delivery import oncall
 
     db, sessions = _sessions(database_url)
-    with sessions.begin() as s:
-        row = silences_repo.expire(s, silence_id, SystemClock().time())
-    db.dispose()
-    if row is None:
-        raise typer.Exit(_err(f"no silence {silence_id}"))
+    try:
+        with sessions.begin() as s:
+            oncall.expire_silence(s, silence_id, SystemClock().time())
+    except oncall.ActionError as exc:
+        raise typer.Exit(_err(exc.message)) from None
+    finally:
+        db.dispose()
     typer.echo(f"silence {silence_id} expired")

@@ -40,6 +40,13 @@ class Watch(Strict):
     poll_interval: Duration = 15.0
     labels: dict[str, str] = Field(default_factory=dict)
     target_step: int | None = Field(default=None, ge=1, description="the run's last step, for an ETA")
+    unavailable_after: Duration = Field(
+        default=120.0,
+        description="a source failing this long raises source_unavailable (its rules pause at once)",
+    )
+    clock_skew_bound: Duration = Field(
+        default=600.0, description="warn when new rows arrive this long after their own timestamps"
+    )
     rules: WatchRules = Field(default_factory=WatchRules)
     sim: SimTarget | None = None
     wandb: WandbTarget | None = None

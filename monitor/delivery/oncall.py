@@ -1,20 +1,29 @@
-"""What on-call can change: silences (create, expire) and acknowledgements. The JSON API and the
-dashboard's forms call these same functions; each runs in the caller's transaction."""
+"""What on-call can do about alerts, the one implementation used by the API, the dashboard, Slack's
+buttons and the CLI: acknowledge, create a silence, expire a silence.
+
+Each action runs in the caller's transaction, writes what it did into the incident timeline of the
+runs it touches, and queues the update their receivers must show (the Slack root says who took the
+alert). The limits are the same from everywhere. A refused action raises ``ActionError`` with the HTTP
+status and a message for the person who asked.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
+from alerts.durations import format_duration
 from alerts.silences import SilenceSpec
-from monitor.storage import views
-from monitor.storage.models import Alert, AlertTransition, Silence
-from monitor.web.api.schemas import SilenceIn, SilenceOut
+from monitor.storage import groups_repo, outbox_store, views
+from monitor.storage.models import Alert, AlertGroup, AlertTransition, Silence
 
 MAX_SILENCE = 90 * 86400.0
+MAX_TEXT = 2000  # comments
+MAX_MATCHERS = 20
 
 
 class ActionError(Exception):
@@ -46,12 +55,89 @@ def parse_time(value: str | float | None, what: str) -> float | None:
     return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
-def create_silence(s: Session, body: SilenceIn, now: float) -> Silence:
-    starts = parse_time(body.starts_at, "starts_at") or now
-    if body.duration is not None:
-        ends = starts + float(body.duration)
-    else:
-        ends = parse_time(body.ends_at, "ends_at") or 0.0
+def _who(by: str) -> str:
+    who = (by or "").strip()
+    if not who:
+        raise ActionError(422, "say who you are (by / created_by)")
+    if len(who) > 200:
+        raise ActionError(422, "a name is at most 200 characters")
+    return who
+
+
+def _note(text: str | None) -> str:
+    note = (text or "").strip()
+    if len(note) > MAX_TEXT:
+        raise ActionError(422, f"a comment is at most {MAX_TEXT} characters")
+    return note
+
+
+# ---- acknowledge ---------------------------------------------------------------------------------------
+def acknowledge(s: Session, alerts: Iterable[Alert], by: str, comment: str | None, now: float) -> list[Alert]:
+    """Mark firing (or pending) alerts as taken: no more reminders for them. Each gets a timeline entry;
+    each group episode that told of it is queued an update (the Slack root shows who took it)."""
+    who, note = _who(by), _note(comment)
+    done = []
+    for alert in alerts:
+        if alert.state not in views.ACTIVE_STATES or alert.acked_at is not None:
+            continue
+        alert.acked_by, alert.acked_at = who, now
+        text = f"acknowledged by {who}" + (f": {note}" if note else "")
+        s.add(
+            AlertTransition(
+                alert_id=alert.id,
+                run_id=alert.run_id,
+                at=now,
+                from_state=alert.state,
+                to_state=alert.state,
+                reason=text,
+                value=None,
+                step=alert.step,
+            )
+        )
+        for group in groups_repo.groups_with_alerts(s, [alert.id]):
+            outbox_store.enqueue_once(
+                s,
+                f"ack:{alert.id}:{group.id}",
+                now,
+                receiver=group.receiver,
+                kind="ack",
+                alert_id=alert.id,
+                group_id=group.id,
+                payload={"status": "firing"},
+            )
+        done.append(alert)
+    return done
+
+
+def ack_alert(s: Session, alert_id: int, by: str, comment: str | None, now: float) -> Alert:
+    row = views.get_alert(s, alert_id)
+    if row is None:
+        raise ActionError(404, f"no alert with id {alert_id}")
+    if row.state not in views.ACTIVE_STATES:
+        raise ActionError(
+            409, f"alert {alert_id} is {row.state}: only pending or firing alerts can be acknowledged"
+        )
+    if row.acked_at is None:
+        acknowledge(s, [row], by, comment, now)
+    return row
+
+
+# ---- silences ------------------------------------------------------------------------------------------
+def create_silence(
+    s: Session,
+    matchers: Sequence[str],
+    *,
+    created_by: str,
+    comment: str = "",
+    now: float,
+    starts_at: float | None = None,
+    ends_at: float | None = None,
+    duration: float | None = None,
+) -> Silence:
+    starts = starts_at if starts_at is not None else now
+    ends = starts + duration if duration is not None else ends_at
+    if ends is None:
+        raise ActionError(422, "say how long the silence lasts (duration) or when it ends (ends_at)")
     if ends <= starts:
         raise ActionError(422, "the silence must end after it starts")
     if ends <= now:
@@ -59,17 +145,21 @@ def create_silence(s: Session, body: SilenceIn, now: float) -> Silence:
             422, f"the silence would already be over (ends {isoformat(ends)}, now {isoformat(now)})"
         )
     if ends - starts > MAX_SILENCE:
-        raise ActionError(422, "a silence lasts at most 90 days; create a new one when it ends")
+        raise ActionError(
+            422, f"a silence lasts at most {MAX_SILENCE / 86400:.0f} days; create a new one when it ends"
+        )
+    if not matchers or len(matchers) > MAX_MATCHERS:
+        raise ActionError(422, f"a silence needs 1 to {MAX_MATCHERS} matchers")
     try:
-        SilenceSpec.parse(0, body.matchers, starts, ends)
+        SilenceSpec.parse(0, matchers, starts, ends)
     except ValueError as exc:
         raise ActionError(422, str(exc)) from None
     row = Silence(
-        matchers={"matchers": list(body.matchers)},
+        matchers={"matchers": list(matchers)},
         starts_at=starts,
         ends_at=ends,
-        created_by=body.created_by.strip(),
-        comment=body.comment.strip(),
+        created_by=_who(created_by),
+        comment=_note(comment),
         created_at=now,
     )
     s.add(row)
@@ -89,46 +179,34 @@ def expire_silence(s: Session, silence_id: int, now: float) -> Silence:
     return row
 
 
-def ack_alert(s: Session, alert_id: int, by: str, comment: str | None, now: float) -> Alert:
-    """Marks a pending or firing alert as taken by someone; the ack goes into the run's timeline."""
-    row = views.get_alert(s, alert_id)
-    if row is None:
-        raise ActionError(404, f"no alert with id {alert_id}")
-    if row.state not in views.ACTIVE_STATES:
-        raise ActionError(
-            409, f"alert {alert_id} is {row.state}: only pending or firing alerts can be acknowledged"
-        )
-    row.acked_by, row.acked_at = by.strip(), now
-    note = f"acknowledged by {by.strip()}" + (f": {comment.strip()}" if comment and comment.strip() else "")
-    s.add(
-        AlertTransition(
-            alert_id=row.id,
-            run_id=row.run_id,
-            at=now,
-            from_state=row.state,
-            to_state=row.state,
-            reason=note,
-            value=None,
-            step=row.step,
-        )
-    )
-    return row
+# ---- from a Slack button ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    text: str  # shown to the clicker (an ephemeral reply)
+    changed: int
 
 
-def silence_out(row: Silence, now: float, active: Sequence[Alert] = ()) -> SilenceOut:
-    state = views.silence_state(row, now)
-    spec = views.spec_of(row)
-    muting = 0
-    if spec is not None and state == "active":
-        muting = sum(1 for a in active if spec.matches({k: str(v) for k, v in (a.labels or {}).items()}))
-    return SilenceOut(
-        id=row.id,
-        matchers=views.matchers_of(row),
-        starts_at=isoformat(row.starts_at) or "",
-        ends_at=isoformat(row.ends_at) or "",
-        state=state,
-        created_by=row.created_by,
-        comment=row.comment or "",
-        created_at=isoformat(row.created_at) or "",
-        muting=muting,
+def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], by: str, now: float) -> Outcome:
+    wanted = {int(i) for i in alert_ids if str(i).isdigit()}
+    alerts = [
+        a
+        for a in groups_repo.alerts_of(s, group.id)
+        if a.state == "firing" and (not wanted or a.id in wanted)
+    ]
+    if not alerts:
+        return Outcome("Nothing to acknowledge: the alerts have resolved.", 0)
+    acknowledge(s, alerts, by, "from Slack", now)
+    return Outcome(f"Acknowledged by {by}: no reminders until they resolve or fire again.", len(alerts))
+
+
+def silence_group(s: Session, group: AlertGroup, seconds: float, by: str, now: float) -> Outcome:
+    labels = {k: v for k, v in (group.labels or {}).items() if v}
+    if not labels:
+        return Outcome("This group has no labels to silence by; use `herowatch silence add`.", 0)
+    matchers = [f'{k}="{v}"' for k, v in sorted(labels.items())]
+    row = create_silence(s, matchers, created_by=by, comment="from Slack", now=now, duration=seconds)
+    return Outcome(
+        f"Silenced {' '.join(matchers)} for {format_duration(seconds)} by {by} "
+        f"(silence {row.id}; `herowatch silence expire {row.id}` ends it).",
+        1,
     )

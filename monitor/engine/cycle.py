@@ -1,7 +1,11 @@
 """The poll-evaluate-persist cycle: sources -> samples -> rules -> lifecycle -> outbox, one watch at a time.
 
 Everything a cycle changes (runs, cursors, chart series, alert transitions and the notifications they
-cause) is written in one transaction. Time comes from the injected clock.
+cause) is written in one transaction. Time comes from the injected clock. The sources of a watch are
+polled concurrently (``polling``); a source that cannot be read freezes exactly the rules it feeds
+and, after a while, raises ``source_unavailable`` for the watch (``source_health``), checked on its
+own schedule (``check_health``) so that a stuck poll cannot delay it. Detector state is saved every
+few polls and at shutdown (``checkpoint``), and read back when a watch is taken up (``adoption``).
 """
 
 from __future__ import annotations
@@ -10,26 +14,30 @@ import logging
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
-from alerts.model import AlertState
 from monitor.config.schema import Watch
-from monitor.delivery.planner import Planner
-from monitor.engine import source_health
+from monitor.engine.adoption import Adoption
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.engine.polling import WatchPoller, stuck_after
+from monitor.engine.recording import Recorder
+from monitor.engine.source_health import source_rule
+from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.rules.loader import RuleSet
 from monitor.runs.run_stats import RunStats
-from monitor.samples import RunInfo, Sample
+from monitor.samples import TERMINAL_STATES, RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
-from monitor.storage import alerts_repo, runs_repo
+from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 
 log = logging.getLogger(__name__)
+CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
 
 
 @dataclass
@@ -52,26 +60,35 @@ class Engine:
         watches: list[Watch],
         sources: Mapping[str, Source],
         rules: RuleSet,
-        planner: Planner,
+        planner: object,
         sessions: sessionmaker[Session],
         clock: Clock,
         leases: Leases | None = None,
+        speed: float = 1.0,
     ) -> None:
         self.watches = {w.name: w for w in watches}
         self.leases = leases  # None: a single process does all the work (SQLite)
-        self._adopted: set[str] = set()
         self.sources = sources
         self.rules = rules
-        self.planner = planner
         self.sessions = sessions
         self.clock = clock
+        self.speed = speed
         self._run_watch: dict[str, str] = {}
         self._run_labels: dict[str, dict[str, str]] = {}
-        self.evaluator = Evaluator(self._rules_for_run, lambda run: self._run_labels.get(run, {}))
-        self._alert_ids: dict[str, int] = {}  # fingerprint -> id of its active instance
-        self._fp_run: dict[str, str] = {}  # fingerprint -> run, for handing a watch over
+        self._run_state: dict[str, str | None] = {}
+        self.evaluator = Evaluator(self._rules_for_run, self._labels)
+        self.recorder = Recorder(self.evaluator, planner)
+        self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
-        self._lock = threading.Lock()
+        self._polls_since_checkpoint: dict[str, int] = defaultdict(int)
+        self._lock = threading.RLock()
+        self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
+        self.pollers = {w.name: WatchPoller(w.name) for w in watches}
+        for w in watches:
+            self.pollers[w.name].health.stuck_after.update(
+                {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
+            )
+        self.step_times = {w.name: StepTimes(bound=w.clock_skew_bound) for w in watches}
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
         self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
         self.last_error: dict[str, str | None] = {}
@@ -83,59 +100,47 @@ class Engine:
             return self.rules.for_run()
         return self.rules.for_run(watch.rules.overrides, watch.rules.disabled)
 
-    @property
-    def adopted(self) -> frozenset[str]:
-        """The watches this process polls now."""
-        return frozenset(self._adopted)
+    def _labels(self, run: str) -> dict[str, str]:
+        labels = self._run_labels.get(run)
+        if labels is not None:
+            return labels
+        watch = self.watches.get(run)  # the watch itself carries its source alerts
+        return {**watch.labels, "watch": watch.name} if watch is not None else {}
 
-    def resume(self) -> None:
-        """After a restart: active alerts keep their state (no second notification), detectors are primed
-        with what the database knows of each run. With leases, each watch is adopted when its lease is
-        first taken instead."""
-        if self.leases is None:
-            for name in self.watches:
-                self._adopt(name)
-
-    def _adopt(self, watch: str) -> None:
-        with self.sessions() as s:
-            runs = [r for r in runs_repo.list_runs(s) if r.watch == watch]
-            ids = {r.id for r in runs}
-            restored = 0
-            for row in alerts_repo.load_active(s):
-                if row.run_id in ids:
-                    self.evaluator.active[row.fingerprint] = alerts_repo.status_of(row)
-                    self._alert_ids[row.fingerprint] = row.id
-                    self._fp_run[row.fingerprint] = row.run_id
-                    restored += 1
-            for run in runs:
-                self._remember(run)
-                self._stats[run.id] = RunStats.restore(run.stats, self.watches[run.watch].target_step)
-                if run.last_step is not None and run.last_step_at is not None:
-                    self.evaluator.observe(
-                        Sample(t=run.last_step_at, run=run.id, step=run.last_step, state=run.state)
-                    )
-        self._adopted.add(watch)
-        log.info("watch %s: taken up with %d runs and %d active alerts", watch, len(runs), restored)
-
-    def _let_go(self, watch: str) -> None:
-        """Another replica polls this watch now: forget what this one knew, to re-read it on return."""
-        runs = {r for r, w in self._run_watch.items() if w == watch} | {watch}  # and its watch-level alerts
-        for run in runs:
-            self.evaluator.forget(run)
-            self._stats.pop(run, None)
-        for fp in [fp for fp, r in self._fp_run.items() if r in runs]:
-            self.evaluator.active.pop(fp, None)
-            self._alert_ids.pop(fp, None)
-            self._fp_run.pop(fp, None)
-        self._adopted.discard(watch)
-        log.info("watch %s: handed over to another replica", watch)
-
-    def _remember(self, run: Run) -> None:
+    def remember(self, run: Run) -> None:
         self._run_watch[run.id] = run.watch
+        self._run_state[run.id] = run.state
         self._run_labels[run.id] = {
             **self.watches[run.watch].labels,
             **{k: str(v) for k, v in (run.labels or {}).items()},
         }
+
+    def runs_of(self, watch: str) -> list[str]:
+        return [r for r, w in self._run_watch.items() if w == watch]
+
+    def stats_of(self, run: Run, watch: Watch) -> RunStats:
+        stats = self._stats.get(run.id)
+        if stats is None:
+            stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step)
+        return stats
+
+    def forget(self, run: str) -> None:
+        self.evaluator.drop(run)
+        self._stats.pop(run, None)
+        self._polls_since_checkpoint.pop(run, None)
+        for st in self.step_times.values():
+            st.forget(run)
+
+    @property
+    def adopted(self) -> frozenset[str]:
+        """The watches this process polls now."""
+        return self.adoption.adopted
+
+    def resume(self) -> None:
+        """After a restart: every watch is taken up again (without leases: all of them, now)."""
+        if self.leases is None:
+            for name in self.watches:
+                self.adoption.adopt(name)
 
     def lease_ttl(self, watch: str) -> float:
         return max(3 * self.watches[watch].poll_interval, 30.0)
@@ -144,11 +149,11 @@ class Engine:
         if self.leases is not None and not self.leases.acquire(
             f"poll:{watch}", self.clock.time(), self.lease_ttl(watch)
         ):
-            if watch in self._adopted:
-                self._let_go(watch)
+            if watch in self.adopted:
+                self.adoption.let_go(watch)
             return False
-        if watch not in self._adopted:
-            self._adopt(watch)
+        if watch not in self.adopted:
+            self.adoption.adopt(watch)
         return True
 
     # ---- one cycle ------------------------------------------------------------------------------
@@ -158,35 +163,38 @@ class Engine:
         if not self._take_lease(watch_name):
             report.skipped = True
             return report
-        results: dict[str, PollResult] = {}
         with self.sessions() as s:
             known = {
                 r.id: dict(r.labels or {}) for r in s.scalars(select(Run).where(Run.watch == watch_name))
             }
             cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
-        for kind, cfg in watch.targets().items():
-            target = Target(watch_name, cfg, watch.labels, known)
-            try:
-                results[kind] = self.sources[kind].poll(target, cursors[kind], self.clock.time())
-            except Exception as exc:  # a source bug is an outage of that source, not of herowatch
-                log.exception("source %s raised while polling %s", kind, watch_name)
-                results[kind] = PollResult(error=f"{type(exc).__name__}: {exc}")
-            for info in results[kind].runs:
+        targets = {
+            kind: Target(watch_name, cfg, watch.labels, known) for kind, cfg in watch.targets().items()
+        }
+        budget = max(1.0, watch.poll_interval / self.speed)
+        results = self.pollers[watch_name].poll(
+            self._pool, self.sources, targets, cursors, self.clock.time, budget
+        )
+        for res in results.values():
+            for info in res.runs:
                 known.setdefault(info.run, dict(info.labels))
         now = self.clock.time()
         try:
             with self._lock, self.sessions.begin() as s:
-                if self.leases is not None and not self.leases.holds(s, f"poll:{watch_name}", now):
-                    raise LeaseLost(watch_name)  # fenced: another replica took over mid-cycle
+                self._fence(s, watch_name, now)
                 self._persist(s, watch, results, known, now, report)
         except LeaseLost:
-            self._let_go(watch_name)
+            self.adoption.let_go(watch_name)
             report.skipped = True
         except Exception:
             # The transaction rolled back: what this cycle put in memory must not outlive it.
-            self._let_go(watch_name)
+            self.adoption.let_go(watch_name)
             raise
         return report
+
+    def _fence(self, s: Session, watch: str, now: float) -> None:
+        if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
+            raise LeaseLost(watch)  # fenced: another replica took over mid-cycle
 
     def _persist(
         self,
@@ -202,7 +210,7 @@ class Engine:
             self.last_poll_at[kind] = now
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
-            for sample in res.samples:
+            for sample in self.step_times[watch.name].correct(res.samples, now):
                 samples_by_run[sample.run].append(sample)
             if res.error:
                 report.errors[kind] = res.error
@@ -211,88 +219,75 @@ class Engine:
                 self.last_poll_ok[kind] = now
                 self.last_error[kind] = None
         s.flush()
+        unavailable = self.pollers[watch.name].health.unavailable(now)
         run_ids = set(known) | set(samples_by_run) | {r for res in results.values() for r in res.cursors}
+        errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
         for run_id in sorted(run_ids):
             run = s.get(Run, run_id)
             if run is None:  # samples for a run no source described: record it minimally
                 info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
                 run = runs_repo.upsert_run(s, info, watch.name, now)
                 s.flush()
-            self._remember(run)
+            self.remember(run)
             run.last_polled_at = now
             samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
             runs_repo.record_samples(s, run, samples)
+            self._run_state[run_id] = run.state
             report.samples += len(samples)
-            stats = self._stats.get(run_id)
-            if stats is None:
-                stats = self._stats[run_id] = RunStats.restore(run.stats, watch.target_step)
+            stats = self.stats_of(run, watch)
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.stats = stats.snapshot(now)
-            run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
-            events = self._source_health(run_id, report.errors, results, now)
-            if not report.errors:  # an unreadable source freezes the data rules: no false stall
-                events += self.evaluator.evaluate(run_id, now)
-            for event in events:
-                self._record(s, event, now)
+            run.source_error = errors
+            events = self.evaluator.evaluate(run_id, now, unavailable)
+            skew = self.evaluator.apply(
+                skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
+            )
+            if skew is not None:
+                events.append(skew)
+            self.recorder.record(s, events, now)
+            self.recorder.refresh(s, run_id, now)
             report.events.extend(events)
-        # A watch whose source has never answered has no runs to hang the outage on: the watch itself
-        # carries it (as run=<watch name>) until its runs are known, so a wrong project or key pages too.
-        watch_level_active = any(fp in self.evaluator.active for fp in self._watch_level(watch.name, results))
-        if not run_ids or watch_level_active:
-            errors = report.errors if not run_ids else {}
-            events = self._source_health(watch.name, errors, results, now, scope="watch")
-            for event in events:
-                self._record(s, event, now)
-            report.events.extend(events)
+            self._polls_since_checkpoint[run_id] += 1
+            if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
+                self.adoption.save_state(s, [run_id], now)
+        report.events.extend(self._check_health(s, watch, now))
         for kind, res in results.items():
             if not res.error:
                 runs_repo.save_cursors(s, kind, res.cursors, now)
         report.runs = len(run_ids)
 
-    def _watch_level(self, watch: str, results: Mapping[str, PollResult]) -> list[str]:
-        """Fingerprints of the watch-level source alerts (kept apart from any run of the same name)."""
-        return [
-            self.evaluator.key(
-                source_health.source_rule(k), watch, source_health.finding(None, "watch")
-            ).fingerprint
-            for k in results
-        ]
+    # ---- source health, on its own schedule -------------------------------------------------------
+    def check_health(self, watch_name: str) -> list[AlertEvent]:
+        """Evaluate the watch's ``source_unavailable`` alerts now, even while a poll is stuck."""
+        if watch_name not in self.adopted:
+            return []
+        now = self.clock.time()
+        with self._lock, self.sessions.begin() as s:
+            self._fence(s, watch_name, now)
+            return self._check_health(s, self.watches[watch_name], now)
 
-    def _source_health(
-        self,
-        run: str,
-        errors: Mapping[str, str],
-        results: Mapping[str, PollResult],
-        now: float,
-        scope: str | None = None,
-    ) -> list[AlertEvent]:
+    def _check_health(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
+        health = self.pollers[watch.name].health
+        runs = self.runs_of(watch.name)
+        affected = [r for r in runs if self._run_state.get(r) not in TERMINAL_STATES]
         events = []
-        for kind in results:
-            finding = source_health.finding(errors.get(kind), scope)
-            event = self.evaluator.apply(source_health.source_rule(kind), run, finding, now)
+        for kind in watch.targets():
+            finding = health.finding(kind, now, affected, any_known=bool(runs))
+            event = self.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
+        self.recorder.record(s, events, now)
         return events
 
-    def _record(self, s: Session, event: AlertEvent, now: float) -> None:
-        fp = event.key.fingerprint
-        row = alerts_repo.record_event(s, event, self._alert_ids.get(fp), now)
-        if event.transition.to_state.active:
-            self._alert_ids[fp] = row.id
-            self._fp_run[fp] = event.key.run
-        else:
-            self._alert_ids.pop(fp, None)
-            self._fp_run.pop(fp, None)
-        to = event.transition.to_state
-        if to in (AlertState.FIRING, AlertState.RESOLVED):
-            self.planner.on_transition(s, row, to.value, now)
-        log.info(
-            "alert %s %s -> %s for %s: %s",
-            event.key.rule.name,
-            event.transition.from_state.value,
-            to.value,
-            event.key.run,
-            event.transition.reason,
-        )
+    # ---- shutdown ---------------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Save every adopted run's detector state (at shutdown)."""
+        now = self.clock.time()
+        with self._lock, self.sessions.begin() as s:
+            for watch in list(self.adopted):
+                self.adoption.save_state(s, self.runs_of(watch), now)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

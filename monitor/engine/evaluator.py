@@ -3,6 +3,11 @@
 The engine cycle feeds it what the sources read and persists what it returns; ``herowatch replay``
 and ``herowatch rules test`` drive the very same object with a simulated clock.
 
+The evaluator owns the state of every open (pending or firing) alert. Changes from outside go through
+its methods: ``restore`` (an alert read back from storage after a restart), ``drop`` (a run handed
+over to another replica), ``set_ref`` (the storage id of an instance), ``apply`` (a finding that comes
+from herowatch itself, such as source health), ``export_state``/``import_state`` (detector snapshots).
+
 The hot path is event-driven, so that replaying a million samples stays close to the cost of
 parsing them:
 
@@ -11,23 +16,27 @@ parsing them:
   no new step (a source re-delivering rows) is dropped: it is not a rewind, and not news;
 - ``evaluate(run, now)`` looks only at detectors that turned ``hot`` since the last evaluation,
   clocked detectors whose ``wake_at`` has come, and rules with a pending or firing alert that can
-  change now (``Detector.holds_until``, the ``for`` of a pending alert). Every other detector
-  promised that evaluating it could change nothing. Tests check this against evaluating every rule
-  at every tick.
+  change now (``Detector.holds_until``, the ``for`` of a pending alert).
+
+Outages: ``evaluate(run, now, unavailable)`` leaves alone every rule whose data comes only from an
+unreadable source (its alerts neither fire nor resolve, ``Detector.feeds``); nothing that another
+source delivers changes that.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from alerts.lifecycle import AlertStatus, Transition, advance
 from alerts.model import AlertState, Finding, Severity, fingerprint
-from monitor.rules.base import Detector
-from monitor.rules.kinds import DETECTORS
+from monitor.engine.run_rules import RunRules, Slot
+from monitor.rules import snapshot
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
+
+STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -51,106 +60,21 @@ class AlertEvent:
     status: AlertStatus | None  # None: a pending alert went back to inactive
     finding: Finding
     annotations: Mapping[str, str]
+    ref: int | None = None  # the storage id of the instance, once it has one
 
 
-@dataclass(eq=False)
-class _Slot:
-    """One rule's detector for one run, and the alert instances it has open."""
+@dataclass
+class OpenAlert:
+    """A pending or firing alert instance."""
 
-    index: int
-    rule: RuleSpec
-    det: Detector
-    queued: bool = False
-    open: dict[str, AlertKey] = field(default_factory=dict)  # fingerprint -> key, pending or firing
-
-
-_Feed = tuple[Callable[[Sample], None], Detector, _Slot]  # (bound observe, detector, slot)
-
-
-@dataclass(eq=False)
-class _RunRules:
-    slots: list[_Slot]
-    every: list[_Feed]  # detectors fed every sample
-    by_metric: dict[str, list[_Feed]]  # metric -> detectors fed samples that carry it
-    clocked: list[_Slot]
-    dirty: list[_Slot] = field(default_factory=list)
-    live: dict[int, _Slot] = field(default_factory=dict)  # slots with open alerts, by index
-    synced: int = -1  # the ActiveAlerts version last reconciled with the slots' open alerts
-    newest: float = -math.inf  # the newest sample time seen
-    top_step: float = -math.inf  # the highest step seen
-    plans: dict[tuple[str, ...], list[_Feed]] = field(default_factory=dict)
-
-    def plan(self, names: tuple[str, ...]) -> list[_Feed]:
-        """The detectors a sample with these metric names goes to, in rule order (leaders first).
-
-        Cached per key set: a run's rows mostly carry the same metrics step after step."""
-        feeds = {id(f): f for f in self.every}
-        for name in names:
-            for f in self.by_metric.get(name, ()):
-                feeds[id(f)] = f
-        plan = sorted(feeds.values(), key=lambda f: f[2].index)
-        if len(self.plans) >= MAX_PLANS:
-            self.plans.clear()
-        self.plans[names] = plan
-        return plan
-
-    @property
-    def detectors(self) -> list[tuple[RuleSpec, Detector]]:
-        return [(s.rule, s.det) for s in self.slots]
-
-
-class ActiveAlerts(dict):
-    """fingerprint -> status of the open (pending or firing) alerts. A dict that counts changes made
-    from outside (the engine restores alerts after a restart), so the evaluator can pick them up."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        self.version = 0
-
-    def __setitem__(self, key: str, value: AlertStatus) -> None:
-        super().__setitem__(key, value)
-        self.version += 1
-
-    def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
-        self.version += 1
-
-    def pop(self, key: str, *default: object) -> object:
-        if key in self:
-            self.version += 1
-        return super().pop(key, *default)
-
-    def popitem(self) -> tuple[str, AlertStatus]:
-        self.version += 1
-        return super().popitem()
-
-    def setdefault(self, key: str, default: AlertStatus | None = None) -> object:
-        if key not in self:
-            self.version += 1
-        return super().setdefault(key, default)
-
-    def update(self, *args: object, **kwargs: object) -> None:
-        super().update(*args, **kwargs)
-        self.version += 1
-
-    def clear(self) -> None:
-        super().clear()
-        self.version += 1
-
-
-def _numbers_only(sample: Sample) -> Sample:
-    """The sample with its metric values as floats; values that are no number (None, "abc") left out."""
-    metrics = {}
-    for name, value in sample.metrics.items():
-        try:
-            metrics[name] = float(value)
-        except (TypeError, ValueError, OverflowError):
-            continue
-    return replace(sample, metrics=metrics)
+    key: AlertKey
+    status: AlertStatus
+    ref: int | None = None
+    cold: bool = False  # restored without its detector's state: resolves only once the detector is ready
 
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
-MAX_PLANS = 256
+_GONE = Finding(False, reason="the rule is no longer configured")
 
 
 class Evaluator:
@@ -161,64 +85,25 @@ class Evaluator:
     ) -> None:
         self._rules_for_run = rules_for_run
         self._labels_for_run = labels_for_run
-        self._runs: dict[str, _RunRules] = {}
-        self._active = ActiveAlerts()  # fingerprint -> pending or firing status
+        self._runs: dict[str, RunRules] = {}
+        self._open: dict[str, OpenAlert] = {}  # fingerprint -> the open instance
         self._fp_cache: dict[tuple[tuple[str, str], ...], str] = {}
 
-    @property
-    def active(self) -> ActiveAlerts:
-        """fingerprint -> status of every open alert. Others may add (restore) or remove entries."""
-        return self._active
-
-    @active.setter
-    def active(self, value: dict[str, AlertStatus]) -> None:
-        self._active = value if isinstance(value, ActiveAlerts) else ActiveAlerts(value)
-
     # ---- runs ------------------------------------------------------------------------------
-    def _run(self, run: str) -> _RunRules:
+    def _run(self, run: str) -> RunRules:
         rr = self._runs.get(run)
         if rr is None:
-            slots = [
-                _Slot(i, spec, DETECTORS[spec.kind](spec, run))
-                for i, spec in enumerate(self._rules_for_run(run))
-            ]
-            every: list[_Feed] = []
-            by_metric: dict[str, list[_Feed]] = {}
-            clocked: list[_Slot] = []
-            for slot in slots:
-                wants = slot.det.inputs()
-                feed = (slot.det.observe, slot.det, slot)
-                if wants is None or len(wants) > 1:  # several metrics: fed every sample, observed once
-                    every.append(feed)
-                else:
-                    for name in wants:
-                        by_metric.setdefault(name, []).append(feed)
-                if slot.det.clocked:
-                    clocked.append(slot)
-            leaders: dict[Hashable, Detector] = {}
-            for slot in slots:
-                share = slot.det.share_key()
-                if share is not None:
-                    if share in leaders:
-                        slot.det.share_with(leaders[share])  # fed after its leader: same list, later index
-                    else:
-                        leaders[share] = slot.det
-            rr = _RunRules(slots, every, by_metric, clocked)
-            rr.dirty = list(slots)  # evaluate everything once
-            for slot in slots:
-                slot.queued = True
-            self._runs[run] = rr
+            rr = self._runs[run] = RunRules.build(self._rules_for_run(run), run)
         return rr
 
-    def runs(self) -> list[str]:
-        return list(self._runs)
-
-    def forget(self, run: str) -> None:
-        """Drop the run's detectors. Its open alerts stay in ``active`` (and are picked up again)."""
+    def drop(self, run: str) -> None:
+        """Forget a run: its detectors and its open alerts (another replica watches it now)."""
         self._runs.pop(run, None)
+        for fp in [fp for fp, a in self._open.items() if a.key.run == run]:
+            del self._open[fp]
 
-    def detectors(self, run: str) -> list[tuple[RuleSpec, Detector]]:
-        return self._run(run).detectors
+    def detectors(self, run: str) -> list[tuple[RuleSpec, object]]:
+        return [(s.rule, s.det) for s in self._run(run).slots]
 
     def stats(self, run: str) -> dict[str, dict[str, float | int | None]]:
         """Per rule, the figures its detector publishes (e.g. a spike rule's latest score)."""
@@ -236,36 +121,52 @@ class Evaluator:
         ]
         return max(scores) if scores else None
 
+    # ---- open alerts ---------------------------------------------------------------------------
+    def open_alerts(self, run: str | None = None) -> list[OpenAlert]:
+        return [a for a in self._open.values() if run is None or a.key.run == run]
+
     def alerts(self, run: str | None = None) -> list[tuple[AlertKey, AlertStatus]]:
         """The open (pending or firing) alerts, of one run or all."""
-        out = []
-        names = [run] if run is not None and run in self._runs else []
-        if run is None:
-            names = list(self._runs)
-        for name in names:
-            rr = self._runs[name]
-            if rr.synced != self._active.version:
-                self._resync(rr, name)
-            for slot in rr.live.values():
-                for fp, key in slot.open.items():
-                    out.append((key, self.active[fp]))
-        return out
+        return [(a.key, a.status) for a in self.open_alerts(run)]
 
-    def quiet_until(self, run: str) -> float:
-        """Before this time, evaluating ``run`` without new samples cannot produce an event."""
+    def is_open(self, fp: str) -> bool:
+        return fp in self._open
+
+    def set_ref(self, fp: str, ref: int) -> None:
+        alert = self._open.get(fp)
+        if alert is not None:
+            alert.ref = ref
+
+    def restore(
+        self, run: str, rule: str, labels: Mapping[str, str], status: AlertStatus, ref: int | None = None
+    ) -> None:
+        """Adopt an open alert read back from storage. Its rule's detector is looked at again at the
+        next evaluation; until its state is known (``import_state``) it may not resolve."""
         rr = self._run(run)
-        if rr.dirty or rr.synced != self._active.version:
-            return -math.inf
-        quiet = min((s.det.wake_at for s in rr.clocked if not s.open), default=math.inf)
-        for slot in rr.live.values():
-            quiet = min(quiet, self._due(slot))
-        return quiet
+        fp = fingerprint(labels)
+        slot = rr.slot_named(rule)
+        spec = slot.rule if slot is not None else None
+        key = AlertKey(spec, run, dict(labels), fp) if spec is not None else None
+        if key is None:  # herowatch's own alerts (source health), or a rule gone from the config
+            existing = self._open.get(fp)
+            key = (
+                existing.key if existing is not None else AlertKey(_orphan_rule(rule), run, dict(labels), fp)
+            )
+            if not rule.startswith(("source_", "clock_")):
+                rr.orphans.add(fp)
+        self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
+        if slot is not None:
+            slot.open.add(fp)
+            rr.live[slot.index] = slot
+            rr.queue(slot)
 
     # ---- samples ---------------------------------------------------------------------------
     def observe(self, sample: Sample) -> None:
         rr = self._runs.get(sample.run)
         if rr is None:
             rr = self._run(sample.run)
+        if sample.source_error is not None:
+            return  # an outage is the caller's to tell (``evaluate(..., unavailable)``), not news
         step = sample.step
         if sample.t < rr.newest:
             if step is None or step <= rr.top_step:
@@ -275,22 +176,16 @@ class Evaluator:
         if step is not None and step > rr.top_step:
             rr.top_step = step
         names = tuple(sample.metrics)
-        plan = rr.plans.get(names)
-        if plan is None:
-            plan = rr.plan(names)
-        for observe, det, slot in plan:
-            try:
-                observe(sample)
-            except (TypeError, ValueError, ArithmeticError):
-                observe(_numbers_only(sample))  # a source bug: a str where a number belongs
+        rr.provided(sample, names)
+        for observe, det, slot in rr.plan(names):
+            observe(sample)
+            slot.fed = True
             if det.hot and not slot.queued:
                 slot.queued = True
                 rr.dirty.append(slot)
         if rr.live:  # an open alert: this sample may have ended it (wherever it went: cheap, rare)
             for slot in rr.live.values():
-                if not slot.queued:
-                    slot.queued = True
-                    rr.dirty.append(slot)
+                rr.queue(slot)
 
     # ---- evaluation ------------------------------------------------------------------------
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:
@@ -313,7 +208,17 @@ class Evaluator:
             fp = self._fp_cache[cache_key] = fingerprint(labels)
         return AlertKey(rule, run, labels, fp)
 
-    def _due(self, slot: _Slot) -> float:
+    def quiet_until(self, run: str) -> float:
+        """Before this time, evaluating ``run`` without new samples cannot produce an event."""
+        rr = self._run(run)
+        if rr.dirty or rr.orphans:
+            return -math.inf
+        quiet = min((s.det.wake_at for s in rr.clocked if not s.open), default=math.inf)
+        for slot in rr.live.values():
+            quiet = min(quiet, self._due(slot))
+        return quiet
+
+    def _due(self, slot: Slot) -> float:
         """When a rule with open alerts must be evaluated again, if no sample comes before.
 
         A firing alert whose condition cannot end before ``holds_until`` is left alone till then; a
@@ -324,37 +229,24 @@ class Evaluator:
             return -math.inf
         due = slot.det.holds_until()
         for fp in slot.open:
-            status = self._active.get(fp)
-            if status is None:
+            alert = self._open.get(fp)
+            if alert is None or alert.cold:
                 return -math.inf
-            if status.state is AlertState.PENDING:
-                due = min(due, status.active_at + rule.for_)
+            if alert.status.state is AlertState.PENDING:
+                due = min(due, alert.status.active_at + rule.for_)
         return due
 
-    def _resync(self, rr: _RunRules, run: str) -> None:
-        """Adopt open alerts that were put into ``active`` from outside, drop those taken out."""
-        active = self._active
-        for slot in rr.slots:
-            for fp in [fp for fp in slot.open if fp not in active]:
-                del slot.open[fp]
-            key = self.key(slot.rule, run)
-            if key.fingerprint in active and key.fingerprint not in slot.open:
-                slot.open[key.fingerprint] = key
-                if not slot.queued:  # a restored alert: look at its condition at the next evaluation
-                    slot.queued = True
-                    rr.dirty.append(slot)
-            if slot.open:
-                rr.live[slot.index] = slot
-            else:
-                rr.live.pop(slot.index, None)
-        rr.synced = active.version
-
-    def evaluate(self, run: str, now: float) -> list[AlertEvent]:
+    def evaluate(self, run: str, now: float, unavailable: frozenset[str] = frozenset()) -> list[AlertEvent]:
         rr = self._runs.get(run)
         if rr is None:
             rr = self._run(run)
-        if rr.synced != self._active.version:
-            self._resync(rr, run)
+        events: list[AlertEvent] = []
+        if rr.orphans:
+            for fp in list(rr.orphans):
+                rr.orphans.discard(fp)
+                alert = self._open.get(fp)
+                if alert is not None:
+                    self._step(alert.key, _GONE, now, events)
         todo = rr.dirty
         for slot in rr.clocked:  # (a clocked rule with open alerts is due by _due below)
             if now >= slot.det.wake_at and not slot.queued and not slot.open:
@@ -366,59 +258,88 @@ class Evaluator:
                     slot.queued = True
                     todo.append(slot)
         if not todo:
-            return []
+            return events
         rr.dirty = []
         if len(todo) > 1:
             todo.sort(key=lambda s: s.index)
-        events: list[AlertEvent] = []
         for slot in todo:
+            if unavailable and rr.blind(slot, unavailable):
+                rr.dirty.append(slot)  # frozen: looked at again once its source answers
+                continue
             slot.queued = False
             self._evaluate_slot(rr, slot, run, now, events)
         return events
 
     def _evaluate_slot(
-        self, rr: _RunRules, slot: _Slot, run: str, now: float, events: list[AlertEvent]
+        self, rr: RunRules, slot: Slot, run: str, now: float, events: list[AlertEvent]
     ) -> None:
         finding = slot.det.evaluate(now)
         if not finding.active and not slot.open:
             return
-        rule = slot.rule
-        current = self.key(rule, run, finding) if finding.active else None
-        keys = dict(slot.open)
-        if current is not None:
-            keys.setdefault(current.fingerprint, current)
-        for fp, key in keys.items():
+        current = self.key(slot.rule, run, finding) if finding.active and not finding.unknown else None
+        fps = list(slot.open)
+        if current is not None and current.fingerprint not in slot.open:
+            fps.append(current.fingerprint)
+        for fp in fps:
+            alert = self._open.get(fp)
+            key = current if alert is None else alert.key
             f = finding if current is None or fp == current.fingerprint else _INACTIVE
-            active = self._active
-            status, transition = advance(active.get(fp), f, now, rule.for_, rule.keep_firing_for)
-            # our own changes keep the slots in step: dict's methods leave the version alone
-            if status is not None and status.state.active:
-                dict.__setitem__(active, fp, status)
-                slot.open[fp] = key
-            elif fp in active:
-                dict.__delitem__(active, fp)
-                slot.open.pop(fp, None)
+            if alert is not None and alert.cold and not f.active:
+                if not (slot.fed and slot.det.ready(now)):
+                    continue  # restarted without its state: not evidence that the condition ended
+                alert.cold = False
+            self._step(key, f, now, events)
+            if fp in self._open:
+                slot.open.add(fp)
             else:
-                slot.open.pop(fp, None)
-            if transition is not None:
-                events.append(AlertEvent(key, transition, status, f, self.annotations(rule, run, f)))
+                slot.open.discard(fp)
         if slot.open:
             rr.live[slot.index] = slot
         else:
             rr.live.pop(slot.index, None)
 
+    def _step(self, key: AlertKey, finding: Finding, now: float, events: list[AlertEvent]) -> None:
+        """One lifecycle step of one alert instance; its event, if the state changed."""
+        fp = key.fingerprint
+        alert = self._open.get(fp)
+        rule = key.rule
+        status, tr = advance(alert.status if alert else None, finding, now, rule.for_, rule.keep_firing_for)
+        ref = alert.ref if alert else None
+        if status is not None and status.state.active:
+            if alert is None:
+                self._open[fp] = OpenAlert(key, status)
+            else:
+                alert.status = status
+        else:
+            self._open.pop(fp, None)
+        if tr is not None:
+            events.append(AlertEvent(key, tr, status, finding, self.annotations(rule, key.run, finding), ref))
+
     def apply(self, rule: RuleSpec, run: str, finding: Finding, now: float) -> AlertEvent | None:
         """Step one alert whose finding comes from outside the detectors (herowatch's own source health)
-        through the same lifecycle and the same active set."""
+        through the same lifecycle and the same open alerts."""
         key = self.key(rule, run, finding)
-        status, tr = advance(self.active.get(key.fingerprint), finding, now, rule.for_, rule.keep_firing_for)
-        if status is not None and status.state.active:
-            self.active[key.fingerprint] = status
-        else:
-            self.active.pop(key.fingerprint, None)
-        return (
-            None if tr is None else AlertEvent(key, tr, status, finding, self.annotations(rule, run, finding))
-        )
+        existing = self._open.get(key.fingerprint)
+        if existing is not None and existing.key.rule.name == rule.name:
+            key = AlertKey(rule, run, existing.key.labels, key.fingerprint)
+        events: list[AlertEvent] = []
+        self._step(key, finding, now, events)
+        return events[0] if events else None
+
+    def current(self, run: str, now: float) -> list[tuple[OpenAlert, Finding, Mapping[str, str]]]:
+        """Firing alerts of a run with their annotations rendered from the detector's view at ``now``
+        (Prometheus re-renders annotations at every evaluation: the text stays true)."""
+        rr = self._runs.get(run)
+        out = []
+        if rr is None:
+            return out
+        for slot in rr.live.values():
+            finding = slot.det.evaluate(now)
+            for fp in slot.open:
+                alert = self._open.get(fp)
+                if alert is not None and alert.status.state is AlertState.FIRING and finding.active:
+                    out.append((alert, finding, self.annotations(slot.rule, run, finding)))
+        return out
 
     @staticmethod
     def annotations(rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
@@ -432,3 +353,60 @@ class Evaluator:
         out = {k: rule.render(k, **values) for k in rule.annotations}
         out.setdefault("summary", f"{run}: {rule.name}: {finding.reason}")
         return out
+
+    # ---- detector state across restarts ----------------------------------------------------------
+    def export_state(self, run: str) -> dict | None:
+        """A snapshot of the run's detectors (``import_state`` resumes from it); None if unknown."""
+        rr = self._runs.get(run)
+        if rr is None:
+            return None
+        detectors = {}
+        for slot in rr.slots:
+            try:
+                detectors[slot.rule.name] = slot.det.export_state()
+            except snapshot.SnapshotError:
+                continue  # that detector starts cold after a restart: safe, merely slower
+        return {
+            "v": STATE_VERSION,
+            "newest": snapshot.encode(rr.newest),
+            "top_step": snapshot.encode(rr.top_step),
+            "providers": {k: sorted(v) for k, v in rr.providers.items()},
+            "detectors": detectors,
+        }
+
+    def import_state(self, run: str, data: Mapping | None) -> int:
+        """Resume a run's detectors from a snapshot. Returns how many detectors took their state."""
+        if not data or data.get("v") != STATE_VERSION:
+            return 0
+        rr = self._run(run)
+        taken = 0
+        dets = data.get("detectors") or {}
+        for slot in rr.slots:
+            state = dets.get(slot.rule.name)
+            try:
+                if state is not None and slot.det.import_state(state):
+                    slot.fed = True
+                    taken += 1
+            except (snapshot.SnapshotError, TypeError, ValueError, KeyError, AttributeError):
+                continue
+        for slot in rr.slots:  # followers share their leader's (restored) statistics again
+            if slot.leader is not None:
+                slot.det.share_with(slot.leader)
+        try:
+            rr.newest = float(snapshot.decode(data.get("newest", -math.inf)))
+            rr.top_step = float(snapshot.decode(data.get("top_step", -math.inf)))
+        except (snapshot.SnapshotError, TypeError, ValueError):
+            pass
+        for feed, sources in (data.get("providers") or {}).items():
+            rr.providers.setdefault(feed, set()).update(str(s) for s in sources)
+        for fp in [fp for slot in rr.slots if slot.fed for fp in slot.open]:
+            alert = self._open.get(fp)
+            if alert is not None:
+                alert.cold = False
+        for slot in rr.slots:
+            rr.queue(slot)
+        return taken
+
+
+def _orphan_rule(name: str) -> RuleSpec:
+    return RuleSpec(name=name, kind="orphan")

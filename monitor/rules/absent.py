@@ -47,6 +47,9 @@ class AbsentDetector(Detector[AbsentSpec]):
     def inputs(self) -> frozenset[str] | None:
         return None
 
+    def feeds(self) -> frozenset[str]:
+        return frozenset({self.metric})
+
     def observe(self, sample: Sample) -> None:
         if sample.state is not None:
             self.state = sample.state

@@ -14,6 +14,11 @@ skip work on the hot path (one replayed sample must cost microseconds):
 
 ``holds_until`` says how long a true condition stays true without samples; ``share_key``/``share_with``
 let two rules over the same statistics keep them once.
+
+``export_state``/``import_state`` carry a detector across a restart of herowatch (``rules.snapshot``);
+``ready`` says whether a detector has seen enough to let a firing alert resolve (after a restart
+without a snapshot it may not have). ``feeds`` names the data a detector depends on, so that an
+unreadable source freezes exactly the rules it feeds.
 """
 
 from __future__ import annotations
@@ -24,12 +29,15 @@ from collections.abc import Hashable, Mapping
 from typing import ClassVar, Generic, TypeVar
 
 from alerts.model import Finding
+from monitor.rules import snapshot
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
 RUNNING_OR_UNKNOWN = frozenset({None, "running"})
+# Feeds that are not metric names: the step counter, the run's state, any sample at all.
+STEP, STATE, ANY = "@step", "@state", "@any"
 
 
 class Detector(ABC, Generic[SpecT]):
@@ -38,6 +46,9 @@ class Detector(ABC, Generic[SpecT]):
     kind: ClassVar[str]
     spec_model: ClassVar[type[RuleSpec]]
     clocked: ClassVar[bool] = False
+    # What a notification's picture shows for this kind: "metric" (the rule's metric around the event,
+    # the threshold as a line), "progress" (the step reached against time, the stall shaded) or "none".
+    plot: ClassVar[str] = "metric"
 
     def __init__(self, rule: SpecT, run: str) -> None:
         self.rule = rule
@@ -48,6 +59,33 @@ class Detector(ABC, Generic[SpecT]):
     def inputs(self) -> frozenset[str] | None:
         """Metric names whose samples this detector needs; None: every sample."""
         return frozenset({self.rule.metric}) if self.rule.metric else None
+
+    def feeds(self) -> frozenset[str]:
+        """The data whose source, when unreadable, leaves this rule unable to tell: metric names,
+        ``STEP``, ``STATE`` or ``ANY``. By default its metric inputs, else the step clock and state."""
+        wants = self.inputs()
+        return frozenset(wants) if wants is not None else frozenset({STEP, STATE})
+
+    def ready(self, now: float) -> bool:
+        """Has the detector seen enough to say the condition no longer holds? (Only asked of a detector
+        that restarted without its state while its alert was firing.)"""
+        return True
+
+    def export_state(self) -> dict:
+        """A JSON-able snapshot of the detector's state (raises ``snapshot.SnapshotError``)."""
+        return {
+            "kind": self.kind,
+            "rule": snapshot.rule_hash(self.rule),
+            "state": snapshot.encode_attrs(self, skip=snapshot.SKIP),
+        }
+
+    def import_state(self, data: dict) -> bool:
+        """Resume from ``export_state``'s snapshot; False (and unchanged) when it does not fit this rule."""
+        if data.get("kind") != self.kind or data.get("rule") != snapshot.rule_hash(self.rule):
+            return False
+        decoded = {k: snapshot.decode(v) for k, v in dict(data["state"]).items() if k not in snapshot.SKIP}
+        self.__dict__.update(decoded)
+        return True
 
     @abstractmethod
     def observe(self, sample: Sample) -> None:

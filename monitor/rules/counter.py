@@ -48,11 +48,18 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         self.total = 0.0  # increase within the window
         self.resets = 0
         self.last_step: int | None = None
+        self.first_at: float | None = None  # the first value this detector saw
+
+    def ready(self, now: float) -> bool:
+        """Started without its history, it can vouch for a quiet window only once it saw all of one."""
+        return self.first_at is not None and now - self.first_at >= self.rule.window
 
     def observe(self, sample: Sample) -> None:
         v = sample.metrics.get(self.metric)
         if v is None or v - v:  # missing, NaN or Inf
             return
+        if self.first_at is None:
+            self.first_at = sample.t
         if sample.step is not None:
             self.last_step = sample.step
         if self._cumulative:

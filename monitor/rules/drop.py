@@ -159,6 +159,9 @@ class DropDetector(Detector[DropSpec]):
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict
 
+    def ready(self, now: float) -> bool:
+        return len(self.base) >= self.rule.min_baseline_points and len(self._recent) >= self.rule.min_points
+
     def stats(self) -> dict[str, float | int | None]:
         if not len(self.base) or not len(self.recent):
             return {"baseline": None, "level": None}

@@ -93,6 +93,7 @@ class RestartSignals:
 @register
 class RestartsDetector(Detector[RestartsSpec]):
     kind = "restarts"
+    plot = "progress"
     spec_model = RestartsSpec
 
     def __init__(self, rule: RestartsSpec, run: str) -> None:

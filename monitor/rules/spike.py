@@ -124,6 +124,9 @@ class SpikeDetector(Detector[SpikeSpec]):
     def spikes(self) -> int:
         return self.baseline.spikes
 
+    def ready(self, now: float) -> bool:
+        return bool(self.baseline.ready)
+
     def stats(self) -> dict[str, float | int | None]:
         b = self.baseline
         last = b.last_spike or {}

@@ -54,6 +54,7 @@ class StallSpec(RuleSpec):
 @register
 class StallDetector(Detector[StallSpec]):
     kind = "stall"
+    plot = "progress"
     spec_model = StallSpec
     clocked = True
 

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from alerts.model import Finding, Severity
-from monitor.rules.base import Detector, register
+from monitor.rules.base import STATE, Detector, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -33,6 +33,7 @@ class StateSpec(RuleSpec):
 @register
 class StateDetector(Detector[StateSpec]):
     kind = "state"
+    plot = "progress"
     spec_model = StateSpec
 
     def __init__(self, rule: StateSpec, run: str) -> None:
@@ -45,6 +46,9 @@ class StateDetector(Detector[StateSpec]):
 
     def inputs(self) -> frozenset[str] | None:
         return None
+
+    def feeds(self) -> frozenset[str]:
+        return frozenset({STATE})
 
     def observe(self, sample: Sample) -> None:
         if sample.step is not None:

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.base import ANY, RUNNING_OR_UNKNOWN, Detector, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -27,6 +27,7 @@ class TelemetryGoneSpec(RuleSpec):
 @register
 class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
     kind = "telemetry_gone"
+    plot = "progress"
     spec_model = TelemetryGoneSpec
     clocked = True
 
@@ -42,6 +43,9 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
 
     def inputs(self) -> frozenset[str] | None:
         return None
+
+    def feeds(self) -> frozenset[str]:
+        return frozenset({ANY})
 
     def observe(self, sample: Sample) -> None:
         if self.first_seen is None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from alerts.lifecycle import AlertStatus
+from alerts.lifecycle import AlertStatus, Transition
 from alerts.model import AlertState
-from monitor.engine.evaluator import AlertEvent
 from monitor.storage.models import Alert, AlertTransition
 
 ACTIVE = (AlertState.PENDING.value, AlertState.FIRING.value)
@@ -29,28 +31,49 @@ def status_of(row: Alert) -> AlertStatus:
     )
 
 
-def record_event(session: Session, event: AlertEvent, alert_id: int | None, now: float) -> Alert:
-    """Create or update the alert instance for ``event`` and append its transition."""
-    key, tr, st = event.key, event.transition, event.status
+@dataclass(frozen=True)
+class AlertChange:
+    """What the engine tells storage about one alert state change."""
+
+    fingerprint: str
+    rule: str
+    kind: str
+    run: str
+    metric: str | None
+    severity: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    transition: Transition
+    status: AlertStatus | None
+    value: float | None
+    threshold: float | None
+    step: int | None
+
+
+def record_change(session: Session, change: AlertChange, alert_id: int | None, now: float) -> Alert:
+    """Create or update the alert instance for ``change`` and append its transition."""
+    tr, st = change.transition, change.status
     row = session.get(Alert, alert_id) if alert_id is not None else None
     if row is None:
         row = Alert(
-            fingerprint=key.fingerprint,
-            rule=key.rule.name,
-            kind=key.rule.kind,
-            run_id=key.run,
-            metric=key.rule.metric,
-            severity=key.rule.severity.value,
-            labels=dict(key.labels),
+            fingerprint=change.fingerprint,
+            rule=change.rule,
+            kind=change.kind,
+            run_id=change.run,
+            metric=change.metric,
+            severity=change.severity,
+            labels=dict(change.labels),
             active_at=st.active_at if st else tr.at,
             state=tr.to_state.value,
             updated_at=now,
         )
         session.add(row)
     row.state = tr.to_state.value
-    row.annotations = dict(event.annotations)
-    row.value, row.threshold = event.finding.value, event.finding.threshold
-    row.step = event.finding.step
+    if tr.to_state is not AlertState.RESOLVED or not row.annotations:
+        # a resolved alert keeps the text it fired with (the reason it ended is in its transition)
+        row.annotations = dict(change.annotations)
+        row.value, row.threshold = change.value, change.threshold
+        row.step = change.step
     row.updated_at = now
     if st is not None:
         row.fired_at, row.resolved_at, row.last_true_at = st.fired_at, st.resolved_at, st.last_true_at
@@ -58,16 +81,32 @@ def record_event(session: Session, event: AlertEvent, alert_id: int | None, now:
     session.add(
         AlertTransition(
             alert_id=row.id,
-            run_id=key.run,
+            run_id=change.run,
             at=tr.at,
             from_state=tr.from_state.value,
             to_state=tr.to_state.value,
             reason=tr.reason,
-            value=event.finding.value,
-            step=event.finding.step,
+            value=change.value,
+            step=change.step,
         )
     )
     return row
+
+
+def refresh_annotations(
+    session: Session, alert_id: int, annotations: Mapping[str, str], value: float | None, step: int | None
+) -> None:
+    """A firing alert's text, rendered again at this evaluation (it says how long, now)."""
+    row = session.get(Alert, alert_id)
+    if (
+        row is not None
+        and row.state == AlertState.FIRING.value
+        and dict(row.annotations or {}) != dict(annotations)
+    ):
+        row.annotations = dict(annotations)
+        row.value = value
+        if step is not None:
+            row.step = step
 
 
 def list_alerts(

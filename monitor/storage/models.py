@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -114,19 +115,36 @@ class AlertTransition(Base):
 
 
 class AlertGroup(Base):
-    """Alerts routed to one receiver with the same group_by labels: one Slack thread, one set of timers."""
+    """One episode of alerts routed to one receiver with the same group_by labels: one Slack thread,
+    one set of timers. It opens with its first alert and closes once all of its alerts have resolved
+    (and the resolution went out); the next alert with the same key opens a new episode, a new thread.
+    ``open_key`` is the group key while open, NULL once closed: at most one open episode per key."""
 
     __tablename__ = "alert_groups"
-    __table_args__ = (UniqueConstraint("group_key"),)
+    __table_args__ = (UniqueConstraint("open_key"), Index("ix_alert_groups_group_key", "group_key"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     group_key: Mapped[str] = mapped_column(String(200))
+    open_key: Mapped[str | None] = mapped_column(String(200))
     receiver: Mapped[str] = mapped_column(String(128))
     labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     timing: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # group_wait, group_interval, ...
     root_ref: Mapped[str | None] = mapped_column(String(200))  # the receiver's id of the first message
     created_at: Mapped[float] = mapped_column(EpochTime)
     last_sent_at: Mapped[float | None] = mapped_column(EpochTime)
+    closed_at: Mapped[float | None] = mapped_column(EpochTime)
+
+
+class GroupMember(Base):
+    """An alert in a group episode, and what its receiver was told of it."""
+
+    __tablename__ = "alert_group_members"
+
+    group_id: Mapped[int] = mapped_column(ForeignKey("alert_groups.id", ondelete="CASCADE"), primary_key=True)
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"), primary_key=True)
+    joined_at: Mapped[float] = mapped_column(EpochTime)
+    announced_at: Mapped[float | None] = mapped_column(EpochTime)  # its firing went out in a message
+    resolved_sent_at: Mapped[float | None] = mapped_column(EpochTime)  # its resolution went out
 
 
 class Notification(Base):
@@ -158,6 +176,18 @@ class Notification(Base):
     external_ref: Mapped[str | None] = mapped_column(String(200))
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class RuleState(Base):
+    """A run's detector snapshot (``Evaluator.export_state``, zlib-compressed JSON): a restarted or
+    taking-over replica resumes every rule from it instead of warming up again."""
+
+    __tablename__ = "rule_state"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    saved_at: Mapped[float] = mapped_column(EpochTime)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Silence(Base):

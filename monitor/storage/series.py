@@ -193,6 +193,7 @@ class BucketView:
     last: float | None
     count: int
     nonfinite: int
+    t_last: float | None = None  # when the bucket's last point was logged
 
 
 def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[BucketView]]:
@@ -214,6 +215,7 @@ def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[B
             b.last,
             b.count,
             b.nonfinite,
+            b.t_last,
         )
         for b in rows
     ]

@@ -67,8 +67,9 @@ class Recorder:
                 for info in res.runs:
                     st.known.setdefault(info.run, dict(info.labels))
                 if res.error:
+                    watch = {"watch": w.name}
                     for run in st.known or {w.name: {}}:
-                        self._push(Sample(t=now, run=run, source=kind, source_error=res.error))
+                        self._push(Sample(t=now, run=run, source=kind, labels=watch, source_error=res.error))
                     continue
                 st.cursors[kind].update(res.cursors)
                 for sample in res.samples:

@@ -17,8 +17,9 @@ from typing import Any
 
 from alerts.model import AlertState
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rule
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import TERMINAL_STATES, Sample
 
 DEFAULT_INTERVAL = 15.0
 
@@ -121,6 +122,7 @@ class Replayer:
         interval: float = DEFAULT_INTERVAL,
         labels_for_run: Callable[[str], Mapping[str, str]] = lambda run: {},
         on_event: Callable[[ReplayEvent], None] | None = None,
+        unavailable_after: float = DEFAULT_AFTER,
     ) -> None:
         if interval <= 0:
             raise ValueError("the evaluation interval must be positive")
@@ -132,7 +134,49 @@ class Replayer:
         self._clocks: dict[str, _Clock] = {}
         self._on_event = on_event
         self._observe = self.evaluator.observe
-        self._evaluate = self.evaluator.evaluate
+        self._health: dict[str, SourceHealth] = {}  # watch -> its sources' health
+        self._scope: dict[str, str] = {}  # run -> its watch
+        self._states: dict[str, str | None] = {}
+        self._unavailable: dict[str, frozenset[str]] = {}
+        self._source_rule = lambda kind: source_rule(kind, unavailable_after)
+
+    def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
+        blind = self._unavailable.get(self._scope.get(run, ""))
+        events = self.evaluator.evaluate(run, now, blind) if blind else self.evaluator.evaluate(run, now)
+        if blind:
+            events += self._check_sources(self._scope[run], now)
+        return events
+
+    def _sources(self, sample: Sample) -> None:
+        """Source errors and recoveries, as the live engine's polls see them."""
+        scope = self._scope.get(sample.run)
+        if scope is None:
+            scope = self._scope[sample.run] = (sample.labels or {}).get("watch") or "trace"
+        if sample.state is not None:
+            self._states[sample.run] = sample.state
+        source = sample.source or "unknown"
+        health = self._health.get(scope)
+        if sample.source_error is None and (health is None or source not in self._unavailable.get(scope, ())):
+            return
+        if health is None:
+            health = self._health[scope] = SourceHealth()
+        health.polled(source, sample.t, sample.source_error)
+        self._unavailable[scope] = health.unavailable(sample.t)
+        events = self._check_sources(scope, sample.t)
+        if events:
+            self._record(sample.run, events)
+
+    def _check_sources(self, scope: str, now: float) -> list[AlertEvent]:
+        health = self._health[scope]
+        runs = [r for r, s in self._scope.items() if s == scope]
+        affected = [r for r in runs if self._states.get(r) not in TERMINAL_STATES]
+        events = []
+        for kind in health.sources():
+            finding = health.finding(kind, now, affected, any_known=True)
+            event = self.evaluator.apply(self._source_rule(kind), scope, finding, now)
+            if event is not None:
+                events.append(event)
+        return events
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
@@ -152,6 +196,7 @@ class Replayer:
                 if (clock.t // self.interval + 1) * self.interval < t:
                     self._advance(run, clock, t)
             clock.t = t
+        self._sources(sample)
         self._observe(sample)
         clock.pending = True
         clock.samples += 1

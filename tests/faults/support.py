@@ -30,10 +30,16 @@ def service_for(config: str, db_url: str, clock: ManualClock, console: bool = Tr
     return service, out
 
 
+def deliver(service: Service) -> int:
+    """Plan reminders and send what is due now, as the scheduler's jobs would."""
+    service.plan_repeats()
+    return service.dispatcher.run_once()
+
+
 def cycle(service: Service) -> list:
     """One poll of every watch and one delivery round, as the scheduler jobs would; nothing may escape."""
     reports = [service.engine.poll(name) for name in service.engine.watches]
-    service.deliver()
+    deliver(service)
     return reports
 
 

@@ -56,8 +56,8 @@ def test_server_killed_and_restarted_under_the_watch(tmp_path: Path) -> None:
             assert false_pages(service) == []
             counts = assert_exactly_once(service, out)
             assert dict(counts) == {
-                ("source_unavailable", "r", "firing"): 1,
-                ("source_unavailable", "r", "resolved"): 1,
+                ("source_unavailable", "infra", "firing"): 1,
+                ("source_unavailable", "infra", "resolved"): 1,
             }
         finally:
             service.stop()

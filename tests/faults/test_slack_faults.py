@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from alerts.clock import ManualClock
 from monitor.storage.models import Notification
-from tests.faults.support import cycle, notifications, service_for
+from tests.faults.support import cycle, deliver, notifications, service_for
 from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
 
 T0 = 1_780_000_000.0
@@ -93,7 +93,7 @@ def test_429_storm_honours_retry_after(slack: SlackStandin, db_url: str) -> None
         ), row.last_error
         assert row.next_attempt_at >= clock.time() + 30, "Retry-After (90 s) is honoured"
         calls = len(slack.calls_to("chat.postMessage"))
-        service.deliver()  # not due yet: no new post attempt
+        deliver(service)  # not due yet: no new post attempt
         assert len(slack.calls_to("chat.postMessage")) == calls
         assert slack.roots("C0ALERTS") == []
         slack.clear_faults()
@@ -133,11 +133,12 @@ def test_invalid_token_is_recorded_as_failed(slack: SlackStandin, sqlite_url: st
         run_for(service, clock, 60)
         got = rows(service)
         assert len(got) == 2, [(r.idempotency_key, r.status) for r in got]  # firing and resolved
-        for r in got:
-            assert r.status == "failed", (r.idempotency_key, r.status, r.last_error)
-            assert r.last_error and "token" in r.last_error, r.last_error
-            assert "xoxb-not-the-right-token" not in r.last_error
-        assert service.outbox.failed() == 2 and service.outbox.backlog() == 0
+        firing, resolved = got
+        assert firing.status == "failed", (firing.idempotency_key, firing.status, firing.last_error)
+        assert firing.last_error and "token" in firing.last_error, firing.last_error
+        assert "xoxb-not-the-right-token" not in firing.last_error
+        assert resolved.status == "dropped", "the resolution of an alert never announced is not sent"
+        assert service.outbox.failed() == 1 and service.outbox.backlog() == 0
         assert slack.roots("C0ALERTS") == []
     finally:
         service.stop()

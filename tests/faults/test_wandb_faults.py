@@ -9,6 +9,7 @@ import pytest
 
 from alerts.clock import ManualClock
 from tests.faults.support import (
+    alerts,
     assert_exactly_once,
     cycle,
     false_pages,
@@ -108,10 +109,12 @@ def _outage_then_recovery(h: Harness, inject, polls: int, every: float = 60.0) -
     h.minute(20)
     assert false_pages(h.service) == [], "an outage of W&B became a stalled-run page"
     counts = assert_exactly_once(h.service, h.out)
-    assert dict(counts) == {
-        ("source_unavailable", "r1", "firing"): 1,
-        ("source_unavailable", "r1", "resolved"): 1,
+    assert dict(counts) == {  # one alert for the watch (listing its runs), not one per run
+        ("source_unavailable", "hero", "firing"): 1,
+        ("source_unavailable", "hero", "resolved"): 1,
     }
+    [alert] = [a for a in alerts(h.service) if a.rule == "source_unavailable"]
+    assert "r1" in alert.annotations["summary"], "the runs it hides are named"
 
 
 def test_500s(server: WandbStandin, db_url: str) -> None:  # on SQLite and PostgreSQL

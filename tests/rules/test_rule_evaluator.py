@@ -12,7 +12,7 @@ from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState
 from monitor.engine.evaluator import Evaluator
 from monitor.rules.kinds import DETECTORS
-from monitor.samples import Sample
+from monitor.samples import Sample, clean
 from monitor.traces.replay import Replayer
 from tests.rules.helpers_rules import T0, hero, rule, steps
 
@@ -39,7 +39,7 @@ def test_pending_firing_resolved_with_for_and_keep_firing_for():
         (T0 + 3 * MIN, "hot", "pending", "firing"),
         (T0 + 6 * MIN, "hot", "firing", "resolved"),  # last true at 4m, kept firing for 90s
     ]
-    assert ev.active == {}
+    assert ev.open_alerts() == []
 
 
 def test_a_pending_alert_that_clears_goes_back_to_inactive():
@@ -56,12 +56,14 @@ def test_a_restored_alert_is_resolved_when_its_condition_is_false():
     spec = rule(name="crashed", kind="state", severity="critical")
     ev = Evaluator(lambda run: [spec])
     key = ev.key(spec, "r")
-    ev.active[key.fingerprint] = AlertStatus(
-        AlertState.FIRING, T0, fired_at=T0, last_true_at=T0
-    )  # the engine restores
+    ev.restore(
+        "r", "crashed", key.labels, AlertStatus(AlertState.FIRING, T0, fired_at=T0, last_true_at=T0), 7
+    )
+    assert events_of(ev, "r", T0 + 30) == [], "restored without its state: no evidence that it ended"
     ev.observe(Sample(T0 + 60, "r", 10, state="running"))
-    assert events_of(ev, "r", T0 + 60) == [(T0 + 60, "crashed", "firing", "resolved")]
-    assert key.fingerprint not in ev.active
+    [event] = ev.evaluate("r", T0 + 60)
+    assert (event.transition.to_state.value, event.ref) == ("resolved", 7)
+    assert not ev.is_open(key.fingerprint)
 
 
 def test_an_alert_taken_out_from_outside_is_forgotten():
@@ -69,7 +71,7 @@ def test_an_alert_taken_out_from_outside_is_forgotten():
     ev = Evaluator(lambda run: [spec])
     ev.observe(Sample(T0, "r", state="crashed"))
     assert [x[3] for x in events_of(ev, "r", T0)] == ["firing"]
-    ev.active.clear()  # e.g. the watch was handed to another replica
+    ev.drop("r")  # e.g. the watch was handed to another replica
     assert ev.alerts("r") == []
     ev.observe(Sample(T0 + 60, "r", state="running"))
     assert events_of(ev, "r", T0 + 60) == []
@@ -83,7 +85,6 @@ def test_when_run_labels_change_the_old_instance_resolves():
     first = ev.evaluate("r", T0)
     labels["team"] = "b"
     ev.observe(Sample(T0 + 60, "r", state="crashed"))
-    ev.active.version  # noqa: B018 - the evaluator notices new labels at its next evaluation of the rule
     changed = ev.evaluate("r", T0 + 60)
     ev.observe(Sample(T0 + 120, "r", metrics={"x": 1.0}))  # any sample: the rule is live, so evaluated
     changed += ev.evaluate("r", T0 + 120)
@@ -219,14 +220,48 @@ def test_the_fast_path_gives_what_evaluating_everything_always_gives(ops):
     assert sorted(got, key=lambda x: (x[0], x[1])) == sorted(want, key=lambda x: (x[0], x[1]))
 
 
-def test_active_alerts_count_only_real_changes():
-    ev = Evaluator(lambda run: [])
-    v = ev.active.version
-    ev.active.pop("nope", None)
-    assert ev.active.version == v
-    ev.active["fp"] = AlertStatus(AlertState.FIRING, T0)
-    ev.active.pop("fp")
-    assert ev.active.version == v + 2
+def test_a_firing_counter_alert_survives_a_restart_through_the_snapshot():
+    spec = rule(name="ooms", kind="counter_increase", metric="oom_kills_total", increase=1, window="6h")
+    ev = Evaluator(lambda run: [spec])
+    for i, v in enumerate([0.0, 0.0, 1.0, 2.0]):
+        ev.observe(Sample(T0 + i * MIN, "r", metrics={"oom_kills_total": v}, source="prometheus"))
+    [fired] = ev.evaluate("r", T0 + 3 * MIN)
+    state = ev.export_state("r")
+    # a new process: the snapshot and the open alert from storage, then more of the same counter
+    again = Evaluator(lambda run: [spec])
+    assert again.import_state("r", state) == 1
+    again.restore("r", "ooms", fired.key.labels, fired.status, 1)
+    again.observe(Sample(T0 + 10 * MIN, "r", metrics={"oom_kills_total": 2.0}, source="prometheus"))
+    assert again.evaluate("r", T0 + 10 * MIN) == [], "still within the 6h window: it keeps firing"
+    assert [a.status.state.value for a in again.open_alerts("r")] == ["firing"]
+    # without the snapshot the detector cannot tell, and it must not resolve either
+    cold = Evaluator(lambda run: [spec])
+    cold.restore("r", "ooms", fired.key.labels, fired.status, 1)
+    cold.observe(Sample(T0 + 10 * MIN, "r", metrics={"oom_kills_total": 2.0}, source="prometheus"))
+    assert cold.evaluate("r", T0 + 10 * MIN) == []
+
+
+def test_a_source_outage_freezes_only_the_rules_it_feeds():
+    stall = rule(name="stalled", kind="stall", floor="10m", startup="10m")
+    ooms = rule(name="ooms", kind="counter_increase", metric="oom_kills_total", increase=1, window="1h")
+    ev = Evaluator(lambda run: [stall, ooms])
+    for i in range(20):
+        ev.observe(Sample(T0 + i * MIN, "r", i, {"train/loss": 2.0}, state="running", source="wandb"))
+        ev.observe(Sample(T0 + i * MIN, "r", metrics={"oom_kills_total": 0.0}, source="prometheus"))
+    ev.evaluate("r", T0 + 19 * MIN)
+    # W&B goes dark for an hour while Prometheus answers, and sees an OOM kill
+    for i in range(20, 80):
+        ev.observe(
+            Sample(
+                T0 + i * MIN, "r", metrics={"oom_kills_total": 1.0 if i > 50 else 0.0}, source="prometheus"
+            )
+        )
+        fired = [e.key.rule.name for e in ev.evaluate("r", T0 + i * MIN, frozenset({"wandb"}))]
+        assert "stalled" not in fired, "an outage of the step source is never a stall"
+        if i == 51:
+            assert fired == ["ooms"], "Prometheus' rules go on"
+    # W&B answers again with no new step: now the stall is real
+    assert [e.key.rule.name for e in ev.evaluate("r", T0 + 80 * MIN)] == ["stalled"]
 
 
 def test_rows_delivered_again_are_no_rewind():
@@ -249,9 +284,10 @@ def test_a_real_rewind_later_in_time_is_still_a_restart():
     assert ("run_restarted", "firing") in [(x[1], x[3]) for x in events_of(ev, "r", T0 + 640)]
 
 
-def test_odd_values_from_a_buggy_source_do_not_raise():
+def test_odd_values_from_a_buggy_source_are_cleaned_at_the_boundary():
     ev = Evaluator(lambda run: hero())
     for i, odd in enumerate(["1.5", "NaN", None, True, "abc", float("inf")]):
-        ev.observe(Sample(T0 + i, "r", i, {"train/loss": odd, "restarts_total": odd, "oom_kills_total": odd}))
+        raw = Sample(T0 + i, "r", i, {"train/loss": odd, "restarts_total": odd, "oom_kills_total": odd})
+        ev.observe(clean(raw))
         ev.evaluate("r", T0 + i)
     assert "loss_nonfinite" in {k.rule.name for k, _ in ev.alerts("r")}  # the Inf, as a number

@@ -11,7 +11,8 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from alerts.slack_interactions import BadPayload, BadSignature, verify_and_parse
-from monitor.delivery import slack_actions
+from monitor.delivery import oncall
+from monitor.storage import groups_repo
 from monitor.web.api.context import ApiContext, context
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,17 @@ async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> 
         raise HTTPException(401, "bad or stale Slack signature") from None
     except BadPayload as exc:
         raise HTTPException(400, f"not a herowatch action: {exc}") from None
+    who = action.user_name or action.user_id
     with ctx.sessions.begin() as s:
-        result = slack_actions.apply(s, action, now)
+        group = groups_repo.by_key(s, action.group_key)
+        if group is None:
+            result = oncall.Outcome("This alert group is no longer known to herowatch.", 0)
+        elif action.action == "ack":
+            result = oncall.ack_group(s, group, action.alert_ids, who, now)
+        else:
+            try:
+                result = oncall.silence_group(s, group, action.duration or 3600.0, who, now)
+            except oncall.ActionError as exc:
+                result = oncall.Outcome(f"Not silenced: {exc.message}", 0)
     log.info("slack %s by %s on %s: %s", action.action, action.user_name, action.group_key, result.text)
     return JSONResponse({"response_type": "ephemeral", "replace_original": False, "text": result.text})

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
-from monitor.delivery.oncall import ActionError, ack_alert, create_silence, expire_silence
+from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
 from monitor.web.api.auth import (
     NO_TOKEN,
     SESSION_COOKIE,
@@ -28,6 +28,7 @@ from monitor.web.api.auth import (
 )
 from monitor.web.api.context import ApiContext, context
 from monitor.web.api.schemas import SilenceIn
+from monitor.web.api.silences import create_from
 from monitor.web.dashboard.pages import page
 from monitor.web.dashboard.viewer import safe_next, to_login, viewer_of
 
@@ -169,7 +170,7 @@ def silence(
             comment=form.get("comment", ""),
         )
         with ctx.sessions.begin() as s:
-            row = create_silence(s, body, ctx.now())
+            row = create_from(s, body, ctx.now())
             created = row.id
     except ValidationError as exc:
         message = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())

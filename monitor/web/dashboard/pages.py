@@ -215,7 +215,7 @@ def alerts_fragment(request: Request, ctx: ApiContext = Depends(context)) -> Res
 
 
 def silences_values(ctx: ApiContext) -> dict[str, Any]:
-    from monitor.delivery.oncall import silence_out
+    from monitor.web.api.silences import silence_out
 
     now = ctx.now()
     with ctx.sessions() as s:

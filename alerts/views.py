@@ -1,0 +1,177 @@
+"""What a notifier is given: a typed view of one alert group at one moment, built once by the
+notification pipeline and rendered by each notifier in its own way (Block Kit, JSON, text).
+
+- ``AlertView``: one alert instance as on-call should read it.
+- ``Plot``: what to draw for the lead alert, and what the picture means (``caption``).
+- ``GroupView``: the group's alerts, which of them this notification is about (``changed``), and what
+  kind of message it is:
+
+  - ``open``: the first message of a group episode: a new top-level message (it notifies);
+  - ``notify``: a new alert (or a more severe one) joined a group that already has a message: the root
+    is updated and the news goes into the thread as a reply also shown in the channel (it notifies);
+  - ``update``: what was announced changed state (resolved, acknowledged): the root is edited and a
+    quiet thread reply says what changed (it does not notify);
+  - ``repeat``: a reminder that the group still fires (shown in the channel: it notifies);
+  - ``single``: a notification outside any group (the watchdog's heartbeat).
+
+One rule picks the alert a message leads with (``lead``): firing before resolved, then the most
+severe (``Severity.rank``), then the oldest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from alerts.model import Severity
+
+Kind = Literal["open", "notify", "update", "repeat", "single"]
+NOTIFYING: frozenset[str] = frozenset({"open", "notify", "repeat", "single"})
+
+
+@dataclass(frozen=True)
+class AlertView:
+    id: str
+    alertname: str
+    severity: Severity
+    state: str  # firing | resolved | pending
+    labels: Mapping[str, str]
+    summary: str
+    started_at: float
+    description: str = ""
+    runbook_url: str = ""
+    value: float | None = None
+    threshold: float | None = None
+    step: int | None = None
+    metric: str | None = None
+    ended_at: float | None = None
+    acked_by: str | None = None
+    silenced: str | None = None  # why it is muted, if it is
+
+    @property
+    def run(self) -> str | None:
+        return self.labels.get("run")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "alertname": self.alertname,
+            "severity": self.severity.value,
+            "state": self.state,
+            "labels": dict(self.labels),
+            "summary": self.summary,
+            "description": self.description,
+            "runbook_url": self.runbook_url,
+            "value": self.value,
+            "threshold": self.threshold,
+            "step": self.step,
+            "metric": self.metric,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "acked_by": self.acked_by,
+            "silenced": self.silenced,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AlertView:
+        return cls(
+            id=str(d.get("id", "")),
+            alertname=str(d["alertname"]),
+            severity=Severity(d.get("severity", "warning")),
+            state=str(d.get("state", "firing")),
+            labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
+            summary=str(d.get("summary") or d["alertname"]),
+            started_at=float(d["started_at"]),
+            description=str(d.get("description") or ""),
+            runbook_url=str(d.get("runbook_url") or ""),
+            value=d.get("value"),
+            threshold=d.get("threshold"),
+            step=d.get("step"),
+            metric=d.get("metric"),
+            ended_at=d.get("ended_at"),
+            acked_by=d.get("acked_by"),
+            silenced=d.get("silenced"),
+        )
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A picture for the lead alert. ``kind``: ``metric`` (the metric around the event, by step or
+    time, with the threshold as a line) or ``progress`` (the step reached against time, the stall
+    shaded from ``shade[0]`` to ``shade[1]``, the limit drawn as a time span from the last step)."""
+
+    kind: Literal["metric", "progress"]
+    title: str
+    caption: str  # what the picture shows, in words (alt text, and said in the message)
+    x: Sequence[float]
+    y: Sequence[float]
+    y_min: Sequence[float] = ()
+    axis: Literal["step", "time"] = "step"
+    y_label: str = ""
+    event_x: float | None = None
+    threshold: float | None = None
+    shade: tuple[float, float] | None = None
+    limit: float | None = None  # seconds (progress plots)
+
+
+@dataclass(frozen=True)
+class GroupView:
+    key: str  # the notification's idempotency key
+    receiver: str
+    kind: Kind
+    group_key: str
+    group_labels: Mapping[str, str]
+    alerts: Sequence[AlertView]
+    changed: frozenset[str] = frozenset()  # ids of the alerts this notification reports
+    root_ref: str | None = None  # the receiver's reference of the group's first message
+    links: Mapping[str, str] = field(default_factory=dict)  # wandb_url, dashboard_url
+    actions: bool = True  # show Acknowledge / Silence buttons
+    plot: Plot | None = None
+
+    @classmethod
+    def single(cls, key: str, receiver: str, alert: AlertView) -> GroupView:
+        return cls(key, receiver, "single", key, {}, (alert,), frozenset({alert.id}), actions=False)
+
+    @property
+    def notifies(self) -> bool:
+        """Does this message notify people (a top-level message or a reply shown in the channel)?"""
+        return self.kind in NOTIFYING
+
+    @property
+    def firing(self) -> list[AlertView]:
+        return [a for a in self.alerts if a.state == "firing"]
+
+    @property
+    def resolved(self) -> bool:
+        return all(a.state == "resolved" for a in self.alerts)
+
+    @property
+    def status(self) -> str:
+        return "resolved" if self.resolved else "firing"
+
+    @property
+    def changed_alerts(self) -> list[AlertView]:
+        return [a for a in self.alerts if a.id in self.changed] or list(self.alerts)
+
+    @property
+    def lead(self) -> AlertView:
+        """The alert the whole group's message leads with."""
+        return lead_of(self.alerts)
+
+    @property
+    def news(self) -> AlertView:
+        """The alert this notification is about (a resolution names the alert that resolved)."""
+        return lead_of(self.changed_alerts)
+
+    @property
+    def run(self) -> str | None:
+        return self.group_labels.get("run") or self.lead.run
+
+    def alert_ids(self) -> list[str]:
+        return [a.id for a in self.alerts if a.id]
+
+
+def lead_of(alerts: Sequence[AlertView]) -> AlertView:
+    """Firing before resolved, then the most severe, then the oldest."""
+    return min(alerts, key=lambda a: (a.state != "firing", a.severity.rank, a.started_at))

@@ -1,0 +1,51 @@
+"""Stage 2 of delivery, at claim time: is an alert muted? The one place that says so.
+
+An alert is muted while an active silence matches its labels, or while another firing alert
+inhibits it (a crashed run is not also paged as stalled). A muted alert is recorded and shown, never
+sent; its resolution is not sent either (it was never announced). Acknowledgements are not mutes:
+an acknowledged alert still gets its state changes, only no reminders (``compose``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from alerts.inhibition import InhibitRule, inhibited
+from alerts.silences import SilenceSpec, silenced_by
+from monitor.storage.models import Alert, Silence
+
+
+@dataclass(frozen=True)
+class Mutes:
+    silences: Sequence[SilenceSpec]
+    firing: Sequence[Mapping[str, str]]
+    inhibit_rules: Sequence[InhibitRule]
+    now: float
+
+    @classmethod
+    def load(cls, s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> Mutes:
+        silences = []
+        for row in s.scalars(select(Silence).where(Silence.ends_at > now, Silence.starts_at <= now)):
+            try:
+                silences.append(
+                    SilenceSpec.parse(row.id, row.matchers.get("matchers", []), row.starts_at, row.ends_at)
+                )
+            except ValueError:
+                continue  # refused at creation; a row edited by hand must not stop delivery
+        firing = []
+        if inhibit_rules:
+            firing = [dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == "firing"))]
+        return cls(tuple(silences), tuple(firing), tuple(inhibit_rules), now)
+
+    def reason(self, labels: Mapping[str, str]) -> str | None:
+        """Why an alert with these labels is muted now, or None."""
+        hit = silenced_by(labels, self.silences, self.now)
+        if hit is not None:
+            return f"silenced by silence {hit.id}"
+        if self.inhibit_rules and inhibited(labels, self.firing, self.inhibit_rules):
+            return "inhibited"
+        return None

@@ -1,0 +1,69 @@
+"""Notifications nobody's state change causes, planned periodically by one replica at a time:
+reminders for groups that keep firing (``repeat_interval``, not for acknowledged alerts), the
+announcement of an alert whose silence ended while it still fires, and the watchdog's heartbeat."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from alerts.grouping import GroupTiming, repeat_due
+from alerts.inhibition import InhibitRule
+from alerts.model import Severity
+from alerts.views import AlertView
+from monitor.delivery.mute import Mutes
+from monitor.storage import groups_repo, outbox_store
+
+
+def plan(s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> int:
+    made = 0
+    mutes = Mutes.load(s, now, inhibit_rules)
+    for group in groups_repo.sent_groups(s):
+        if groups_repo.has_backlog(s, group.id):
+            continue
+        members = groups_repo.members(s, group.id)
+        live = [(a, m) for a, m in members if a.state == "firing" and mutes.reason(a.labels) is None]
+        for alert, member in live:
+            if member.announced_at is None:  # muted when it fired; its silence is over now
+                made += _row(s, f"announce:{alert.id}:{group.id}", now, group, alert.id, "change")
+        timing = GroupTiming(**group.timing)
+        reminded = [a for a, m in live if m.announced_at is not None and not a.acked_at]
+        if repeat_due(now, group.last_sent_at, timing, bool(reminded), acked=False):
+            made += _row(s, f"repeat:{group.id}:{group.last_sent_at:.3f}", now, group, None, "repeat")
+    return made
+
+
+def _row(s: Session, key: str, now: float, group: object, alert_id: int | None, kind: str) -> int:
+    n = outbox_store.enqueue_once(
+        s,
+        key,
+        now,
+        receiver=group.receiver,
+        group_id=group.id,
+        alert_id=alert_id,
+        kind=kind,
+        payload={"status": "firing"},
+    )
+    return int(n is not None)
+
+
+def heartbeat(s: Session, receiver: str, interval: float, now: float) -> None:
+    """The dead man's switch: one heartbeat per interval (a second replica's is the same row)."""
+    alert = AlertView(
+        id="watchdog",
+        alertname="Watchdog",
+        severity=Severity.INFO,
+        state="firing",
+        labels={"alertname": "Watchdog"},
+        summary="herowatch is alive (dead man's switch)",
+        started_at=now,
+    )
+    outbox_store.enqueue_once(
+        s,
+        f"heartbeat:{receiver}:{int(now // interval)}",
+        now,
+        receiver=receiver,
+        kind="heartbeat",
+        payload={"alert": alert.to_dict()},
+    )

@@ -1,0 +1,101 @@
+"""Taking a watch up (at start, or from a replica that died) and letting it go: which runs, which open
+alerts, which detector state. No alert may resolve because the process restarted: detectors resume
+from their saved snapshot; a detector without one keeps its restored alert from resolving until it
+has seen enough again (``Evaluator.restore``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from alerts.lifecycle import AlertStatus
+from alerts.model import AlertState
+from monitor.engine.evaluator import STATE_VERSION
+from monitor.samples import Sample
+from monitor.storage import alerts_repo, rule_state_repo, runs_repo
+
+if TYPE_CHECKING:
+    from monitor.engine.cycle import Engine
+
+log = logging.getLogger(__name__)
+
+
+class Adoption:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._adopted: set[str] = set()
+
+    @property
+    def adopted(self) -> frozenset[str]:
+        return frozenset(self._adopted)
+
+    def adopt(self, watch: str) -> None:
+        eng = self.engine
+        with eng._lock, eng.sessions() as s:
+            runs = [r for r in runs_repo.list_runs(s) if r.watch == watch]
+            ids = {r.id for r in runs}
+            states = rule_state_repo.load(s, ids)
+            warm = 0
+            for run in runs:
+                eng.remember(run)
+                eng.stats_of(run, eng.watches[watch])
+                if eng.evaluator.import_state(run.id, states.get(run.id)):
+                    warm += 1
+                if run.last_step is not None and run.last_step_at is not None:
+                    # the runs table is written every poll, the snapshot every few: the newest step
+                    # known (the evaluator ignores it if the snapshot is as new)
+                    eng.evaluator.observe(
+                        Sample(
+                            t=run.last_step_at,
+                            run=run.id,
+                            step=run.last_step,
+                            state=run.state,
+                            source=run.source,
+                        )
+                    )
+            eng.pollers[watch].health.awaiting(eng.watches[watch].targets())
+            restored = 0
+            for row in alerts_repo.load_active(s):
+                if row.run_id in ids or row.run_id == watch:
+                    eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, _status(row), row.id)
+                    restored += 1
+        self._adopted.add(watch)
+        log.info(
+            "watch %s: taken up with %d runs (%d with their rule state) and %d open alerts",
+            watch,
+            len(runs),
+            warm,
+            restored,
+        )
+
+    def let_go(self, watch: str) -> None:
+        """Another replica polls this watch now: forget what this one knew, to re-read it on return."""
+        eng = self.engine
+        with eng._lock:
+            for run in [*eng.runs_of(watch), watch]:  # and the watch's own source alerts
+                eng.forget(run)
+        self._adopted.discard(watch)
+        log.info("watch %s: handed over to another replica", watch)
+
+    def save_state(self, s: Session, runs: Iterable[str], now: float) -> None:
+        eng = self.engine
+        for run in runs:
+            state = eng.evaluator.export_state(run)
+            if state is not None:
+                rule_state_repo.save(s, run, STATE_VERSION, state, now)
+                eng._polls_since_checkpoint[run] = 0
+
+
+def _status(row: object) -> AlertStatus:
+    return AlertStatus(
+        AlertState(row.state),
+        row.active_at,
+        row.fired_at,
+        row.resolved_at,
+        row.last_true_at,
+        row.value,
+        row.step,
+    )

@@ -1,0 +1,90 @@
+"""Polling a watch's sources: concurrently, each within its own time limit, results validated where
+they enter herowatch.
+
+A source whose poll is slow (stuck in retries against a failing server) must not hold back the
+others: each source of a watch is polled in its own thread; the cycle waits at most its budget for
+them, and a poll still running then stays in flight. Its result is taken by a later cycle (its
+cursors are still the ones it started from: no other poll of that source and watch ran meanwhile),
+and ``SourceHealth`` counts it as failing once it has run longer than the source's limit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from monitor.engine.source_health import SourceHealth
+from monitor.sources.base import Cursor, PollResult, Source, Target
+
+log = logging.getLogger(__name__)
+
+
+def stuck_after(cfg: object, poll_interval: float) -> float:
+    """How long a poll of one source may run before it counts as failing: a few times the source's own
+    request limit (timeout x attempts), and never less than two poll intervals."""
+    timeout = float(getattr(cfg, "timeout", 10.0) or 10.0)
+    attempts = int(getattr(cfg, "retries", 0) or 0) + 1
+    return max(2 * poll_interval, 3 * timeout * attempts)
+
+
+@dataclass
+class WatchPoller:
+    """The sources of one watch, their polls in flight and their health."""
+
+    watch: str
+    health: SourceHealth = field(default_factory=SourceHealth)
+    inflight: dict[str, Future[PollResult]] = field(default_factory=dict)
+
+    def poll(
+        self,
+        pool: ThreadPoolExecutor,
+        sources: Mapping[str, Source],
+        targets: Mapping[str, Target],
+        cursors: Mapping[str, Mapping[str, Cursor]],
+        time: Callable[[], float],
+        budget: float,
+    ) -> dict[str, PollResult]:
+        """Start a poll of every source not already in flight, wait up to ``budget`` real seconds for
+        them, and return the results at hand (finished late polls included), validated."""
+        results: dict[str, PollResult] = {}
+        started: dict[str, Future[PollResult]] = {}
+        for kind, target in targets.items():
+            running = self.inflight.get(kind)
+            if running is not None:
+                if not running.done():
+                    continue  # still busy from an earlier cycle: counted as failing once it is stuck
+                del self.inflight[kind]
+                results[kind] = _outcome(kind, self.watch, running)
+                self.health.polled(kind, time(), results[kind].error)
+                continue
+            self.health.started(kind, time())
+            started[kind] = pool.submit(_poll, sources[kind], target, cursors.get(kind, {}), time())
+        if started:
+            wait(started.values(), timeout=budget)
+        for kind, fut in started.items():
+            if fut.done():
+                results[kind] = _outcome(kind, self.watch, fut)
+                self.health.polled(kind, time(), results[kind].error)
+            else:
+                self.inflight[kind] = fut
+                log.warning(
+                    "poll of %s for watch %s is taking longer than %.0fs; the other sources go on",
+                    kind,
+                    self.watch,
+                    budget,
+                )
+        return results
+
+
+def _poll(source: Source, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
+    return source.poll(target, cursors, now)
+
+
+def _outcome(kind: str, watch: str, fut: Future[PollResult]) -> PollResult:
+    try:
+        return fut.result().validated()
+    except Exception as exc:  # a source bug is an outage of that source, not of herowatch
+        log.error("source %s raised while polling %s: %s", kind, watch, exc, exc_info=exc)
+        return PollResult(error=f"{type(exc).__name__}: {exc}")

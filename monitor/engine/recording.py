@@ -1,0 +1,60 @@
+"""Alert events into storage, in the cycle's transaction: the instance row, its transition, and the
+notifications the change causes (``delivery``); and the text of firing alerts kept current."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from sqlalchemy.orm import Session
+
+from alerts.model import AlertState
+from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.storage import alerts_repo
+
+log = logging.getLogger(__name__)
+
+
+class Recorder:
+    def __init__(self, evaluator: Evaluator, delivery: object) -> None:
+        self.evaluator = evaluator
+        self.delivery = delivery  # has on_transition(session, alert_row, to_state, now)
+
+    def record(self, s: Session, events: Iterable[AlertEvent], now: float) -> None:
+        for event in events:
+            key, tr = event.key, event.transition
+            change = alerts_repo.AlertChange(
+                fingerprint=key.fingerprint,
+                rule=key.rule.name,
+                kind=key.rule.kind,
+                run=key.run,
+                metric=key.rule.metric,
+                severity=key.rule.severity.value,
+                labels=key.labels,
+                annotations=event.annotations,
+                transition=tr,
+                status=event.status,
+                value=event.finding.value,
+                threshold=event.finding.threshold,
+                step=event.finding.step,
+            )
+            row = alerts_repo.record_change(s, change, event.ref, now)
+            if tr.to_state.active:
+                self.evaluator.set_ref(key.fingerprint, row.id)
+            if tr.to_state in (AlertState.FIRING, AlertState.RESOLVED):
+                self.delivery.on_transition(s, row, tr.to_state.value, now)
+            log.info(
+                "alert %s %s -> %s for %s: %s",
+                key.rule.name,
+                tr.from_state.value,
+                tr.to_state.value,
+                key.run,
+                tr.reason,
+            )
+
+    def refresh(self, s: Session, run: str, now: float) -> None:
+        """Render the annotations of the run's firing alerts again (Prometheus does, at every
+        evaluation): "no new step for 32m" stays true while the stall goes on."""
+        for alert, finding, text in self.evaluator.current(run, now):
+            if alert.ref is not None:
+                alerts_repo.refresh_annotations(s, alert.ref, text, finding.value, finding.step)

@@ -1,0 +1,131 @@
+"""One run's rules as the evaluator holds them: a detector per rule (a slot), the dispatch plan that
+sends each sample only to the detectors that asked for its metrics, and which source provides what.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+from monitor.rules.base import ANY, STATE, STEP, Detector
+from monitor.rules.kinds import DETECTORS
+from monitor.rules.spec import RuleSpec
+from monitor.samples import Sample
+
+MAX_PLANS = 256
+
+
+@dataclass(eq=False)
+class Slot:
+    """One rule's detector for one run, and the fingerprints of its open (pending or firing) alerts."""
+
+    index: int
+    rule: RuleSpec
+    det: Detector
+    feeds: frozenset[str]
+    queued: bool = False
+    fed: bool = False  # observed a sample since the detector was built
+    leader: Detector | None = None  # shares this detector's statistics (share_key)
+    open: set[str] = field(default_factory=set)
+
+
+Feed = tuple[Callable[[Sample], None], Detector, Slot]  # (bound observe, detector, slot)
+
+
+@dataclass(eq=False)
+class RunRules:
+    slots: list[Slot]
+    every: list[Feed]  # detectors fed every sample
+    by_metric: dict[str, list[Feed]]  # metric -> detectors fed samples that carry it
+    clocked: list[Slot]
+    dirty: list[Slot] = field(default_factory=list)
+    live: dict[int, Slot] = field(default_factory=dict)  # slots with open alerts, by index
+    newest: float = -math.inf  # the newest sample time seen
+    top_step: float = -math.inf  # the highest step seen
+    plans: dict[tuple[str, ...], list[Feed]] = field(default_factory=dict)
+    providers: dict[str, set[str]] = field(default_factory=dict)  # feed -> sources that delivered it
+    _provided: set[tuple] = field(default_factory=set)
+    orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
+
+    @classmethod
+    def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:
+        slots = []
+        for i, spec in enumerate(rules):
+            det = DETECTORS[spec.kind](spec, run)
+            slots.append(Slot(i, spec, det, det.feeds()))
+        every: list[Feed] = []
+        by_metric: dict[str, list[Feed]] = {}
+        clocked: list[Slot] = []
+        leaders: dict[Hashable, Detector] = {}
+        for slot in slots:
+            wants = slot.det.inputs()
+            feed = (slot.det.observe, slot.det, slot)
+            if wants is None or len(wants) > 1:  # several metrics: fed every sample, observed once
+                every.append(feed)
+            else:
+                for name in wants:
+                    by_metric.setdefault(name, []).append(feed)
+            if slot.det.clocked:
+                clocked.append(slot)
+            share = slot.det.share_key()
+            if share is not None:
+                if share in leaders:  # fed after its leader: same list, later index
+                    slot.leader = leaders[share]
+                    slot.det.share_with(slot.leader)
+                else:
+                    leaders[share] = slot.det
+        rr = cls(slots, every, by_metric, clocked)
+        rr.dirty = list(slots)  # evaluate everything once
+        for slot in slots:
+            slot.queued = True
+        return rr
+
+    def plan(self, names: tuple[str, ...]) -> list[Feed]:
+        """The detectors a sample with these metric names goes to, in rule order (leaders first).
+
+        Cached per key set: a run's rows mostly carry the same metrics step after step."""
+        plan = self.plans.get(names)
+        if plan is not None:
+            return plan
+        feeds = {id(f): f for f in self.every}
+        for name in names:
+            for f in self.by_metric.get(name, ()):
+                feeds[id(f)] = f
+        plan = sorted(feeds.values(), key=lambda f: f[2].index)
+        if len(self.plans) >= MAX_PLANS:
+            self.plans.clear()
+        self.plans[names] = plan
+        return plan
+
+    def provided(self, sample: Sample, names: tuple[str, ...]) -> None:
+        """Remember which source delivers which feed (cheap: once per shape of sample and source)."""
+        shape = (sample.source, names, sample.step is not None, sample.state is not None)
+        if shape in self._provided or sample.source is None:
+            return
+        if len(self._provided) < 4 * MAX_PLANS:
+            self._provided.add(shape)
+        add = self.providers.setdefault
+        add(ANY, set()).add(sample.source)
+        if sample.step is not None:
+            add(STEP, set()).add(sample.source)
+        if sample.state is not None:
+            add(STATE, set()).add(sample.source)
+        for name in names:
+            add(name, set()).add(sample.source)
+
+    def blind(self, slot: Slot, unavailable: frozenset[str]) -> bool:
+        """Is every source of one of the slot's feeds unreadable now?"""
+        for feed in slot.feeds:
+            sources = self.providers.get(feed)
+            if sources and sources <= unavailable:
+                return True
+        return False
+
+    def queue(self, slot: Slot) -> None:
+        if not slot.queued:
+            slot.queued = True
+            self.dirty.append(slot)
+
+    def slot_named(self, rule: str) -> Slot | None:
+        return next((s for s in self.slots if s.rule.name == rule), None)

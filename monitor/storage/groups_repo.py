@@ -1,0 +1,115 @@
+"""Alert group episodes and their members: open, join, announce, close. SQL only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification
+
+BUSY = ("pending", "sending")
+
+
+def open_group(s: Session, key: str) -> AlertGroup | None:
+    return s.scalar(select(AlertGroup).where(AlertGroup.open_key == key))
+
+
+def create_group(
+    s: Session, key: str, receiver: str, labels: Mapping[str, str], timing: Mapping[str, Any], now: float
+) -> AlertGroup:
+    group = AlertGroup(
+        group_key=key,
+        open_key=key,
+        receiver=receiver,
+        created_at=now,
+        labels=dict(labels),
+        timing=dict(timing),
+    )
+    s.add(group)
+    s.flush()
+    return group
+
+
+def close(s: Session, group: AlertGroup, now: float) -> None:
+    group.open_key, group.closed_at = None, now
+
+
+def members(s: Session, group_id: int) -> list[tuple[Alert, GroupMember]]:
+    q = (
+        select(Alert, GroupMember)
+        .join(GroupMember, GroupMember.alert_id == Alert.id)
+        .where(GroupMember.group_id == group_id)
+        .order_by(Alert.id)
+    )
+    return [(a, m) for a, m in s.execute(q)]
+
+
+def alerts_of(s: Session, group_id: int) -> list[Alert]:
+    return [a for a, _ in members(s, group_id)]
+
+
+def join(s: Session, group_id: int, alert_id: int, now: float) -> None:
+    if s.get(GroupMember, (group_id, alert_id)) is None:
+        s.add(GroupMember(group_id=group_id, alert_id=alert_id, joined_at=now))
+        s.flush()
+
+
+def has_backlog(s: Session, group_id: int) -> bool:
+    n = s.scalar(
+        select(func.count())
+        .select_from(Notification)
+        .where(Notification.group_id == group_id, Notification.status.in_(BUSY))
+    )
+    return bool(n)
+
+
+def mark_told(s: Session, group_id: int, announced: list[int], resolved: list[int], now: float) -> None:
+    """Record what a sent message told of which alerts."""
+    if announced:
+        s.execute(
+            update(GroupMember)
+            .where(
+                GroupMember.group_id == group_id,
+                GroupMember.alert_id.in_(announced),
+                GroupMember.announced_at.is_(None),
+            )
+            .values(announced_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    if resolved:
+        s.execute(
+            update(GroupMember)
+            .where(GroupMember.group_id == group_id, GroupMember.alert_id.in_(resolved))
+            .values(resolved_sent_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+
+def groups_with_alerts(s: Session, alert_ids: list[int]) -> list[AlertGroup]:
+    """The open episodes that hold any of these alerts."""
+    if not alert_ids:
+        return []
+    ids = select(GroupMember.group_id).where(GroupMember.alert_id.in_(alert_ids)).distinct()
+    return list(s.scalars(select(AlertGroup).where(AlertGroup.id.in_(ids), AlertGroup.open_key.is_not(None))))
+
+
+def sent_groups(s: Session) -> list[AlertGroup]:
+    """Open episodes that have told their receiver something (candidates for reminders)."""
+    return list(
+        s.scalars(
+            select(AlertGroup).where(AlertGroup.open_key.is_not(None), AlertGroup.last_sent_at.is_not(None))
+        )
+    )
+
+
+def by_key(s: Session, key: str) -> AlertGroup | None:
+    """The open episode with this key, else the latest closed one (a button on an old message)."""
+    group = open_group(s, key)
+    if group is not None:
+        return group
+    return s.scalar(
+        select(AlertGroup).where(AlertGroup.group_key == key).order_by(AlertGroup.id.desc()).limit(1)
+    )

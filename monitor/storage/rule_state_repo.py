@@ -1,0 +1,43 @@
+"""Detector snapshots per run (``rule_state``): written every few polls and at shutdown, read when a
+replica takes a watch up."""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.storage.models import RuleState
+
+log = logging.getLogger(__name__)
+MAX_BYTES = 4 * 1024 * 1024  # compressed; a bigger snapshot is a bug: skipped (the run starts cold)
+
+
+def save(s: Session, run_id: str, version: int, state: dict[str, Any], now: float) -> None:
+    data = zlib.compress(json.dumps(state, separators=(",", ":"), allow_nan=False).encode(), 6)
+    if len(data) > MAX_BYTES:
+        log.warning("rule state of run %s is %d bytes compressed: not saved", run_id, len(data))
+        return
+    row = s.get(RuleState, run_id)
+    if row is None:
+        s.add(RuleState(run_id=run_id, version=version, saved_at=now, data=data))
+    else:
+        row.version, row.saved_at, row.data = version, now, data
+
+
+def load(s: Session, run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    ids = list(run_ids)
+    out: dict[str, dict[str, Any]] = {}
+    if not ids:
+        return out
+    for row in s.scalars(select(RuleState).where(RuleState.run_id.in_(ids))):
+        try:
+            out[row.run_id] = json.loads(zlib.decompress(row.data))
+        except (zlib.error, ValueError) as exc:
+            log.warning("rule state of run %s is unreadable (%s): its rules start cold", row.run_id, exc)
+    return out
