@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, defer
 
 from alerts.silences import SilenceSpec
-from monitor.storage.models import Alert, AlertTransition, Run, SeriesBucket, SeriesMeta, Silence
+from monitor.storage.models import Alert, AlertGroup, AlertTransition, Run, SeriesBucket, SeriesMeta, Silence
 from monitor.storage.series import BucketView, metrics_of, read_series
 
 log = logging.getLogger(__name__)
@@ -88,6 +88,11 @@ def find_alerts(
 
 def get_alert(session: Session, alert_id: int) -> Alert | None:
     return session.get(Alert, alert_id)
+
+
+def group_root_ref(session: Session, group_key: str) -> str | None:
+    """Where the receiver posted an alert group's first message (Slack: ``CHANNEL:TS``), if anywhere."""
+    return session.scalar(select(AlertGroup.root_ref).where(AlertGroup.group_key == group_key))
 
 
 def alert_spans(session: Session, run_id: str) -> list[tuple[str, float, float | None]]:
