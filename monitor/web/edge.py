@@ -8,8 +8,8 @@
 - :class:`HostCheck`: the ``Host`` header must name herowatch (``HEROWATCH_ALLOWED_HOSTS``), an IP
   address or localhost. DNS rebinding (a web page on ``attacker.example`` whose name is made to resolve
   to herowatch's address) always carries the attacker's name, never an IP literal, so it gets 400.
-- :class:`CleanTarget`: a path or query string holding a NUL byte gets 400 (PostgreSQL cannot store
-  one in text, and no run, alert or filter has one).
+- :class:`CleanTarget`: a path or query string holding a NUL byte gets 422, like any other invalid
+  parameter (PostgreSQL cannot store one in text, and no run, alert or filter has one).
 
 Each refusal is JSON ``{"error": ...}`` with ``Connection: close``.
 """
@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger(__name__)
 
 
-async def refuse(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
+async def refuse(send: Send, status: int, message: str, detail: object = None) -> None:
+    body = json.dumps({"error": message} if detail is None else {"error": message, "detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -174,7 +174,12 @@ class CleanTarget:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             query = scope.get("query_string", b"").lower()
-            if "\x00" in scope.get("path", "") or b"%00" in query or b"\x00" in query:
-                await refuse(send, 400, "the path or query string holds a NUL byte")
+            where = "path" if "\x00" in scope.get("path", "") else None
+            if b"%00" in query or b"\x00" in query:
+                where = "query"
+            if where is not None:
+                msg = "holds a NUL byte"
+                detail = [{"loc": [where], "msg": msg, "type": "value_error"}]
+                await refuse(send, 422, f"invalid request: {where}: {msg}", detail)
                 return
         await self.app(scope, receive, send)
