@@ -57,6 +57,7 @@ class Server:
 
     def client(self, local_address: str | None = None, **kw) -> httpx.Client:  # noqa: ANN003
         transport = httpx.HTTPTransport(local_address=local_address) if local_address else None
+        kw.setdefault("follow_redirects", True)
         return httpx.Client(base_url=self.url, timeout=30, transport=transport, **kw)
 
     def bearer(self) -> dict[str, str]:

@@ -42,10 +42,10 @@ async def form_fields(request: Request) -> dict[str, str]:
     from one of herowatch's own pages only."""
     if (why := cross_origin(request)) is not None:
         raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/x-www-form-urlencoded":
-        raise HTTPException(415, "send the form url-encoded")
     body = await request.body()
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if body and kind != "application/x-www-form-urlencoded":
+        raise HTTPException(415, "send the form url-encoded")
     try:
         parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
     except UnicodeDecodeError:
