@@ -112,6 +112,21 @@ class Settings(BaseSettings):
         return redact_url(self.database_url)
 
 
+def load_settings(**overrides: str | None) -> Settings:
+    """Settings from the environment and the given overrides (None: not given). Raises ValueError with
+    every problem in one line, never echoing a value (it may be a secret)."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_input=False)
+        )
+        raise ValueError(f"bad environment settings: {problems}") from None
+
+
 def redact_url(url: str) -> str:
     """Hide a password in a database URL for logs: postgresql://u:***@host/db."""
     from sqlalchemy.engine import make_url

@@ -56,19 +56,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _settings(database_url: str | None = None, listen: str | None = None):  # noqa: ANN202
-    from pydantic import ValidationError
+    from monitor.settings import load_settings
 
-    from monitor.settings import Settings
-
-    overrides = {k: v for k, v in {"database_url": database_url, "listen": listen}.items() if v}
     try:
-        return Settings(**overrides)
-    except ValidationError as exc:  # never echo the input: it may be a secret
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors(include_input=False)
-        )
-        raise _fail(f"bad environment settings: {problems}") from None
+        return load_settings(database_url=database_url, listen=listen)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _load(config: Path):  # noqa: ANN202
