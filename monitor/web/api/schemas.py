@@ -24,23 +24,23 @@ EARLIEST, LATEST = 946_684_800.0, 4_102_444_800.0  # 2000-01-01 and 2100-01-01, 
 _CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
-def plain_text(value: str, what: str, multiline: bool = False) -> str:
+def plain_text(value: str, multiline: bool = False) -> str:
     """``value`` unless it holds a control character (NUL, escape, ...; newlines and tabs only where
     ``multiline``): PostgreSQL refuses NUL in text, and none of them belongs in a name or a comment."""
     allowed = {"\n", "\r", "\t"} if multiline else set()
     bad = next((c for c in value if c in _CONTROL and c not in allowed), None)
     if bad is not None:
-        raise ValueError(f"{what} holds a control character ({bad!r})")
+        raise ValueError(f"holds a control character ({bad!r}): plain text only")
     return value
 
 
-def epoch_seconds(value: str | float | None, what: str) -> float | None:
+def epoch_seconds(value: str | float | None) -> float | None:
     """Epoch seconds from epoch seconds or an ISO 8601 time (UTC when no offset is given), finite and
     between 2000 and 2100."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
-        raise ValueError(f"{what}: expected a time, not true/false")
+        raise ValueError("expected a time, not true/false")
     if isinstance(value, int | float):
         t = float(value) if abs(value) < 1e300 else math.inf
     else:
@@ -52,12 +52,12 @@ def epoch_seconds(value: str | float | None, what: str) -> float | None:
                 dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
             except ValueError:
                 raise ValueError(
-                    f"{what}: {value[:60]!r} is not a time; use ISO 8601, e.g. 2026-01-31T08:00:00Z"
+                    f"{value[:60]!r} is not a time; use ISO 8601, e.g. 2026-01-31T08:00:00Z"
                 ) from None
             t = (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
     if not math.isfinite(t) or not EARLIEST <= t <= LATEST:
         shown = str(value)[:40]
-        raise ValueError(f"{what}: a time between 2000-01-01 and 2100-01-01, please (got {shown!r})")
+        raise ValueError(f"a time between 2000-01-01 and 2100-01-01, please (got {shown!r})")
     return t
 
 
@@ -185,12 +185,12 @@ class AckIn(BaseModel):
     @field_validator("by")
     @classmethod
     def _by(cls, v: str) -> str:
-        return plain_text(v, "by")
+        return plain_text(v)
 
     @field_validator("comment")
     @classmethod
     def _comment(cls, v: str | None) -> str | None:
-        return None if v is None else plain_text(v, "comment", multiline=True)
+        return None if v is None else plain_text(v, multiline=True)
 
 
 class SilenceIn(BaseModel):
@@ -221,7 +221,7 @@ class SilenceIn(BaseModel):
         if v is None:
             return None
         if isinstance(v, str) and len(v) > 40:
-            raise ValueError("duration: at most 40 characters, e.g. 2h or 1h30m")
+            raise ValueError("at most 40 characters, e.g. 2h or 1h30m")
         seconds = parse_duration(v)
         if not math.isfinite(seconds):
             raise ValueError("a silence lasts a finite time (at most 90 days)")
@@ -231,20 +231,20 @@ class SilenceIn(BaseModel):
 
     @field_validator("starts_at", "ends_at")
     @classmethod
-    def _time(cls, v: str | float | None, info: Any) -> float | None:
+    def _time(cls, v: str | float | None) -> float | None:
         if isinstance(v, str) and len(v) > 64:
-            raise ValueError(f"{info.field_name}: at most 64 characters, e.g. 2026-01-31T08:00:00Z")
-        return epoch_seconds(v, info.field_name)
+            raise ValueError("at most 64 characters, e.g. 2026-01-31T08:00:00Z")
+        return epoch_seconds(v)
 
     @field_validator("created_by")
     @classmethod
     def _created_by(cls, v: str) -> str:
-        return plain_text(v, "created_by")
+        return plain_text(v)
 
     @field_validator("comment")
     @classmethod
     def _comment(cls, v: str) -> str:
-        return plain_text(v, "comment", multiline=True)
+        return plain_text(v, multiline=True)
 
     @model_validator(mode="after")
     def _one_end(self) -> SilenceIn:
