@@ -7,7 +7,7 @@
   send requests to it (cross-site requests, DNS rebinding); a header token is immune to both.
 - Reads (``/api/*`` GETs, the dashboard, ``/metrics``) are open by default; with
   ``HEROWATCH_PROTECT_READS=true`` they need the token too (header, or the dashboard's cookie).
-  ``/healthz`` and ``/readyz`` stay open for probes.
+  ``/healthz`` stays open for probes; ``/readyz`` tells anyone its verdict, and readers its details.
 - The dashboard's login form takes the token once and starts a session: an HttpOnly, SameSite=Strict
   cookie (``Secure`` over https, or behind a trusted proxy that says https) holding a random session id,
   the person's name, when it started, and an HMAC of those under the token. Nothing is stored server

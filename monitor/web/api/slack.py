@@ -54,8 +54,8 @@ async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> 
         request.headers["x-slack-signature"], float(request.headers["x-slack-request-timestamp"]), now
     )
     if refused is not None:
-        log.warning("refused a Slack interaction: %s", refused)
-        raise HTTPException(409 if "already" in refused else 429, refused)
+        log.warning("refused a Slack interaction: %s", refused[1])
+        raise HTTPException(*refused)
     try:
         action = parse_payload(body)
     except BadPayload as exc:

@@ -33,12 +33,12 @@ class ReplayGuard:
                 break
             del self._seen[signature]
 
-    def check(self, signature: str, timestamp: float, now: float) -> str | None:
-        """Remember ``signature``; None if it is new, else why it is refused."""
+    def check(self, signature: str, timestamp: float, now: float) -> tuple[int, str] | None:
+        """Remember ``signature``; None if it is new, else the HTTP status and reason to refuse it."""
         self._forget_old(now)
         if signature in self._seen:
-            return "this signed request was already handled (a replay?)"
+            return 409, "this signed request was already handled (a replay?)"
         if len(self._seen) >= self.max_entries:
-            return "too many Slack requests in the last five minutes; try again shortly"
+            return 429, "too many Slack requests in the last five minutes; try again shortly"
         self._seen[signature] = timestamp
         return None

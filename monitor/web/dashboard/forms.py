@@ -114,15 +114,15 @@ def login(
         resp = page(request, ctx, "login.html", 429, next=nxt, error=error, name=name)
         resp.headers["Retry-After"] = str(int(wait) + 1)
         return resp
-    if not name:
+    if not name or not name.isprintable():
         return page(
             request,
             ctx,
             "login.html",
             422,
             next=nxt,
-            error="Say who you are: acks and silences carry your name.",
-            name=name,
+            error="Say who you are (plain text): acks and silences carry your name.",
+            name=name if name.isprintable() else "",
         )
     if not token_matches(ctx.settings, form.get("token", "").strip()):
         throttle.failed(client)
