@@ -6,7 +6,9 @@ ARGS ?=
 
 venv:
 	@test -x .venv/bin/python || python3 -m venv .venv
-	@.venv/bin/python -c "import monitor" 2>/dev/null || .venv/bin/python -m pip install -q -e .
+	@.venv/bin/python -c "import monitor" 2>/dev/null || { \
+	  .venv/bin/python -m pip install -q --require-hashes -r requirements/runtime.lock && \
+	  .venv/bin/python -m pip install -q --no-deps -e . ; }
 
 demo: venv
 	.venv/bin/herowatch demo --port $(PORT)

@@ -5,31 +5,79 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import re2
 
 from alerts.grouping import GroupTiming
+
+MAX_MATCHER_CHARS = 1024  # a whole matcher, name, operator and value: label regexes are short
+_NAME_OP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(=~|!~|!=|=)")  # anchored, no nested repetition
+
+
+def _re2_options() -> Any:
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print every refused pattern to stderr
+    opts.max_mem = 1 << 20  # bounds the compiled program: `(a{999}){999}`-style blow-ups are refused
+    return opts
+
+
+_OPTIONS = _re2_options()
+
+
+def compile_regex(pattern: str, what: str) -> Any:
+    """``pattern`` compiled by RE2: matching is linear in the input, whatever the pattern (no
+    backtracking, so no catastrophic ``(.*.*)*X``). Raises ValueError for syntax RE2 does not have
+    (lookaround, backreferences) or a pattern too big to compile."""
+    try:
+        return re2.compile(pattern, _OPTIONS)
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else exc
+        reason = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        raise ValueError(
+            f"bad regex in {what}: {reason} (RE2 syntax: no lookaround or backreferences)"
+        ) from None
 
 
 @dataclass(frozen=True)
 class Matcher:
-    """``name=value``, ``name!=value``, ``name=~regex`` or ``name!~regex``, as in Alertmanager."""
+    """``name=value``, ``name!=value``, ``name=~regex`` or ``name!~regex``, as in Alertmanager.
+
+    Regexes are RE2, anchored at both ends, compiled once here: matching takes time linear in the label
+    value however the pattern is written. A matcher is at most ``MAX_MATCHER_CHARS`` long and holds no
+    control characters (NUL, newline): it is parsed from user input (API, dashboard, Slack, rule files).
+    """
 
     name: str
     op: str
     value: str
+    regex: Any = field(default=None, compare=False, hash=False, repr=False)
 
-    _PATTERN = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*\"?(.*?)\"?\s*$")
+    def __post_init__(self) -> None:
+        if self.op in ("=~", "!~") and self.regex is None:
+            object.__setattr__(self, "regex", compile_regex(self.value, f"matcher {str(self)!r}"))
 
     @classmethod
     def parse(cls, text: str) -> Matcher:
-        m = cls._PATTERN.match(text)
+        if not isinstance(text, str):
+            raise ValueError(f"a matcher is text like run=hero-a, not {type(text).__name__}")
+        if len(text) > MAX_MATCHER_CHARS:
+            raise ValueError(f"matcher is {len(text)} characters long; the limit is {MAX_MATCHER_CHARS}")
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text.strip()):
+            raise ValueError(f"matcher {text[:80]!r} contains a control character (NUL, newline, ...)")
+        stripped = text.strip()
+        m = _NAME_OP.match(stripped)
         if not m:
             raise ValueError(f"bad matcher {text!r}: expected name=value, name!=value, name=~re or name!~re")
-        name, op, value = m.groups()
+        name, op = m.groups()
+        value = stripped[m.end() :].lstrip()
+        if value.startswith('"'):
+            value = value[1:]
+        if value.endswith('"'):
+            value = value[:-1]
         if op in ("=~", "!~"):
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"bad regex in matcher {text!r}: {exc}") from None
+            regex = compile_regex(value, f"matcher {text!r}")
+            return cls(name, op, value, regex)
         return cls(name, op, value)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -38,7 +86,7 @@ class Matcher:
             return actual == self.value
         if self.op == "!=":
             return actual != self.value
-        full = re.fullmatch(self.value, actual) is not None
+        full = self.regex.fullmatch(actual) is not None
         return full if self.op == "=~" else not full
 
     def __str__(self) -> str:

@@ -2,10 +2,12 @@
 
 Slack POSTs a form body ``payload=<json>`` to the app's interactivity URL, signed with the app's
 signing secret: ``x-slack-signature = "v0=" + hex(HMAC-SHA256(secret, "v0:{ts}:{raw body}"))`` with
-``ts`` = ``x-slack-request-timestamp``. :func:`verify_and_parse` checks that (against ``now``, passed
-in: this module never reads the clock), rejects timestamps more than five minutes off, and turns the
-payload into an :class:`Interaction`. The HTTP endpoint maps :class:`BadSignature` to 401 and
-:class:`BadPayload` to 400.
+``ts`` = ``x-slack-request-timestamp``. :func:`verify_and_parse` checks that with slack-sdk's
+``SignatureVerifier`` (against ``now``, passed in: this module never reads the clock), rejects
+timestamps more than five minutes off, and turns the payload into an :class:`Interaction`, refusing any
+payload that is not exactly a herowatch button click. The HTTP endpoint maps :class:`BadSignature` to
+401 and :class:`BadPayload` to 400; it also refuses replays, other workspaces and other messages
+(monitor/web/api/slack.py).
 
 The buttons themselves (action ids and the JSON in their ``value``) are defined here too, so the
 message renderer (``alerts.notifiers.slack_blocks``) and this parser cannot drift apart.
@@ -13,13 +15,13 @@ message renderer (``alerts.notifiers.slack_blocks``) and this parser cannot drif
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
+
+from slack_sdk.signature import SignatureVerifier
 
 MAX_AGE_SECONDS = 5 * 60
 
@@ -81,83 +83,118 @@ def decode_button_value(value: str) -> tuple[str, tuple[str, ...]]:
         data = json.loads(value)
         group_key = data["group_key"]
         ids = data.get("alert_ids") or []
-    except (ValueError, TypeError, KeyError) as exc:
-        raise BadPayload(f"button value is not herowatch's JSON: {exc}") from None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise BadPayload(f"button value is not herowatch's JSON: {type(exc).__name__}") from None
     if not isinstance(group_key, str) or not group_key or not isinstance(ids, list):
         raise BadPayload("button value has no group_key")
-    return group_key, tuple(str(a) for a in ids)
+    return group_key, tuple(str(a)[:20] for a in ids[:500])
 
 
 # ---- signature ------------------------------------------------------------------------------------------
+class _At:
+    """slack-sdk's Clock, at the time we were given (this module never reads the clock itself)."""
+
+    def __init__(self, now: float) -> None:
+        self._now = now
+
+    def now(self) -> float:
+        return self._now
+
+
 def signature_for(signing_secret: str, timestamp: str, raw_body: bytes | str) -> str:
-    """What Slack puts in ``x-slack-signature`` (same as ``slack_sdk.signature.SignatureVerifier``)."""
-    body = raw_body.decode("utf-8") if isinstance(raw_body, bytes) else raw_body
-    digest = hmac.new(signing_secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256)
-    return "v0=" + digest.hexdigest()
+    """What Slack puts in ``x-slack-signature`` (``slack_sdk.signature.SignatureVerifier``'s own)."""
+    return SignatureVerifier(signing_secret).generate_signature(timestamp=timestamp, body=raw_body) or ""
 
 
 def verify_signature(headers: Mapping[str, str], raw_body: bytes, signing_secret: str, now: float) -> None:
     """Raise :class:`BadSignature` unless the request is signed with ``signing_secret`` within 5 minutes of
-    ``now``. Pure: the time is passed in."""
-    if not signing_secret:
+    ``now``. Pure: the time is passed in. The check itself is slack-sdk's ``SignatureVerifier`` (constant
+    time comparison, Slack's own window); the steps before it only say clearly what is missing."""
+    if not signing_secret or not signing_secret.strip():
         raise BadSignature("no Slack signing secret is configured")
     lower = {str(k).lower(): v for k, v in headers.items()}
     timestamp = lower.get("x-slack-request-timestamp")
     signature = lower.get("x-slack-signature")
     if not timestamp or not signature:
         raise BadSignature("missing x-slack-request-timestamp or x-slack-signature header")
-    try:
-        ts = int(timestamp)
-    except ValueError:
-        raise BadSignature("x-slack-request-timestamp is not an integer") from None
-    if abs(int(now) - ts) > MAX_AGE_SECONDS:
+    if not (timestamp.isascii() and timestamp.lstrip("-").isdigit()) or len(timestamp) > 20:
+        raise BadSignature("x-slack-request-timestamp is not an integer")
+    if abs(int(now) - int(timestamp)) > MAX_AGE_SECONDS:
         raise BadSignature(f"request timestamp is more than {MAX_AGE_SECONDS}s off: replayed?")
     try:
-        expected = signature_for(signing_secret, timestamp, raw_body)
+        raw_body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadSignature("request body is not UTF-8") from None
-    if not hmac.compare_digest(expected.encode(), str(signature).encode()):
+    if not SignatureVerifier(signing_secret, clock=_At(now)).is_valid(raw_body, timestamp, str(signature)):
         raise BadSignature("x-slack-signature does not match the body")
 
 
 # ---- payload --------------------------------------------------------------------------------------------
+def _obj(payload: dict[str, Any], key: str) -> dict[str, Any]:
+    value = payload.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadPayload(f"{key} is not an object")
+    return value
+
+
+def _text(value: Any, what: str, limit: int = 200, required: bool = False) -> str | None:
+    """A string field of the payload: a string, at most ``limit`` characters, no control characters."""
+    if value is None or value == "":
+        if required:
+            raise BadPayload(f"payload has no {what}")
+        return None
+    if not isinstance(value, str):
+        raise BadPayload(f"{what} is not a string")
+    if len(value) > limit or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise BadPayload(f"{what} is too long or holds control characters")
+    return value
+
+
 def parse_payload(raw_body: bytes) -> Interaction:
-    """The herowatch button click in a (verified) ``payload=<json>`` form body."""
+    """The herowatch button click in a (verified) ``payload=<json>`` form body. Anything else, however
+    odd (wrong types, deep nesting, huge strings), is a :class:`BadPayload`."""
     try:
-        form = parse_qs(raw_body.decode("utf-8"), strict_parsing=False)
+        form = parse_qs(raw_body.decode("utf-8"), strict_parsing=False, max_num_fields=20)
         payload = json.loads(form["payload"][0])
-    except (UnicodeDecodeError, KeyError, IndexError, ValueError) as exc:
+    except (UnicodeDecodeError, KeyError, IndexError, ValueError, RecursionError) as exc:
         raise BadPayload(f"body is not a form with a JSON payload field: {type(exc).__name__}") from None
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         kind = payload.get("type") if isinstance(payload, dict) else type(payload).__name__
-        raise BadPayload(f"unsupported interaction type {kind!r}")
+        raise BadPayload(f"unsupported interaction type {str(kind)[:40]!r}")
     actions = payload.get("actions") or []
-    ours = [a for a in actions if isinstance(a, dict) and a.get("action_id") in BUTTONS]
+    if not isinstance(actions, list):
+        raise BadPayload("actions is not a list")
+    ours = [a for a in actions if isinstance(a, dict) and isinstance(a.get("action_id"), str)]
+    ours = [a for a in ours if a["action_id"] in BUTTONS]
     if not ours:
-        ids = [a.get("action_id") for a in actions if isinstance(a, dict)]
+        ids = [str(a.get("action_id"))[:40] for a in actions[:5] if isinstance(a, dict)]
         raise BadPayload(f"no herowatch action in {ids}")
     clicked = ours[0]
     action, duration = BUTTONS[clicked["action_id"]]
-    group_key, alert_ids = decode_button_value(clicked.get("value") or "")
-    user = payload.get("user") or {}
-    channel = payload.get("channel") or {}
-    container = payload.get("container") or {}
-    message = payload.get("message") or {}
-    if not user.get("id"):
-        raise BadPayload("payload has no user id")
+    value = clicked.get("value") or ""
+    if not isinstance(value, str) or len(value) > _MAX_VALUE_CHARS:
+        raise BadPayload("button value is not herowatch's")
+    group_key, alert_ids = decode_button_value(value)
+    _text(group_key, "group_key")
+    user, channel = _obj(payload, "user"), _obj(payload, "channel")
+    container, message, team = _obj(payload, "container"), _obj(payload, "message"), _obj(payload, "team")
+    user_id = _text(user.get("id"), "user id", 64, required=True) or ""
+    name = _text(user.get("username"), "user name") or _text(user.get("name"), "user name") or user_id
     return Interaction(
         action=action,
         action_id=clicked["action_id"],
         duration=duration,
         group_key=group_key,
         alert_ids=alert_ids,
-        user_id=user["id"],
-        user_name=user.get("username") or user.get("name") or user["id"],
-        response_url=payload.get("response_url"),
-        channel_id=channel.get("id") or container.get("channel_id"),
-        message_ts=container.get("message_ts") or message.get("ts"),
-        team_id=(payload.get("team") or {}).get("id"),
-        action_ts=clicked.get("action_ts"),
+        user_id=user_id,
+        user_name=name,
+        response_url=_text(payload.get("response_url"), "response_url", 2000),
+        channel_id=_text(channel.get("id"), "channel", 64) or _text(container.get("channel_id"), "channel"),
+        message_ts=_text(container.get("message_ts"), "ts", 64) or _text(message.get("ts"), "ts", 64),
+        team_id=_text(team.get("id"), "team id", 64) or _text(user.get("team_id"), "team id", 64),
+        action_ts=_text(clicked.get("action_ts"), "action_ts", 64),
     )
 
 

@@ -110,26 +110,13 @@ class Service:
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
 
-    def claim_database(self) -> None:
-        """SQLite is single-process: refuse to start when another herowatch uses the same file."""
-        if getattr(self, "_lock_fd", None) is not None or not is_sqlite(self.settings.database_url):
-            return
-        path = make_url(normalise_url(self.settings.database_url)).database
-        if not path or path == ":memory:":
-            return
-        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            raise DatabaseInUse(
-                f"another herowatch ({holder}) is using the SQLite database {path}. SQLite is "
-                "single-process: stop it, or run several replicas on PostgreSQL (HEROWATCH_DATABASE_URL)"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        self._lock_fd = fd
+    def claim_database(self, held: int | None = None) -> None:
+        """SQLite is single-process: refuse to start when another herowatch uses the same file.
+        ``held``: the lock already taken by :func:`lock_sqlite` (the demo takes it before touching files)."""
+        if held is not None:
+            self._lock_fd = held
+        if getattr(self, "_lock_fd", None) is None:
+            self._lock_fd = lock_sqlite(self.settings.database_url)
 
     def start(self) -> None:
         self.claim_database()
@@ -200,6 +187,30 @@ class Service:
 
 class SchemaNotReady(RuntimeError):
     pass
+
+
+def lock_sqlite(database_url: str) -> int | None:
+    """Take the exclusive lock beside an SQLite database file (``<file>.lock``, holding our pid), or raise
+    :class:`DatabaseInUse` naming the holder. None for other databases. The lock lasts until the
+    returned descriptor is closed (or the process ends)."""
+    if not is_sqlite(database_url):
+        return None
+    path = make_url(normalise_url(database_url)).database
+    if not path or path == ":memory:":
+        return None
+    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise DatabaseInUse(
+            f"another herowatch ({holder}) is using the SQLite database {path}. SQLite is "
+            "single-process: stop it, or run several replicas on PostgreSQL (HEROWATCH_DATABASE_URL)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+    return fd
 
 
 class DatabaseInUse(RuntimeError):

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+MIN_TOKEN_CHARS = 32
+MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+Names = Annotated[list[str], NoDecode]  # from the environment as "a,b,c"
 
 
 def data_dir() -> Path:
@@ -41,6 +46,55 @@ class Settings(BaseSettings):
     protect_reads: bool = Field(
         default=False, description="HEROWATCH_PROTECT_READS=true: reads need the API token too (not probes)"
     )
+    allowed_hosts: Names = Field(
+        default_factory=list,
+        description="host names clients use to reach herowatch (Host header), comma-separated; IP "
+        "addresses and localhost are always served; '*' serves any name (no DNS-rebinding defence)",
+    )
+    trusted_proxies: Names = Field(
+        default_factory=list,
+        description="addresses or CIDRs of reverse proxies whose X-Forwarded-For/-Proto/-Host are believed",
+    )
+    slack_team_id: str | None = Field(
+        default=None, description="the Slack workspace id (T...) whose button clicks are accepted"
+    )
+    max_body_api: int = Field(default=1 << 20, ge=1024, description="largest /api request body, bytes")
+    max_body_form: int = Field(default=16 << 10, ge=1024, description="largest dashboard form body, bytes")
+    max_body_slack: int = Field(
+        default=256 << 10, ge=1024, description="largest Slack interactivity request body, bytes"
+    )
+
+    @field_validator("api_token")
+    @classmethod
+    def _long_token(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None or not v.get_secret_value():
+            return None
+        n = len(v.get_secret_value())
+        if n < MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"HEROWATCH_API_TOKEN is {n} characters long; use at least {MIN_TOKEN_CHARS} random ones, "
+                f"e.g. the output of: {MAKE_TOKEN}"
+            )
+        return v
+
+    @field_validator("allowed_hosts", "trusted_proxies", mode="before")
+    @classmethod
+    def _comma_list(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [part.strip() for part in v.split(",") if part.strip()]
+        return v
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        import ipaddress
+
+        for item in v:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR (e.g. 10.0.0.0/8)") from None
+        return v
 
     def __repr_args__(self):  # noqa: ANN204 - the database URL may hold a password: never show it
         for key, value in super().__repr_args__():
@@ -56,6 +110,21 @@ class Settings(BaseSettings):
 
     def redacted_database_url(self) -> str:
         return redact_url(self.database_url)
+
+
+def load_settings(**overrides: str | None) -> Settings:
+    """Settings from the environment and the given overrides (None: not given). Raises ValueError with
+    every problem in one line, never echoing a value (it may be a secret)."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_input=False)
+        )
+        raise ValueError(f"bad environment settings: {problems}") from None
 
 
 def redact_url(url: str) -> str:

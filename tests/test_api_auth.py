@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from alerts.clock import isoformat
-from monitor.web.api.auth import SESSION_COOKIE, csrf_value
+from monitor.web.api.auth import SESSION_COOKIE
 from tests.dashboard.support import TOKEN, bearer, build, client
 from tests.helpers import tick
 
@@ -137,11 +139,12 @@ def test_dashboard_login_sets_a_strict_cookie_and_forms_need_it_and_csrf(tmp_pat
     assert TOKEN not in session, "the cookie holds an HMAC of the token, not the token"
     no_csrf = api.post("/silences", data=form, follow_redirects=False)
     assert no_csrf.status_code == 403 and "out of date" in no_csrf.text
-    made = api.post("/silences", data={**form, "csrf": csrf_value(service.settings)}, follow_redirects=False)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', api.get("/silences/new").text).group(1)
+    made = api.post("/silences", data={**form, "csrf": csrf}, follow_redirects=False)
     assert made.status_code == 303 and made.headers["location"].startswith("/silences?created=")
     (silence,) = api.get("/api/silences").json()
     assert silence["created_by"] == "alice" and silence["matchers"] == ['run="hero-a"']
-    bad_form = api.post("/silences", data={**form, "matchers": "run~x", "csrf": csrf_value(service.settings)})
+    bad_form = api.post("/silences", data={**form, "matchers": "run~x", "csrf": csrf})
     assert bad_form.status_code == 422 and "bad matcher" in bad_form.text and "run~x" in bad_form.text
     service.stop()
 

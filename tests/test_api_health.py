@@ -64,7 +64,7 @@ def test_readyz_needs_the_database_and_recent_polls(db_url, clock):
 
     dead = ApiContext.from_service(service)
     dead.sessions = make_sessionmaker(make_engine("postgresql://herowatch:pw@127.0.0.1:1/none"))
-    r = TestClient(create_app(dead)).get("/readyz")
+    r = TestClient(create_app(dead), base_url="http://localhost").get("/readyz")
     assert r.status_code == 503 and r.json()["checks"]["database"] == "unreachable (OperationalError)"
     assert "127.0.0.1" not in r.text and "pw" not in r.text, "no connection details leave the server"
     service.stop()
@@ -104,7 +104,8 @@ def test_metrics_show_herowatch_health_and_per_run_gauges(db_url, clock):
 def test_poll_cycles_are_counted_from_the_scheduler(tmp_path, clock):
     service = build(f"sqlite:///{tmp_path / 'hw.db'}", clock)
     app = create_app(service, on_start=service.start, on_stop=service.stop)
-    with TestClient(app) as api:  # the lifespan starts the service's own scheduler
+    # the lifespan starts the service's own scheduler
+    with TestClient(app, base_url="http://localhost") as api:
         ctx = app.state.ctx
         deadline = time.monotonic() + 20
         while sum(n for (w, o), n in ctx.polls.counts().items() if o == "ran") < 1:

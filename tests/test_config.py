@@ -65,7 +65,7 @@ def test_serve_refuses_a_bad_config_the_same_way(tmp_path):
         ("watch:\n  - name: a\n", ":2: watch[0]: say which source to watch"),
         ("watch: [\n", ":2: not valid YAML"),
         ("route:\n  receiver: pager\n", "route.receiver 'pager' is not a receiver"),
-        ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers: bad regex"),
+        ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers[0]: bad regex"),
         (
             "watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n"
             "        progress_stalled: {floor: soon}\n",

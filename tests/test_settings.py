@@ -12,12 +12,12 @@ def test_settings_read_the_environment_and_hide_secrets(monkeypatch, caplog):
     monkeypatch.setenv("HEROWATCH_LISTEN", "0.0.0.0:9000")
     monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-very-secret")
-    monkeypatch.setenv("HEROWATCH_API_TOKEN", "api-very-secret")
+    monkeypatch.setenv("HEROWATCH_API_TOKEN", "api-very-secret-0123456789abcdefghij")
     s = Settings()
     assert (s.host, s.port) == ("0.0.0.0", 9000)
     assert s.wandb_api_key.get_secret_value() == "k" * 40
     shown = repr(s) + str(s) + s.model_dump_json()
-    for secret in ("k" * 40, "xoxb-very-secret", "api-very-secret"):
+    for secret in ("k" * 40, "xoxb-very-secret", "api-very-secret-0123456789abcdefghij"):
         assert secret not in shown
     with caplog.at_level(logging.INFO):
         logging.getLogger("t").info("settings: %s db=%s", s, s.redacted_database_url())

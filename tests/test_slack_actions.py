@@ -11,7 +11,7 @@ from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 from monitor.web.app import create_app
 from tests.helpers import make_service, tick
-from tests.test_slack_interactions import SECRET, body_of, click, signed
+from tests.test_slack_interactions import ROOT_REF, SECRET, body_of, click, signed
 
 
 def stalled(db_url, clock, monkeypatch):
@@ -20,10 +20,11 @@ def stalled(db_url, clock, monkeypatch):
     service.settings = Settings(database_url=db_url)
     service.engine.resume()
     tick(service, clock, 30 * 60)
-    with service.sessions() as s:
+    with service.sessions.begin() as s:
         group = s.scalars(select(AlertGroup)).one()
+        group.root_ref = ROOT_REF  # as if posted to Slack (the buttons are on that message)
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
-    return service, group.group_key, alert.id
+        return service, group.group_key, alert.id
 
 
 def post(client, payload, ts):
@@ -37,7 +38,7 @@ def post(client, payload, ts):
 
 def test_acknowledge_and_silence_from_slack(db_url, clock, monkeypatch):
     service, group_key, alert_id = stalled(db_url, clock, monkeypatch)
-    client = TestClient(create_app(service))
+    client = TestClient(create_app(service), base_url="http://localhost")
     r = post(client, click(ACK, encode_button_value(group_key, [alert_id])), clock.time())
     assert r.status_code == 200, r.text
     assert "Acknowledged by" in r.json()["text"]
@@ -56,7 +57,7 @@ def test_acknowledge_and_silence_from_slack(db_url, clock, monkeypatch):
 
 def test_bad_or_stale_signatures_change_nothing(db_url, clock, monkeypatch):
     service, group_key, alert_id = stalled(db_url, clock, monkeypatch)
-    client = TestClient(create_app(service))
+    client = TestClient(create_app(service), base_url="http://localhost")
     payload = click(ACK, encode_button_value(group_key, [alert_id]))
     body = body_of(payload)
     bad = {**signed(body, ts=clock.time()), "X-Slack-Signature": "v0=" + "0" * 64}

@@ -25,6 +25,7 @@ from tests.views_support import alert, group  # noqa: E402
 
 SECRET = "test-signing-secret-0000"  # a fake: tests never hold real secrets
 NOW = 1_780_000_000.0
+ROOT_REF = "C0ALERTS:1780000000.000100"  # the message click() is on, as the Slack notifier records it
 VALUE = encode_button_value("slack:0123456789abcdef", [7, 8])
 
 

@@ -56,15 +56,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _settings(database_url: str | None = None, listen: str | None = None):  # noqa: ANN202
-    from pydantic import ValidationError
+    from monitor.settings import load_settings
 
-    from monitor.settings import Settings
-
-    overrides = {k: v for k, v in {"database_url": database_url, "listen": listen}.items() if v}
     try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        raise _fail(f"bad environment settings: {exc}") from None
+        return load_settings(database_url=database_url, listen=listen)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _load(config: Path):  # noqa: ANN202
@@ -123,7 +120,9 @@ def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
     typer.echo(
         f"herowatch {__version__}: API and dashboard on http://{host}:{port}  (Ctrl-C stops)", err=True
     )
-    uvicorn.run(api, host=host, port=port, log_level="warning")
+    # proxy_headers=False: X-Forwarded-* are believed only from HEROWATCH_TRUSTED_PROXIES
+    # (monitor/web/proxy.py), not from what uvicorn trusts by default (127.0.0.1: every local user).
+    uvicorn.run(api, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False)
 
 
 @app.command()
@@ -175,27 +174,38 @@ def demo(
     """
     from alerts.clock import ScaledClock
     from monitor.config.loader import parse_config
-    from monitor.service import build_service
+    from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
 
     _logging("WARNING")
-    if database_url is None:
+    fresh = database_url is None
+    if fresh:
         db_file = data_dir() / "demo.db"
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
+        db_file.parent.mkdir(parents=True, exist_ok=True)
         database_url = f"sqlite:///{db_file}"
     settings = _settings(database_url)
+    try:  # before any file is touched: a second demo must not delete the running one's database
+        lock = lock_sqlite(settings.database_url)
+    except DatabaseInUse as exc:
+        raise _fail(str(exc)) from None
+    if fresh:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_file}{suffix}").unlink(missing_ok=True)
     if settings.api_token is None:  # a one-time token, so that the dashboard's ack and silence work
         from pydantic import SecretStr
 
-        settings.api_token = SecretStr(secrets.token_urlsafe(18))
+        settings.api_token = SecretStr(secrets.token_urlsafe(32))
+        login = f"log in with the one-time token {settings.api_token.get_secret_value()}"
+    else:  # the operator's own token: never printed
+        login = "log in with your HEROWATCH_API_TOKEN"
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    service.claim_database(held=lock)
     typer.echo(
         f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
-        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ (log in with the token "
-        f"{settings.api_token.get_secret_value()} to acknowledge and silence; it lasts until Ctrl-C).",
+        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ ({login} to "
+        "acknowledge and silence; it lasts until Ctrl-C).",
         err=True,
     )
     _serve(service, settings, host, port)

@@ -5,14 +5,32 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
+from alerts.routing import Matcher
 from monitor.durations import Duration
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.sim_config import SimTarget
 from monitor.sources.wandb_config import WandbTarget
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+def _matcher(text: str) -> str:
+    Matcher.parse(text)  # ValueError -> file:line:field with the matcher's own message
+    return text
+
+
+MatcherText = Annotated[str, AfterValidator(_matcher)]
 
 
 class Strict(BaseModel):
@@ -140,7 +158,7 @@ Receiver = Annotated[
 
 class RouteConfig(Strict):
     receiver: str = "console"
-    matchers: list[str] = Field(default_factory=list)
+    matchers: list[MatcherText] = Field(default_factory=list)
     group_by: list[str] = Field(default_factory=lambda: ["run"])
     group_wait: Duration | None = Field(default=None, description="default 30s")
     group_interval: Duration | None = Field(default=None, description="default 5m")
@@ -151,8 +169,8 @@ class RouteConfig(Strict):
 
 
 class InhibitRuleConfig(Strict):
-    source_matchers: list[str]
-    target_matchers: list[str]
+    source_matchers: list[MatcherText]
+    target_matchers: list[MatcherText]
     equal: list[str] = Field(default_factory=lambda: ["run"])
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from monitor.config.errors import ConfigError, Problem
 
 Path_ = tuple[str | int, ...]
+MAX_ALIAS_VALUES = 100_000  # values that aliases may add to a document ("billion laughs" stop here)
 _UNION_TAGS = {"console", "dashboard", "slack", "webhook", "unknown"}  # receiver kinds in error locations
 
 
@@ -35,6 +36,7 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
         return None, {}
     positions: dict[Path_, int] = {}
     try:
+        _Expansion().check(node, path)
         _walk(node, (), positions, set())
         data = _Loader(text).get_single_data()
     except yaml.MarkedYAMLError as exc:  # e.g. an unhashable (list or mapping) key
@@ -52,6 +54,49 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
             path, [Problem(None, "", f"not valid YAML: a value does not fit its tag ({type(exc).__name__})")]
         ) from None
     return data, positions
+
+
+class _Expansion:
+    """Counts the values a document's aliases add once expanded, without expanding them: the composed
+    node graph shares an anchored node between its aliases, so each node's expanded size is computed
+    once. Nine nested aliases of nine (the "billion laughs") add 9^9 values from 500 bytes of YAML; the
+    first alias use that passes :data:`MAX_ALIAS_VALUES` is refused with its line."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[int, int] = {}
+        self.added = 0
+
+    def check(self, node: yaml.Node, path: str) -> None:
+        self._size(node, path, node.start_mark.line + 1)
+
+    def _size(self, node: yaml.Node, path: str, line: int) -> int:
+        known = self.sizes.get(id(node))
+        if known is not None:  # an alias of a node already counted: its whole expansion again
+            self.added += known
+            if self.added > MAX_ALIAS_VALUES:
+                raise ConfigError(
+                    path,
+                    [
+                        Problem(
+                            line,
+                            "",
+                            f"aliases expand this document by more than {MAX_ALIAS_VALUES:,} values "
+                            "(nested aliases, a 'billion laughs'?): use fewer aliases",
+                        )
+                    ],
+                )
+            return known
+        self.sizes[id(node)] = 1  # while inside it: an alias of an ancestor (&a [*a]) counts as one value
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                here = key_node.start_mark.line + 1
+                total += self._size(key_node, path, here) + self._size(value_node, path, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += self._size(item, path, item.start_mark.line + 1)
+        self.sizes[id(node)] = total
+        return total
 
 
 def _walk(node: yaml.Node, here: Path_, out: dict[Path_, int], seen: set[int]) -> None:

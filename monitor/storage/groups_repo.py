@@ -105,6 +105,16 @@ def sent_groups(s: Session) -> list[AlertGroup]:
     )
 
 
+def by_root(s: Session, key: str, root_ref: str) -> AlertGroup | None:
+    """The episode of group ``key`` whose first message is ``root_ref`` (a button on that message)."""
+    return s.scalar(
+        select(AlertGroup)
+        .where(AlertGroup.group_key == key, AlertGroup.root_ref == root_ref)
+        .order_by(AlertGroup.id.desc())
+        .limit(1)
+    )
+
+
 def by_key(s: Session, key: str) -> AlertGroup | None:
     """The open episode with this key, else the latest closed one (a button on an old message)."""
     group = open_group(s, key)

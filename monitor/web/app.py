@@ -16,6 +16,10 @@ from fastapi.staticfiles import StaticFiles
 from monitor import __version__
 from monitor.web.api import alerts, errors, health, metrics, runs, silences, slack
 from monitor.web.api.context import ApiContext
+from monitor.web.api.slack_replay import ReplayGuard
+from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
+from monitor.web.proxy import ForwardedHeaders
+from monitor.web.throttle import LoginThrottle
 
 if TYPE_CHECKING:
     from monitor.service import Service
@@ -28,9 +32,14 @@ Health of long GPU training runs: every run's state at a glance, one run's whole
 restarts, goodput, alert timeline), alerts, silences and acknowledgements.
 
 **Auth.** Reads are open unless `HEROWATCH_PROTECT_READS=true`. Changes (POST and DELETE) need
-`Authorization: Bearer <HEROWATCH_API_TOKEN>`; without a configured token they are refused with
-403, whatever address the server listens on (a loopback listener is reachable by every local user
-and by web pages in the on-call's browser). `/healthz` and `/readyz` are always open.
+`Authorization: Bearer <HEROWATCH_API_TOKEN>` (at least 32 characters); without a configured token
+they are refused with 403, whatever address the server listens on (a loopback listener is reachable
+by every local user and by web pages in the on-call's browser). `/healthz` is always open; `/readyz`
+answers its verdict to anyone and its details only to readers.
+
+**Limits.** Bodies over `HEROWATCH_MAX_BODY_API` (1 MiB) get 413 before they are read; a `Host`
+not in `HEROWATCH_ALLOWED_HOSTS` (IP addresses and localhost always pass) gets 400. See
+docs/security.md.
 
 **Errors** are JSON: `{"error": "what went wrong", "detail": ...}`.
 
@@ -78,12 +87,23 @@ def create_app(
     )
     app.state.ctx = ctx
     app.state.registry = metrics.make_registry(ctx)
+    app.state.login_throttle = LoginThrottle()
+    app.state.slack_replays = ReplayGuard()
     errors.install(app)
     for module in (health, runs, alerts, silences, metrics, slack):
         app.include_router(module.router)
     _mount_dashboard(app)
-    app.add_middleware(errors.SecurityHeaders)
+    settings = ctx.settings
+    # The last added runs first: proxy headers (trusted proxies only) -> security headers on every
+    # answer -> Host check -> NUL bytes -> body size -> gzip -> the routes.
     app.add_middleware(GZipMiddleware, minimum_size=2048, compresslevel=5)  # pages of 200 runs, on a phone
+    app.add_middleware(
+        BodyLimit, api=settings.max_body_api, form=settings.max_body_form, slack=settings.max_body_slack
+    )
+    app.add_middleware(CleanTarget)
+    app.add_middleware(HostCheck, allowed=settings.allowed_hosts)
+    app.add_middleware(errors.SecurityHeaders)
+    app.add_middleware(ForwardedHeaders, trusted=settings.trusted_proxies)
     return app
 
 

@@ -22,7 +22,7 @@ from monitor.settings import Settings
 from monitor.web.app import create_app
 from tests.helpers import make_service, tick
 
-TOKEN = "fuzz-token-0123456789abcdef"  # a fake: tests never hold real secrets
+TOKEN = "fuzz-token-0123456789abcdef-0123456789"  # a fake: tests never hold real secrets
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 FUZZ = settings(
     max_examples=8,
@@ -40,8 +40,12 @@ def _service(tmp_path_factory, token: str | None):
     service, _ = make_service(url, clock)
     # (Settings(api_token=...) is silently ignored: the field only takes its alias HEROWATCH_API_TOKEN)
     # and a signing secret, so that /api/slack/interactions is exercised (without one: 503, by design)
+    # and the host name schemathesis' ASGI client sends (any other name would get 400: allowed hosts)
     service.settings = Settings(
-        database_url=url, HEROWATCH_API_TOKEN=token, SLACK_SIGNING_SECRET="fuzz-secret"
+        database_url=url,
+        HEROWATCH_API_TOKEN=token,
+        SLACK_SIGNING_SECRET="fuzz-secret",
+        allowed_hosts=["testserver"],
     )
     service.engine.resume()
     tick(service, clock, 40 * 60)  # hero-a stalls at 10m for 30m: a firing alert, then it resolves
@@ -52,7 +56,7 @@ def _service(tmp_path_factory, token: str | None):
 def with_token(tmp_path_factory):
     service, clock = _service(tmp_path_factory, TOKEN)
     app = create_app(service)
-    client = TestClient(app)
+    client = TestClient(app, base_url="http://localhost")
     auth = {"Authorization": f"Bearer {TOKEN}"}
     silence = {"matchers": ['run="hero-b"'], "duration": 3600, "comment": "fuzz", "created_by": "t"}
     r = client.post("/api/silences", headers=auth, json=silence)

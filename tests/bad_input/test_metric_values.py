@@ -355,7 +355,7 @@ def test_engine_stores_extreme_values_and_the_api_still_answers(sqlite_url, valu
         assert run.last_step is not None and run.last_step >= 60
         rate = (run.stats or {}).get("steps_per_second")
         assert rate is None or rate > 0
-        client = TestClient(create_app(service))
+        client = TestClient(create_app(service), base_url="http://localhost")
         for url in ["/api/runs", f"/api/runs/{RUN}", "/api/alerts", "/metrics", "/", f"/runs/{RUN}"]:
             r = client.get(url)
             assert r.status_code < 500, (url, r.status_code, r.text[:500])

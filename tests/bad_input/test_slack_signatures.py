@@ -18,7 +18,7 @@ from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 from monitor.web.app import create_app
 from tests.helpers import make_service, tick
-from tests.test_slack_interactions import SECRET, body_of, click, signed
+from tests.test_slack_interactions import ROOT_REF, SECRET, body_of, click, signed
 
 URL = "/api/slack/interactions"
 FORM = {"content-type": "application/x-www-form-urlencoded"}
@@ -30,12 +30,14 @@ def _stalled_service(db_url: str, clock: ManualClock):
     service.settings = Settings(database_url=db_url)
     service.engine.resume()
     tick(service, clock, 30 * 60)
-    with service.sessions() as s:
+    with service.sessions.begin() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
         assert alert.state == "firing"
         alert_id = alert.id
-        group_key = s.scalars(select(AlertGroup)).one().group_key
-    client = TestClient(create_app(service), raise_server_exceptions=False)
+        group = s.scalars(select(AlertGroup)).one()
+        group.root_ref = ROOT_REF  # as if posted to Slack (the buttons are on that message)
+        group_key = group.group_key
+    client = TestClient(create_app(service), base_url="http://localhost", raise_server_exceptions=False)
     return service, client, group_key, alert_id
 
 

@@ -15,7 +15,7 @@ from monitor.settings import Settings
 from monitor.web.app import create_app
 from tests.helpers import STALL_CONFIG
 
-TOKEN = "test-token-7f3a9c"
+TOKEN = "test-token-7f3a9c-0123456789abcdefghij"  # a fake, 32+ characters like a real one
 XSS = "<img src=x onerror=alert(1)>"
 
 # hero-a stalls 10 minutes in (the alert fires about 15 minutes later), hero-b restarts and rewinds
@@ -75,7 +75,7 @@ def build(
 
 
 def client(service: Service) -> TestClient:
-    return TestClient(create_app(service), raise_server_exceptions=False)
+    return TestClient(create_app(service), base_url="http://localhost", raise_server_exceptions=False)
 
 
 def bearer(token: str = TOKEN) -> dict[str, str]:

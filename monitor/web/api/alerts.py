@@ -12,7 +12,7 @@ from monitor.storage import views
 from monitor.web.api import status
 from monitor.web.api.auth import require_read, require_write
 from monitor.web.api.context import ApiContext, context
-from monitor.web.api.schemas import AckIn, AlertOut, ErrorOut
+from monitor.web.api.schemas import AckIn, AlertOut, ErrorOut, db_id
 
 router = APIRouter(tags=["alerts"])
 
@@ -28,7 +28,7 @@ router = APIRouter(tags=["alerts"])
 def list_alerts(
     state: Literal["active", "pending", "firing", "resolved", "inactive"] | None = None,
     severity: Literal["critical", "warning", "info"] | None = None,
-    run: str | None = None,
+    run: str | None = Query(None, max_length=512, description="only this run's alerts"),
     silenced: bool | None = None,
     acknowledged: bool | None = None,
     limit: int = Query(200, ge=1, le=5000),
@@ -60,7 +60,7 @@ def list_alerts(
     },
     dependencies=[Depends(require_write)],
 )
-def acknowledge(alert_id: int, body: AckIn, ctx: ApiContext = Depends(context)) -> AlertOut:
+def acknowledge(alert_id: db_id, body: AckIn, ctx: ApiContext = Depends(context)) -> AlertOut:
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:

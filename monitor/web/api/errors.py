@@ -101,7 +101,8 @@ def install(app: FastAPI) -> None:
 
 class SecurityHeaders:
     """A plain ASGI middleware (no per-request task overhead): nosniff, no framing, same-origin
-    referrers everywhere, and a strict Content-Security-Policy (no inline script or style) on pages."""
+    referrers everywhere, a strict Content-Security-Policy (no inline script or style) on pages, and
+    HSTS when served over https (directly or behind a trusted proxy)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -122,6 +123,8 @@ class SecurityHeaders:
                 ]
                 if not docs:
                     headers.append((b"content-security-policy", CSP.encode()))
+                if scope.get("scheme") == "https":  # only ever https from now on (a year)
+                    headers.append((b"strict-transport-security", b"max-age=31536000"))
                 message["headers"] = headers
             await send(message)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 
 from monitor import __version__
 from monitor.durations import format_duration
 from monitor.storage import views
-from monitor.web.api.auth import require_read
+from monitor.web.api.auth import may_read, require_read
 from monitor.web.api.context import STALE_POLLS, ApiContext, context
 from monitor.web.api.schemas import ErrorOut, HealthOut, ReadyOut, RuleOut
 
@@ -63,12 +63,17 @@ def readiness(ctx: ApiContext) -> ReadyOut:
     summary="Ready: the database answers and every source this replica polls was polled recently",
     description="200 when the database answers and each source kind this replica polls was polled within "
     f"{STALE_POLLS} poll intervals (whether the source answered or not: an outage is an alert, not a reason "
-    "to take the dashboard away); 503 with the reasons otherwise.",
+    "to take the dashboard away); 503 with the reasons otherwise. With `HEROWATCH_PROTECT_READS=true` the "
+    "checks and reasons (which name sources and their errors) need the API token; without it the answer "
+    "is the bare verdict, so that probes still work.",
     responses={503: {"model": ReadyOut, "description": "not ready, with reasons"}},
 )
-def readyz(ctx: ApiContext = Depends(context)) -> JSONResponse:
+def readyz(request: Request, ctx: ApiContext = Depends(context)) -> JSONResponse:
     ready = readiness(ctx)
-    return JSONResponse(ready.model_dump(), status_code=200 if not ready.reasons else 503)
+    status = 200 if not ready.reasons else 503
+    if not may_read(request, ctx.settings):  # the probe's verdict only: no source names or errors
+        ready = ReadyOut(status=ready.status, checks={}, reasons=[])
+    return JSONResponse(ready.model_dump(), status_code=status)
 
 
 @router.get(
@@ -81,7 +86,9 @@ def readyz(ctx: ApiContext = Depends(context)) -> JSONResponse:
     responses={404: {"model": ErrorOut}},
     dependencies=[Depends(require_read)],
 )
-def rules(watch: str | None = None, ctx: ApiContext = Depends(context)) -> list[RuleOut]:
+def rules(
+    watch: str | None = Query(None, max_length=200), ctx: ApiContext = Depends(context)
+) -> list[RuleOut]:
     engine = ctx.engine
     if engine is None:
         return []

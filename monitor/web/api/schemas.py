@@ -5,14 +5,60 @@ Times are ISO 8601 UTC strings ("2026-01-01T12:00:00Z"); durations are seconds.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from alerts.routing import Matcher
 from monitor.durations import parse_duration
 
 Health = Literal["critical", "warning", "ok", "unknown", "ended"]
+
+# ---- what a request may hold (checked here, at the edge, so storage never sees it) -------------------
+MAX_ID = 2**31 - 1  # ids are 32-bit integers in PostgreSQL
+db_id = Annotated[int, Path(ge=1, le=MAX_ID, description="a positive id")]
+EARLIEST, LATEST = 946_684_800.0, 4_102_444_800.0  # 2000-01-01 and 2100-01-01, UTC
+_CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
+
+
+def plain_text(value: str, multiline: bool = False) -> str:
+    """``value`` unless it holds a control character (NUL, escape, ...; newlines and tabs only where
+    ``multiline``): PostgreSQL refuses NUL in text, and none of them belongs in a name or a comment."""
+    allowed = {"\n", "\r", "\t"} if multiline else set()
+    bad = next((c for c in value if c in _CONTROL and c not in allowed), None)
+    if bad is not None:
+        raise ValueError(f"holds a control character ({bad!r}): plain text only")
+    return value
+
+
+def epoch_seconds(value: str | float | None) -> float | None:
+    """Epoch seconds from epoch seconds or an ISO 8601 time (UTC when no offset is given), finite and
+    between 2000 and 2100."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ValueError("expected a time, not true/false")
+    if isinstance(value, int | float):
+        t = float(value) if abs(value) < 1e300 else math.inf
+    else:
+        text = value.strip()
+        try:
+            t = float(text)
+        except ValueError:
+            try:
+                dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+            except ValueError:
+                raise ValueError(
+                    f"{value[:60]!r} is not a time; use ISO 8601, e.g. 2026-01-31T08:00:00Z"
+                ) from None
+            t = (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+    if not math.isfinite(t) or not EARLIEST <= t <= LATEST:
+        shown = str(value)[:40]
+        raise ValueError(f"a time between 2000-01-01 and 2100-01-01, please (got {shown!r})")
+    return t
 
 
 class Incident(BaseModel):
@@ -136,6 +182,16 @@ class AckIn(BaseModel):
     by: str = Field(min_length=1, max_length=200, description="who takes it")
     comment: str | None = Field(None, max_length=2000)
 
+    @field_validator("by")
+    @classmethod
+    def _by(cls, v: str) -> str:
+        return plain_text(v)
+
+    @field_validator("comment")
+    @classmethod
+    def _comment(cls, v: str | None) -> str | None:
+        return None if v is None else plain_text(v, multiline=True)
+
 
 class SilenceIn(BaseModel):
     """Mute alerts whose labels match every matcher, for ``duration`` or until ``ends_at``."""
@@ -143,10 +199,11 @@ class SilenceIn(BaseModel):
     matchers: list[str] = Field(
         min_length=1,
         max_length=20,
-        description='label matchers as in Alertmanager: ["run=hero-a", "alertname=~progress_.*"]',
+        description='label matchers as in Alertmanager: ["run=hero-a", "alertname=~progress_.*"]; RE2 '
+        "regexes, each matcher at most 1024 characters",
     )
     duration: str | float | None = Field(None, description="e.g. 2h, 30m, or seconds")
-    ends_at: str | float | None = Field(None, description="ISO 8601 time or epoch seconds")
+    ends_at: str | float | None = Field(None, description="ISO 8601 time or epoch seconds (2000 to 2100)")
     starts_at: str | float | None = Field(None, description="default: now")
     created_by: str = Field(min_length=1, max_length=200)
     comment: str = Field("", max_length=2000)
@@ -155,7 +212,7 @@ class SilenceIn(BaseModel):
     @classmethod
     def _matchers(cls, v: list[str]) -> list[str]:
         for m in v:
-            Matcher.parse(m)  # ValueError -> 422 with the matcher's own message
+            Matcher.parse(m)  # ValueError -> 422 with the matcher's own message (length, regex, ...)
         return [m.strip() for m in v]
 
     @field_validator("duration")
@@ -163,10 +220,31 @@ class SilenceIn(BaseModel):
     def _duration(cls, v: str | float | None) -> float | None:
         if v is None:
             return None
+        if isinstance(v, str) and len(v) > 40:
+            raise ValueError("at most 40 characters, e.g. 2h or 1h30m")
         seconds = parse_duration(v)
+        if not math.isfinite(seconds):
+            raise ValueError("a silence lasts a finite time (at most 90 days)")
         if seconds <= 0:
             raise ValueError("a silence must last longer than 0s")
         return seconds
+
+    @field_validator("starts_at", "ends_at")
+    @classmethod
+    def _time(cls, v: str | float | None) -> float | None:
+        if isinstance(v, str) and len(v) > 64:
+            raise ValueError("at most 64 characters, e.g. 2026-01-31T08:00:00Z")
+        return epoch_seconds(v)
+
+    @field_validator("created_by")
+    @classmethod
+    def _created_by(cls, v: str) -> str:
+        return plain_text(v)
+
+    @field_validator("comment")
+    @classmethod
+    def _comment(cls, v: str) -> str:
+        return plain_text(v, multiline=True)
 
     @model_validator(mode="after")
     def _one_end(self) -> SilenceIn:

@@ -14,7 +14,7 @@ from monitor.storage import views
 from monitor.storage.models import Alert, Silence
 from monitor.web.api.auth import require_read, require_write
 from monitor.web.api.context import ApiContext, context
-from monitor.web.api.schemas import ErrorOut, SilenceIn, SilenceOut
+from monitor.web.api.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
 
 router = APIRouter(tags=["silences"])
 
@@ -79,7 +79,7 @@ def list_silences(
     responses={404: {"model": ErrorOut}},
     dependencies=[Depends(require_read)],
 )
-def get_silence(silence_id: int, ctx: ApiContext = Depends(context)) -> SilenceOut:
+def get_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> SilenceOut:
     now = ctx.now()
     with ctx.sessions() as s:
         row = views.get_silence(s, silence_id)
@@ -118,7 +118,7 @@ def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> Silence
     responses={**MUTATION_ERRORS, 404: {"model": ErrorOut}},
     dependencies=[Depends(require_write)],
 )
-def delete_silence(silence_id: int, ctx: ApiContext = Depends(context)) -> SilenceOut:
+def delete_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> SilenceOut:
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:

@@ -2,8 +2,9 @@
 
 Plain HTML forms (they work with JavaScript off) posting url-encoded fields; each answers with a
 redirect back (post/redirect/get) or the form again with the error. They call the same code as the
-JSON API (``monitor.delivery.oncall``). A change needs the session cookie set by the login form and the
-form's CSRF field.
+JSON API (``monitor.delivery.oncall``). A change needs the session cookie set by the login form, the
+session's own CSRF token in the form, and a request from herowatch's own origin (``origin.py``);
+logging out too. Wrong tokens at the login form are throttled per client address (``throttle.py``).
 """
 
 from __future__ import annotations
@@ -19,33 +20,47 @@ from monitor.web.api.auth import (
     NO_TOKEN,
     SESSION_COOKIE,
     SESSION_MAX_AGE,
-    USER_COOKIE,
     csrf_ok,
-    session_ok,
-    session_value,
+    new_session,
+    session_of,
     token_matches,
     token_of,
 )
 from monitor.web.api.context import ApiContext, context
-from monitor.web.api.schemas import SilenceIn
+from monitor.web.api.schemas import SilenceIn, db_id
 from monitor.web.api.silences import create_from
+from monitor.web.dashboard.origin import cross_origin
 from monitor.web.dashboard.pages import page
 from monitor.web.dashboard.viewer import safe_next, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
-MAX_FORM = 64 * 1024
+MAX_FIELDS = 20  # the largest form has 6; a body is bounded by HEROWATCH_MAX_BODY_FORM as well
+MAX_NAME = 100
 
 
 async def form_fields(request: Request) -> dict[str, str]:
-    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files)."""
-    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind != "application/x-www-form-urlencoded":
-        raise HTTPException(415, "send the form url-encoded")
+    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files),
+    from one of herowatch's own pages only."""
+    if (why := cross_origin(request)) is not None:
+        raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
     body = await request.body()
-    if len(body) > MAX_FORM:
-        raise HTTPException(413, "form too large")
-    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True, max_num_fields=50)
-    return {k: v[-1] for k, v in parsed.items()}
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if body and kind != "application/x-www-form-urlencoded":
+        raise HTTPException(415, "send the form url-encoded")
+    try:
+        parsed = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
+    except UnicodeDecodeError:
+        raise HTTPException(400, "the form is not UTF-8") from None
+    except ValueError:
+        raise HTTPException(400, f"the form has more than {MAX_FIELDS} fields") from None
+    fields = {k: v[-1] for k, v in parsed.items()}
+    if any("\x00" in k or "\x00" in v for k, v in fields.items()):
+        raise HTTPException(400, "the form holds a NUL byte")
+    return fields
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 def referer_path(request: Request) -> str | None:
@@ -63,9 +78,10 @@ def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response
     """Why this change may not go ahead (as a page or a redirect to log in), or None."""
     if token_of(ctx.settings) is None:
         return page(request, ctx, "error.html", 403, title="Changes are disabled", message=NO_TOKEN)
-    if not session_ok(request, ctx.settings):
+    session = session_of(request, ctx.settings)
+    if session is None:
         return to_login(request, safe_next(form.get("next"), safe_next(referer_path(request), "/alerts")))
-    if not csrf_ok(ctx.settings, form.get("csrf")):
+    if not csrf_ok(ctx.settings, session, form.get("csrf")):
         return page(
             request,
             ctx,
@@ -89,50 +105,67 @@ def login(
     request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
 ) -> Response:
     nxt = safe_next(form.get("next"))
-    name = form.get("name", "").strip()[:100]
+    name = form.get("name", "").strip()[:MAX_NAME]
     if token_of(ctx.settings) is None:
         return page(request, ctx, "login.html", 403, next=nxt, error=NO_TOKEN, name=name)
-    if not name:
+    throttle = request.app.state.login_throttle
+    client = client_of(request)
+    if (wait := throttle.retry_after(client)) is not None:
+        error = f"Too many wrong tokens from {client}: try again in {int(wait) + 1} seconds."
+        resp = page(request, ctx, "login.html", 429, next=nxt, error=error, name=name)
+        resp.headers["Retry-After"] = str(int(wait) + 1)
+        return resp
+    if not name or not name.isprintable():
         return page(
             request,
             ctx,
             "login.html",
             422,
             next=nxt,
-            error="Say who you are: acks and silences carry your name.",
-            name=name,
+            error="Say who you are (plain text): acks and silences carry your name.",
+            name=name if name.isprintable() else "",
         )
     if not token_matches(ctx.settings, form.get("token", "").strip()):
+        throttle.failed(client)
         return page(request, ctx, "login.html", 401, next=nxt, error="That is not the API token.", name=name)
+    throttle.succeeded(client)
+    _, cookie = new_session(ctx.settings, name)
     resp = back(nxt)
-    secure = request.url.scheme == "https"
     resp.set_cookie(
         SESSION_COOKIE,
-        session_value(ctx.settings) or "",
+        cookie,
         max_age=SESSION_MAX_AGE,
         httponly=True,
         samesite="strict",
-        secure=secure,
+        secure=request.url.scheme == "https",  # behind TLS, or a trusted proxy that says so
         path="/",
-    )
-    resp.set_cookie(
-        USER_COOKIE, name, max_age=SESSION_MAX_AGE, httponly=True, samesite="strict", secure=secure, path="/"
     )
     return resp
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(
+    request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
+) -> Response:
+    session = session_of(request, ctx.settings)
+    if session is not None and not csrf_ok(ctx.settings, session, form.get("csrf")):
+        return page(
+            request,
+            ctx,
+            "error.html",
+            403,
+            title="Form expired",
+            message="This form is out of date. Reload the page and log out again.",
+        )
     resp = back("/")
-    resp.delete_cookie(SESSION_COOKIE, path="/")
-    resp.delete_cookie(USER_COOKIE, path="/")
+    resp.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https", httponly=True)
     return resp
 
 
 # ---- actions ------------------------------------------------------------------------------------
 @router.post("/alerts/{alert_id}/ack")
 def ack(
-    alert_id: int,
+    alert_id: db_id,
     request: Request,
     form: dict[str, str] = Depends(form_fields),
     ctx: ApiContext = Depends(context),
@@ -182,7 +215,7 @@ def silence(
 
 @router.post("/silences/{silence_id}/expire")
 def expire(
-    silence_id: int,
+    silence_id: db_id,
     request: Request,
     form: dict[str, str] = Depends(form_fields),
     ctx: ApiContext = Depends(context),

@@ -9,7 +9,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 
 from monitor.settings import Settings
-from monitor.web.api.auth import USER_COOKIE, bearer_ok, csrf_value, session_ok, token_of
+from monitor.web.api.auth import bearer_ok, csrf_token, session_of, session_ok, token_of
 
 
 @dataclass(frozen=True)
@@ -25,13 +25,12 @@ class Viewer:
 
 
 def viewer_of(request: Request, settings: Settings) -> Viewer:
-    logged_in = session_ok(request, settings)
-    name = (request.cookies.get(USER_COOKIE) or "").strip()[:100] if logged_in else ""
+    session = session_of(request, settings)
     return Viewer(
         token_set=token_of(settings) is not None,
-        logged_in=logged_in,
-        name=name,
-        csrf=csrf_value(settings) or "",
+        logged_in=session is not None,
+        name=session.name if session else "",
+        csrf=csrf_token(settings, session) if session else "",  # never shown to anonymous visitors
     )
 
 
