@@ -168,6 +168,14 @@ class GroupView:
     def run(self) -> str | None:
         return self.group_labels.get("run") or self.lead.run
 
+    @property
+    def where(self) -> str:
+        """What the group is about, in words: "run hero-1", or "watch pretrain" for herowatch's own
+        alerts about a whole watch (a source it cannot read)."""
+        if not self.run:
+            return ""
+        return f"{'watch' if self.lead.labels.get('scope') == 'watch' else 'run'} {self.run}"
+
     def alert_ids(self) -> list[str]:
         return [a.id for a in self.alerts if a.id]
 

@@ -173,7 +173,8 @@ class Service:
         if sched is not None and sched.running:
             sched.shutdown(wait=True)
         try:
-            self.engine.checkpoint()  # every rule resumes where it was after the restart
+            saved = self.engine.checkpoint()  # every rule resumes where it was after the restart
+            log.info("herowatch stopping: rule state of %d runs saved", saved)
         except Exception:  # a database that is gone must not turn a stop into a crash
             log.exception("could not save the rule state at shutdown")
         self.engine.close()

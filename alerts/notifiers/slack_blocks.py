@@ -150,7 +150,7 @@ def _links(view: GroupView, dashboard_base: str | None) -> list[str]:
 def headline(view: GroupView, alert: AlertView) -> str:
     """One line for notifications and screen readers, about ``alert``."""
     word = "RESOLVED" if alert.state == "resolved" else _badge(view, alert)[1]
-    run = f" on run {view.run}" if view.run else ""
+    run = f" on {view.where}" if view.run else ""
     text = f"{word}: {alert.alertname}{run} — {alert.summary}".rstrip(" —")
     if alert.value is not None and alert.state != "resolved":
         text += f" (value {num(alert.value)}"
@@ -166,7 +166,7 @@ def headline(view: GroupView, alert: AlertView) -> str:
 def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bool = True) -> Message:
     lead = view.lead
     icon, word = _badge(view, lead)
-    run = f" · run {view.run}" if view.run else ""
+    run = f" · {view.where}" if view.run else ""
     title = lead.alertname + (f" +{len(view.alerts) - 1}" if len(view.alerts) > 1 else "")
     blocks: list[dict[str, Any]] = [
         {
@@ -184,7 +184,7 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
             what += f"\n:white_check_mark: Resolved {when(max(ends))} after {lasted}."
     blocks.append(_section(what))
     fields = [
-        f"*Run*\n{esc(view.run) if view.run else '—'}",
+        f"*{view.where.split(' ')[0].title() if view.run else 'Run'}*\n{esc(view.run) if view.run else '—'}",
         f"*Value*\n{_value_vs_threshold(lead)}",
         f"*Step*\n{num(lead.step)}",
         f"*{'Started' if view.resolved else 'Firing since'}*\n{when(lead.started_at)}",
@@ -242,11 +242,11 @@ def reply_message(view: GroupView) -> Message:
     """The thread reply of a ``notify``, ``update`` or ``repeat``: what this notification is about."""
     changed = view.changed_alerts
     news = view.news
-    run = f" on run {esc(view.run)}" if view.run else ""
+    run = f" on {esc(view.where)}" if view.run else ""
     if view.kind == "repeat":
         since = min(a.started_at for a in changed)
         head = f":repeat: *Reminder* — still firing{run}: {len(changed)} alert(s), since {when(since)}."
-        text = f"Reminder: {news.alertname} still firing" + (f" on run {view.run}" if view.run else "")
+        text = f"Reminder: {news.alertname} still firing" + (f" on {view.where}" if view.run else "")
         return Message(
             text=clip(esc(text + f" — {news.summary}"), 3000),
             blocks=[_section(head), _section(_alert_lines(changed))],

@@ -282,12 +282,19 @@ class Engine:
         return events
 
     # ---- shutdown ---------------------------------------------------------------------------------
-    def checkpoint(self) -> None:
-        """Save every adopted run's detector state (at shutdown)."""
+    def checkpoint(self) -> int:
+        """Save the detector state of every run of the watches this process still holds (at shutdown).
+        Returns the number of runs saved."""
         now = self.clock.time()
+        saved = 0
         with self._lock, self.sessions.begin() as s:
             for watch in list(self.adopted):
-                self.adoption.save_state(s, self.runs_of(watch), now)
+                if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
+                    continue  # another replica has it now: its state is not ours to write
+                runs = self.runs_of(watch)
+                self.adoption.save_state(s, runs, now)
+                saved += len(runs)
+        return saved
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -118,4 +118,4 @@ class SourceHealth:
             f" and {len(runs) - MAX_LISTED} more" if len(runs) > MAX_LISTED else ""
         )
         hides = f"; runs not watched meanwhile: {listed}" if runs else "; no run of this watch is known yet"
-        return Finding(True, value=float(len(runs)), reason=f"{error[:300]}{hides}", extra_labels=SCOPE)
+        return Finding(True, reason=f"{error[:300]}{hides}", extra_labels=SCOPE)

@@ -1,16 +1,22 @@
 """Settings of a Weights & Biases watch target: which project, which runs in it, which metrics, how to ask.
 
-The API key is not here: it comes from the environment (``WANDB_API_KEY``, see monitor.settings).
+The API key is not here: it comes from the environment (``WANDB_API_KEY``, see monitor.settings). The
+W&B client's other standard variables are honoured as defaults the config can override:
+``WANDB_BASE_URL`` (a dedicated or self-hosted server), ``WANDB_ENTITY`` and ``WANDB_PROJECT``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from monitor.durations import Duration
+
+PUBLIC_API = "https://api.wandb.ai"
+PUBLIC_WEB = "https://wandb.ai"
 
 RunState = Literal["running", "pending", "finished", "crashed", "failed", "killed", "preempting", "preempted"]
 
@@ -40,8 +46,13 @@ class WandbTarget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    entity: str = Field(min_length=1, description="team or user that owns the project")
-    project: str = Field(min_length=1)
+    entity: str = Field(
+        default_factory=lambda: os.environ.get("WANDB_ENTITY", ""),
+        description="team or user that owns the project (default: $WANDB_ENTITY)",
+    )
+    project: str = Field(
+        default_factory=lambda: os.environ.get("WANDB_PROJECT", ""), description="default: $WANDB_PROJECT"
+    )
     run_ids: list[str] = Field(default_factory=list, description="run ids (the 8-character ids in run URLs)")
     tags: list[str] = Field(default_factory=list, description="runs having any of these tags, e.g. [hero]")
     name_pattern: str | None = Field(
@@ -52,8 +63,15 @@ class WandbTarget(BaseModel):
         default_factory=lambda: list(LEVANTER_KEYS),
         description="history keys to read; '*' wildcards allowed, e.g. eval/*",
     )
-    base_url: str = Field(default="https://api.wandb.ai", description="API server")
-    web_url: str = Field(default="https://wandb.ai", description="web app, for run links")
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("WANDB_BASE_URL") or PUBLIC_API,
+        description=f"API server (default: $WANDB_BASE_URL, else {PUBLIC_API}); a dedicated or self-hosted "
+        "W&B server is its own host",
+    )
+    web_url: str | None = Field(
+        default=None,
+        description="web app, for run links (default: wandb.ai for the public API, else base_url)",
+    )
     timeout: Duration = Field(default=10.0, description="per request, the client's own retries included")
     retries: int = Field(default=2, ge=0, le=10, description="further attempts after a timeout, 429 or 5xx")
     backoff: Duration = Field(default=1.0, description="first wait before a retry; doubles, with jitter")
@@ -83,10 +101,27 @@ class WandbTarget(BaseModel):
 
     @field_validator("base_url", "web_url")
     @classmethod
-    def _url(cls, v: str) -> str:
+    def _url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         if not re.match(r"^https?://[^/\s]+", v):
             raise ValueError("expected an http(s) URL such as https://api.wandb.ai")
         return v.rstrip("/")
+
+    @field_validator("entity", "project")
+    @classmethod
+    def _given(cls, v: str, info: ValidationInfo) -> str:
+        if not v.strip():
+            raise ValueError(
+                f"say which {info.field_name} to watch (or set $WANDB_{info.field_name.upper()})"
+            )
+        return v.strip()
+
+    @model_validator(mode="after")
+    def _web(self) -> WandbTarget:
+        if self.web_url is None:
+            self.web_url = PUBLIC_WEB if self.base_url == PUBLIC_API else self.base_url
+        return self
 
     @field_validator("run_ids", "tags", "keys")
     @classmethod

@@ -226,9 +226,9 @@ class KeyFilter:
         return key in self.exact or any(fnmatch.fnmatchcase(key, p) for p in self.patterns)
 
 
-def to_samples(
-    rows: Iterable[Mapping[str, Any]], run: str, state: str, keys: KeyFilter, now: float
-) -> list[Sample]:
+def to_samples(rows: Iterable[Mapping[str, Any]], run: str, keys: KeyFilter, now: float) -> list[Sample]:
+    """History rows as samples. They carry no run state: the state is what the run listing says now
+    (``state_sample``, once per poll), not a property of every step logged before."""
     out = []
     for row in rows:
         metrics = {}
@@ -245,7 +245,6 @@ def to_samples(
                 run=run,
                 step=row["_step"],
                 metrics=metrics,
-                state=state,
                 source=SOURCE,
             )
         )

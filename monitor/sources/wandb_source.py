@@ -299,7 +299,7 @@ class WandbSource:
                         cursor.get("step"),
                         settled.rewound_to,
                     )
-                out.samples.extend(to_samples(settled.rows, run_id, view.state, keys, now))
+                out.samples.extend(to_samples(settled.rows, run_id, keys, now))
                 cursor = settled.cursor
             else:
                 cursor.pop("deleted", None)

@@ -249,6 +249,17 @@ class SlackStandin:
         with self._lock:
             return self._messages[(channel, ts)]
 
+    def pages(self, channel: str) -> list[str]:
+        """What notified people in ``channel``, oldest first: the text of every top-level message and
+        every thread reply also sent to the channel (``reply_broadcast``), as first posted. Edits and
+        quiet thread replies notify nobody, so they are not here."""
+        with self._lock:
+            out = []
+            for m in sorted(self._messages.values(), key=lambda m: float(m.ts)):
+                if m.channel == channel and (not m.thread_ts or m.broadcast) and not m.files:
+                    out.append(m.edits[0]["text"] if m.edits else m.text)
+            return out
+
     def thread(self, channel: str, ts: str) -> list[StoredMessage]:
         """The replies to ``ts``, oldest first."""
         with self._lock:
