@@ -21,6 +21,7 @@ from monitor.config.schema import Watch
 from monitor.delivery.planner import Planner
 from monitor.engine import source_health
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.runs.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
@@ -71,6 +72,7 @@ class Engine:
         self._alert_ids: dict[str, int] = {}  # fingerprint -> id of its active instance
         self._fp_run: dict[str, str] = {}  # fingerprint -> run, for handing a watch over
         self._stats: dict[str, RunStats] = {}
+        self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
         self._lock = threading.Lock()
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
         self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
@@ -221,6 +223,7 @@ class Engine:
             self._remember(run)
             run.last_polled_at = now
             samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
+            samples = self.vocabulary.translate(run_id, samples, watch.metrics_profile, run.stats)
             runs_repo.record_samples(s, run, samples)
             report.samples += len(samples)
             stats = self._stats.get(run_id)
@@ -229,7 +232,7 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-            run.stats = stats.snapshot(now)
+            run.stats = {**stats.snapshot(now), "metrics_profile": self.vocabulary.describe(run_id)}
             run.source_error = "; ".join(f"{k}: {e}" for k, e in report.errors.items()) or None
             events = self._source_health(run_id, report.errors, results, now)
             if not report.errors:  # an unreadable source freezes the data rules: no false stall

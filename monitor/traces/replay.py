@@ -17,6 +17,7 @@ from typing import Any
 
 from alerts.model import AlertState
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -121,6 +122,7 @@ class Replayer:
         interval: float = DEFAULT_INTERVAL,
         labels_for_run: Callable[[str], Mapping[str, str]] = lambda run: {},
         on_event: Callable[[ReplayEvent], None] | None = None,
+        metrics_profile: str | None = AUTO,
     ) -> None:
         if interval <= 0:
             raise ValueError("the evaluation interval must be positive")
@@ -133,9 +135,14 @@ class Replayer:
         self._on_event = on_event
         self._observe = self.evaluator.observe
         self._evaluate = self.evaluator.evaluate
+        # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
+        self.metrics_profile = metrics_profile
+        self.vocabulary = Vocabulary() if metrics_profile is not None else None
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
+        if self.vocabulary is not None:
+            sample = self.vocabulary.translate_one(sample, self.metrics_profile)
         run, t = sample.run, sample.t
         clock = self._clocks.get(run)
         if clock is None:
@@ -251,8 +258,9 @@ def replay(
     rules: Sequence[RuleSpec] | Callable[[str], Iterable[RuleSpec]],
     interval: float = DEFAULT_INTERVAL,
     end: float | None = None,
+    metrics_profile: str | None = AUTO,
 ) -> ReplayResult:
-    r = Replayer(rules, interval)
+    r = Replayer(rules, interval, metrics_profile=metrics_profile)
     r.feed_all(samples)
     events = r.finish(end)
     return ReplayResult(events, r.summaries)
