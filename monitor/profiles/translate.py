@@ -87,6 +87,16 @@ class Translation:
                 out[key] = value
         return out if changed else metrics
 
+    def plain(self, keys: Iterable[str]) -> set[str]:
+        """Those of ``keys`` a sample can carry unchanged: not renamed, scaled or folded. (A sample of
+        plain keys only has no mapped key either, so none of its keys can be shadowed.)"""
+        rename, factor = self.rename, self.factor
+        return {
+            k
+            for k in keys
+            if rename.get(k, k) == k and k not in factor and (not self.patterns or self._pattern(k) is None)
+        }
+
     def sample(self, sample: Sample) -> Sample:
         if self.identity or not sample.metrics:
             return sample

@@ -26,14 +26,14 @@ def choices() -> list[str]:
 
 
 class _Run:
-    __slots__ = ("choice", "seen", "detection", "translation")
+    __slots__ = ("choice", "seen", "detection", "translation", "fast")
 
     def __init__(self, choice: str) -> None:
         self.choice = choice
         self.seen: set[str] = set()
         self.detection: Detection | None = None
-        fixed = choice if choice not in (AUTO,) else None
-        self.translation: Translation = translation(fixed)
+        self.translation: Translation = translation(None if choice == AUTO else choice)
+        self.fast: set[str] = set()  # keys already seen that pass unchanged: a sample of only these is done
 
     def learn(self, keys: Iterable[str]) -> None:
         """New keys seen: judge the run's trainer again (auto only)."""
@@ -45,6 +45,16 @@ class _Run:
         self.detection = found
         if found.profile != before:
             self.translation = translation(found.profile)
+            self.fast = set()
+
+    def apply(self, sample: Sample) -> Sample:
+        metrics = sample.metrics
+        if not metrics or self.fast.issuperset(metrics):
+            return sample  # the common case: one set lookup per key
+        if not self.seen.issuperset(metrics):
+            self.learn(metrics)
+        self.fast |= self.translation.plain(metrics)
+        return self.translation.sample(sample)
 
 
 class Vocabulary:
@@ -71,19 +81,16 @@ class Vocabulary:
     ) -> list[Sample]:
         """The run's samples with canonical metric names. ``stored``: the run's saved stats (a restart)."""
         state = self._run(run, choice, stored)
-        for sample in samples:
+        for sample in samples:  # learn every key first: a batch is translated with one verdict
             if sample.metrics and not state.seen.issuperset(sample.metrics):
                 state.learn(sample.metrics)
-        return [state.translation.sample(s) for s in samples]
+        return [state.apply(s) for s in samples]
 
     def translate_one(self, sample: Sample, choice: str = AUTO) -> Sample:
         state = self._runs.get(sample.run)
         if state is None or state.choice != choice:
             state = self._run(sample.run, choice, None)
-        metrics = sample.metrics
-        if metrics and not state.seen.issuperset(metrics):
-            state.learn(metrics)
-        return state.translation.sample(sample)
+        return state.apply(sample)
 
     def describe(self, run: str) -> dict[str, Any] | None:
         """The run's profile for the API and the run page (JSON), or None before any sample."""
