@@ -23,6 +23,7 @@ from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import RouteConfig, WatchConfig
 from monitor.delivery.planner import Planner
+from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
@@ -108,6 +109,7 @@ class Service:
     speed: float = 1.0
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
+    send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
 
     def claim_database(self) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file."""
@@ -244,8 +246,11 @@ def build_service(
     engine = Engine(cfg.watch, sources, rules, planner, sessions, clock, leases)
     notifiers = build_notifiers(cfg, settings)
     outbox = SqlOutboxStore(sessions, planner)
-    dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
-    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, planner, speed, sources)
+    latency = SendLatency({r.name: r.kind for r in cfg.receivers})
+    dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
+    return Service(
+        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, planner, speed, sources, None, latency
+    )
 
 
 def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:

@@ -167,6 +167,15 @@ class SqlOutboxStore:
                 or 0
             )
 
+    def oldest_waiting(self) -> float | None:
+        """When the oldest notification still waiting for delivery was written (None: none waits)."""
+        with self.sessions() as s:
+            return s.scalar(
+                select(func.min(Notification.created_at)).where(
+                    Notification.status.in_(("pending", "sending"))
+                )
+            )
+
     def failed(self) -> int:
         with self.sessions() as s:
             return (
