@@ -167,3 +167,26 @@ def test_wandb_reads_every_known_trainer_key_by_default() -> None:
     keys = WandbTarget(entity="e", project="p").keys
     assert set(source_keys()) <= set(keys)
     assert {"lm loss", "train/grad_norm", "critic/rewards/mean", "train/loss"} <= set(keys)
+
+
+def test_check_config_explain_names_the_mapping_and_the_rules_a_trainer_cannot_feed(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from monitor.cli.main import app
+
+    cfg = tmp_path / "hw.yaml"
+    cfg.write_text(
+        "watch:\n  - {name: meg, metrics_profile: megatron, sim: {}}\n"
+        "  - {name: raw, metrics_profile: none, sim: {}}\n"
+    )
+    out = CliRunner().invoke(app, ["check-config", str(cfg), "--explain"])
+    assert out.exit_code == 0, out.output
+    assert "metric names: Megatron-LM (metrics_profile: megatron)" in out.output
+    assert (
+        "'lm loss' -> train/loss" in out.output
+        and "NVIDIA/Megatron-LM: megatron/training/training.py" in out.output
+    )
+    blind = next(line for line in out.output.splitlines() if "logs nothing for" in line)
+    assert "throughput_drop (throughput/tokens_per_second)" in blind and "loss_spike" not in blind
+    assert "host_memory_low" not in blind  # the W&B system overlay can feed it
+    assert "raw:\n  metric names: used as logged" in out.output

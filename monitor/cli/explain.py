@@ -13,15 +13,18 @@ from typing import Any
 
 from monitor.config.schema import Watch, WatchConfig
 from monitor.profiles import AUTO, CANONICAL, NONE, PROFILES
-from monitor.profiles.profile import trainer_profiles
+from monitor.profiles.profile import overlays, trainer_profiles
 from monitor.rules.spec import RuleSpec
 
 SHOWN = 12  # mapped names listed per watch before "..."
 
 
 def _provided(profile: str) -> set[str]:
-    p = PROFILES[profile]
-    return set(p.keys.values()) | {x.canonical for x in p.patterns}
+    """The canonical names a run of this trainer can have: its own, and the overlays' (system metrics)."""
+    out: set[str] = set()
+    for p in (PROFILES[profile], *overlays()):
+        out |= set(p.keys.values()) | {x.canonical for x in p.patterns}
+    return out
 
 
 def watch_lines(watch: Watch, rules: Sequence[RuleSpec]) -> list[str]:
