@@ -107,10 +107,9 @@ def check_config(
     for w in cfg.watch:
         typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
     if explain:
-        from monitor.cli.explain import explain as explain_lines
+        from monitor.cli.explain import explain as lines
 
-        for line in explain_lines(cfg, rules.rules, _settings(database_url).database_url):
-            typer.echo(line)
+        typer.echo("\n".join(lines(cfg, rules.rules, _settings(database_url).database_url)))
 
 
 @app.command("example-config")
