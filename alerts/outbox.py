@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -66,6 +67,8 @@ class Dispatcher:
         worker: str = "herowatch",
         policy: RetryPolicy | None = None,
         lease_seconds: float = 60.0,
+        observer: Callable[[str, float, str], None] | None = None,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.store = store
         self.notifiers = notifiers
@@ -73,18 +76,27 @@ class Dispatcher:
         self.worker = worker
         self.policy = policy or RetryPolicy()
         self.lease_seconds = lease_seconds
+        # told (receiver, seconds the send took, outcome: sent, retry or failed) after each attempt
+        self.observer = observer
+        self.timer = timer  # a stopwatch for the send latency, not the alerting clock
 
     def run_once(self, limit: int = 100) -> int:
         """Deliver what is due. Returns how many were sent."""
         sent = 0
         for claimed in self.store.claim_due(self.clock(), limit, self.worker, self.lease_seconds):
+            started = self.timer()
             result = self._send(claimed)
+            took = self.timer() - started
             now = self.clock()
             attempts = claimed.attempts + 1
+            retry = not result.ok and result.retry and attempts < self.policy.max_attempts
+            if self.observer is not None:
+                outcome = "sent" if result.ok else ("retry" if retry else "failed")
+                self.observer(claimed.view.receiver, took, outcome)
             if result.ok:
                 self.store.mark_sent(claimed.id, now, result.ref)
                 sent += 1
-            elif result.retry and attempts < self.policy.max_attempts:
+            elif retry:
                 delay = self.policy.delay(attempts, result.retry_after)
                 log.warning(
                     "notification %s to %s failed (%s); retrying in %.0fs",

@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.delivery.planner import Planner  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -27,10 +26,11 @@ from alerts.grouping import GroupTiming  # noqa: E402
 from alerts.notifiers.slack import SlackNotifier  # noqa: E402
 from alerts.outbox import Dispatcher  # noqa: E402
 from alerts.routing import Route  # noqa: E402
+from monitor.delivery.enqueue import Enqueuer  # noqa: E402
+from monitor.delivery.pipeline import Pipeline  # noqa: E402
 from monitor.storage import migrate  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
 from monitor.storage.models import Alert, Notification  # noqa: E402
-from monitor.storage.outbox_store import SqlOutboxStore  # noqa: E402
 from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin  # noqa: E402
 
 
@@ -48,9 +48,9 @@ def main() -> None:
         migrate.upgrade(url)
         engine = make_engine(url)
         sessions = make_sessionmaker(engine)
-        planner = Planner(Route("oncall", timing=GroupTiming(30, 300, 4 * 3600)), {"oncall": "slack"})
+        enqueuer = Enqueuer(Route("oncall", timing=GroupTiming(30, 300, 4 * 3600)), {"oncall": "slack"})
         notifier = SlackNotifier(channel="C0STORM", base_url=slack.api_url, timeout=5, plots=False)
-        dispatcher = Dispatcher(SqlOutboxStore(sessions, planner), {"oncall": notifier}, clock.time)
+        dispatcher = Dispatcher(Pipeline(sessions), {"oncall": notifier}, clock.time)
         limited = True
         slack.rate_limit(retry_after=2, times=-1, methods=["chat.postMessage"])  # posts refused with 429...
         start, storm_for = clock.time(), 60.0
@@ -77,7 +77,7 @@ def main() -> None:
                     )
                     s.add(a)
                     s.flush()
-                    planner.on_transition(s, a, "firing", now)
+                    enqueuer.on_transition(s, a, "firing", now)
                 made += 1
             if ticks % 20 == 0:  # ...then let through for 5 s, refused for 5 s, and so on
                 if limited:

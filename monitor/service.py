@@ -26,6 +26,7 @@ from monitor.delivery import reminders
 from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline
+from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
@@ -109,6 +110,7 @@ class Service:
     speed: float = 1.0
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
+    send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
@@ -261,8 +263,11 @@ def build_service(
     engine = Engine(cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed)
     notifiers = build_notifiers(cfg, settings)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
-    dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker)
-    return Service(cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources)
+    latency = SendLatency({r.name: r.kind for r in cfg.receivers})
+    dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
+    return Service(
+        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency
+    )
 
 
 def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:

@@ -97,6 +97,25 @@ def test_metrics_show_herowatch_health_and_per_run_gauges(db_url, clock):
     assert get("herowatch_run_lost_seconds", run="hero-a", watch="hero-a", kind="stalled") > 15 * 60
     assert get("herowatch_run_step", run="hero-b", watch="hero-b") > 100
     assert get("herowatch_metrics_read_error") == 0.0
+    assert get("herowatch_alerts", rule="progress_stalled", severity="critical", state="firing") == 1.0
+    assert (
+        get("herowatch_outbox_oldest_age_seconds") == 0.0
+        and get("herowatch_outbox_failed_notifications") == 0
+    )
+    assert get("herowatch_source_errors_total", source="sim") == 0.0, "a source's errors count from 0"
+    sent = get(
+        "herowatch_notification_send_duration_seconds_count",
+        receiver="console",
+        kind="console",
+        outcome="sent",
+    )
+    assert sent >= 1 and sent == get(
+        "herowatch_notification_send_duration_seconds_bucket",
+        receiver="console",
+        kind="console",
+        outcome="sent",
+        le="+Inf",
+    )
     assert prometheus_client.REGISTRY.get_sample_value("herowatch_outbox_backlog") is None, "own registry"
     service.stop()
 

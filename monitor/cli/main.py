@@ -81,10 +81,17 @@ def _load(config: Path):  # noqa: ANN202
 
 
 @app.command("check-config")
-def check_config(config: Path = typer.Argument(..., help="the watch config file (YAML)")) -> None:
+def check_config(
+    config: Path = typer.Argument(..., help="the watch config file (YAML)"),
+    explain: bool = typer.Option(
+        False, "--explain", help="also say whose metric names each watch expects, and each run's detected one"
+    ),
+    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
+) -> None:
     """Validate a watch config and its rule files without starting anything.
 
-    Exit 0 when valid; exit 2 with every problem as FILE:LINE: FIELD: MESSAGE otherwise.
+    Exit 0 when valid; exit 2 with every problem as FILE:LINE: FIELD: MESSAGE otherwise. --explain adds
+    each watch's metrics profile and, from the database, the one detected for each run.
     """
     try:
         cfg, rules = _load(config)
@@ -96,6 +103,10 @@ def check_config(config: Path = typer.Argument(..., help="the watch config file 
     )
     for w in cfg.watch:
         typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
+    if explain:
+        from monitor.cli.explain import explain as lines
+
+        typer.echo("\n".join(lines(cfg, rules.rules, _settings(database_url).database_url)))
 
 
 @app.command("example-config")

@@ -251,6 +251,12 @@ def replay_command(
         "e.g. tokens_per_second_low.below=350000.",
     ),
     run: list[str] = typer.Option(None, "--run", help="Replay only this run; repeat for several."),
+    metrics_profile: str = typer.Option(
+        "auto",
+        "--metrics-profile",
+        help="The trainer whose key names the trace holds (megatron, huggingface, verl, ...), mapped to "
+        "the names the rules use as the live engine does; auto: detected per run; none: as they are.",
+    ),
     skip_bad: bool = typer.Option(
         False, "--skip-bad", help="Skip bad trace lines (each reported on stderr) instead of stopping."
     ),
@@ -307,7 +313,12 @@ def replay_command(
             err.print(f"skipped {exc}", markup=False)
 
     only = set(run or ())
-    replayer = Replayer(specs, step)
+    from monitor.profiles import choices
+
+    if metrics_profile not in choices():
+        err.print(f"--metrics-profile must be one of {', '.join(choices())}", markup=False)
+        raise typer.Exit(2)
+    replayer = Replayer(specs, step, metrics_profile=metrics_profile)
     try:
         samples = iter_trace(_lines_with_progress(trace, show), str(trace), on_error if skip_bad else None)
         feed = replayer.feed

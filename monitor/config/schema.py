@@ -66,6 +66,11 @@ class Watch(Strict):
         default=600.0, description="warn when new rows arrive this long after their own timestamps"
     )
     rules: WatchRules = Field(default_factory=WatchRules)
+    metrics_profile: str = Field(
+        default="auto",
+        description="the trainer whose metric names the runs log (megatron, huggingface, ...): mapped "
+        "to the names the rules use; auto: detected from each run's keys; none: used as they are",
+    )
     sim: SimTarget | None = None
     wandb: WandbTarget | None = None
     prometheus: PrometheusTarget | None = None
@@ -77,6 +82,15 @@ class Watch(Strict):
             raise ValueError(
                 "use letters, digits, '.', '_' or '-' (at most 128), starting with a letter or digit"
             )
+        return v
+
+    @field_validator("metrics_profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        from monitor.profiles import choices
+
+        if v not in choices():
+            raise ValueError(f"unknown metrics profile {v!r}; known: {', '.join(choices())}")
         return v
 
     @field_validator("poll_interval")

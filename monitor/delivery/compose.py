@@ -1,11 +1,14 @@
 """Stage 3 of delivery, at claim time: a group's due rows become one message (a ``GroupView``) that
 shows the group's current state, or nothing.
 
-What is worth telling, per alert the rows are about:
+What is worth telling is decided from what each member alert is and what its receiver was already
+told (after Alertmanager's notification log), not from which rows are due: rows only say "look now".
+So a message that failed and is retried, or rows merged into it, can never lose an alert:
 
-- a firing alert that is not muted: announced (a new one makes the message notify: ``open`` for the
-  episode's first message, ``notify`` for a later one);
-- a resolution: only of an alert that was announced (never "RESOLVED" for something nobody was told);
+- a firing alert that is not muted and was not announced yet: news (it makes the message notify:
+  ``open`` for the episode's first message, ``notify`` for a later one);
+- a resolution: only of an alert that was announced, and only once (never "RESOLVED" for something
+  nobody was told);
 - an acknowledgement of an announced alert: an ``update`` (the root shows who took it);
 - a reminder: the announced alerts that still fire, are not acknowledged and not muted.
 
@@ -44,22 +47,32 @@ class Composer:
     ) -> Composed | None:
         members = groups_repo.members(s, group.id)
         carrier = rows[-1]
-        about = {r.alert_id for r in rows if r.alert_id is not None}
+        repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
+        acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
+        send_resolved = bool((group.timing or {}).get("send_resolved", True))
         told: list[tuple[Alert, GroupMember]] = []
         for alert, member in members:
             if mutes.reason(alert.labels) is not None:
                 continue
             announced = member.announced_at is not None
-            if carrier.kind == "repeat":
-                if alert.state == "firing" and announced and not alert.acked_at:
-                    told.append((alert, member))
-            elif alert.id in about and (alert.state == "firing" or announced):
+            if repeat:
+                news = alert.state == "firing" and announced and not alert.acked_at
+            elif alert.state == "firing":  # news until a sent message told of it
+                news = not announced or alert.id in acked
+            else:  # a resolution is news only for what was announced, once
+                news = (
+                    alert.state == "resolved"
+                    and announced
+                    and member.resolved_sent_at is None
+                    and send_resolved
+                )
+            if news:
                 told.append((alert, member))
         if not told:
             return None
         new = [a for a, m in told if a.state == "firing" and m.announced_at is None]
         kind: Kind
-        if carrier.kind == "repeat":
+        if repeat:
             kind = "repeat"
         elif group.root_ref is None and not any(m.announced_at for _, m in members):
             kind = "open"

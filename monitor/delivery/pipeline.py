@@ -118,6 +118,11 @@ class Pipeline:
         with self.sessions() as s:
             return outbox_store.failed(s)
 
+    def oldest_waiting(self) -> float | None:
+        """When the oldest notification still waiting for delivery was written (None: none waits)."""
+        with self.sessions() as s:
+            return outbox_store.oldest_pending(s)
+
 
 def _single(row: Notification) -> GroupView:
     """A notification outside any group (the watchdog's heartbeat)."""

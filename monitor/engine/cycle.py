@@ -28,6 +28,7 @@ from monitor.engine.polling import WatchPoller, stuck_after
 from monitor.engine.recording import Recorder
 from monitor.engine.source_health import source_rule
 from monitor.engine.step_times import StepTimes, skew_rule
+from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.runs.run_stats import RunStats
 from monitor.samples import TERMINAL_STATES, RunInfo, Sample
@@ -60,7 +61,7 @@ class Engine:
         watches: list[Watch],
         sources: Mapping[str, Source],
         rules: RuleSet,
-        planner: object,
+        delivery: object,
         sessions: sessionmaker[Session],
         clock: Clock,
         leases: Leases | None = None,
@@ -77,9 +78,10 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self.evaluator = Evaluator(self._rules_for_run, self._labels)
-        self.recorder = Recorder(self.evaluator, planner)
+        self.recorder = Recorder(self.evaluator, delivery)
         self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
+        self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
         self._polls_since_checkpoint: dict[str, int] = defaultdict(int)
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
@@ -231,6 +233,7 @@ class Engine:
             self.remember(run)
             run.last_polled_at = now
             samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
+            samples = self.vocabulary.translate(run_id, samples, watch.metrics_profile, run.stats)
             runs_repo.record_samples(s, run, samples)
             self._run_state[run_id] = run.state
             report.samples += len(samples)
@@ -238,7 +241,7 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-            run.stats = stats.snapshot(now)
+            run.stats = {**stats.snapshot(now), "metrics_profile": self.vocabulary.describe(run_id)}
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable)
             skew = self.evaluator.apply(

@@ -4,6 +4,12 @@ The newest value, or the floor of the recent window, is compared with a lagged r
 (median; sigma from the MAD of step-to-step differences) on the log scale. A deviation counts when
 it reaches max(``min_rise``, ``z`` x sigma): on the log scale ``min_rise: 0.05`` is about +5%.
 The detector warms up until its baseline holds ``min_points`` values; a step rewind resets it.
+``baseline_level: max`` compares with the worst value the baseline held instead of its median: a
+metric that trends by nature (KL grows from zero like a power of the step, entropy falls) is then
+judged against how far it had already gone, so only a jump beyond anything recent counts.
+``of_progress`` adds a third bar, in the run's own units: a share of how far the run has come from its
+worst baseline level (a reward that climbed from 0.2 to 0.9 must give back 0.35 at 0.5), so a
+saturated metric with no noise left does not page on a dip.
 
 Two patterns, one per rule (``mode``):
 
@@ -45,6 +51,8 @@ _SHARED = (
     "floor_window",
     "floor_points",
     "reset_on_rewind",
+    "of_progress",
+    "baseline_level",
 )
 
 
@@ -72,6 +80,18 @@ class SpikeSpec(RuleSpec):
         default=3, ge=2, le=MAX_WINDOW, description="the recent window holds at least this many"
     )
     reset_on_rewind: bool = True
+    baseline_level: Literal["median", "max"] = Field(
+        default="median",
+        description="what a value is compared with: the baseline's median, or its worst value (max, "
+        "worst meaning up for direction up): for a metric that trends, e.g. KL growing from zero",
+    )
+    of_progress: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="and at least this share of the run's progress: how far the baseline's median has "
+        "moved from its worst since the start (0.5: half of what the run gained is given back)",
+    )
 
     @model_validator(mode="after")
     def _blip_is_info(self) -> SpikeSpec:

@@ -8,7 +8,8 @@ before the recent window with at most ``window`` values: a run that logs faster 
 values admitted at most one per ``baseline / window`` seconds (every value of a 1 step/s run would
 otherwise make the baseline two minutes long, and cost a sorted insert per step).
 
-- level: the median of the baseline (a sorted list, O(log W): see windows.py);
+- level: the median of the baseline (a sorted list, O(log W): see windows.py), or its maximum (the
+  worst value on the signed scale) with ``baseline_level: max``;
 - noise: a robust sigma, 1.4826 x MAD of the baseline's step-to-step differences / sqrt 2. Differences
   rather than values: early in training the loss falls fast and the spread of the values would mostly
   measure that trend. Refreshed by a sort every W/8 new baseline values: amortised O(log W);
@@ -58,6 +59,8 @@ class SpikeBaseline:
         self._keep = spec.floor_points - 1  # the recent window never holds fewer (with the new value)
         self._width = spec.floor_window / RECENT_BUCKETS
         self.reset_on_rewind: bool = spec.reset_on_rewind
+        self.of_progress: float = getattr(spec, "of_progress", 0.0)
+        self.against_max = getattr(spec, "baseline_level", "median") == "max"
         self.track_floor = spec.mode == "floor"  # a point-only baseline skips the floor (and never freezes)
         self.log = spec.scale == "log"
         self.sign = 1.0 if spec.direction == "up" else -1.0
@@ -81,6 +84,7 @@ class SpikeBaseline:
         self._admitted_at = -INF
         self.ready = False  # the baseline holds min_points values
         self._med = 0.0
+        self._worst = -INF  # the worst median since the start (or the last reset): progress is from here
         self._gate = INF  # median + min_rise: nothing below it can be a spike
         self._closed: deque[_Bucket] = deque()
         self._cmins: deque[tuple[float, float]] = deque()  # monotonic minima of the closed buckets
@@ -121,6 +125,9 @@ class SpikeBaseline:
 
     def needed(self) -> float:
         """The deviation (on the scale) that counts, given the current baseline."""
+        if self.of_progress:
+            progress = self._worst - self._med if self.ready else 0.0
+            return max(self.min_rise, self.z * self.sigma(), self.of_progress * progress)
         return max(self.min_rise, self.z * self.sigma())
 
     def sigma_eff(self) -> float:
@@ -201,8 +208,15 @@ class SpikeBaseline:
             self.ready = n >= self.min_points
             if n:
                 h = n >> 1
-                self._med = values[h] if n & 1 else (values[h - 1] + values[h]) * 0.5
-            self._gate = self._med + self.min_rise if self.ready else INF
+                if self.against_max:
+                    self._med = values[-1]  # the level compared with: the worst the baseline held
+                else:
+                    self._med = values[h] if n & 1 else (values[h - 1] + values[h]) * 0.5
+            if self.ready and self._med > self._worst:
+                self._worst = self._med
+            # nothing at or below the median is a spike, even with min_rise 0 and no noise left
+            gate = self._med + self.min_rise if self.min_rise > 0 else math.nextafter(self._med, INF)
+            self._gate = gate if self.ready else INF
         self._ob, self._ot, self._olast, self._on, self._omin, self._ofirst = b, t, t, 1, y, y
         first_t = closed[0][1] if closed else t
         self._floor_ready = (

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.profiles import source_keys
 
 PUBLIC_API = "https://api.wandb.ai"
 PUBLIC_WEB = "https://wandb.ai"
@@ -38,6 +39,9 @@ LEVANTER_KEYS: tuple[str, ...] = (
     "_timestamp",
     "_runtime",
 )
+# By default a watch reads the keys of every trainer herowatch knows (monitor/profiles), so that a
+# Megatron or Hugging Face run is watched, and its trainer detected, with no per-run config.
+DEFAULT_KEYS: tuple[str, ...] = tuple(dict.fromkeys([*LEVANTER_KEYS, *source_keys()]))
 
 
 class WandbTarget(BaseModel):
@@ -60,7 +64,7 @@ class WandbTarget(BaseModel):
     )
     states: list[RunState] = Field(default_factory=list, description="only discover runs in these states")
     keys: list[str] = Field(
-        default_factory=lambda: list(LEVANTER_KEYS),
+        default_factory=lambda: list(DEFAULT_KEYS),
         description="history keys to read; '*' wildcards allowed, e.g. eval/*",
     )
     base_url: str = Field(

@@ -130,14 +130,15 @@ def run_timeline(session: Session, run_id: str, limit: int = 300) -> list[Timeli
     ]
 
 
-def alert_counts(session: Session) -> list[tuple[str, str, str, int]]:
-    """(run, state, severity, count) of the active alerts."""
+def alert_counts(session: Session, by: str = "run") -> list[tuple[str, str, str, int]]:
+    """(run or rule, state, severity, count) of the active alerts, by run or by rule."""
+    key = Alert.rule if by == "rule" else Alert.run_id
     q = (
-        select(Alert.run_id, Alert.state, Alert.severity, func.count())
+        select(key, Alert.state, Alert.severity, func.count())
         .where(Alert.state.in_(ACTIVE_STATES))
-        .group_by(Alert.run_id, Alert.state, Alert.severity)
+        .group_by(key, Alert.state, Alert.severity)
     )
-    return [(r, st, sev, n) for r, st, sev, n in session.execute(q)]
+    return [(k, st, sev, n) for k, st, sev, n in session.execute(q)]
 
 
 # ---- silences -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
 from monitor.config.schema import Watch
+from monitor.profiles import Vocabulary
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
 from monitor.storage import runs_repo
@@ -93,8 +94,11 @@ def _store(
     now: float,
 ) -> None:
     info = next((r for r in res.runs if r.run == run), RunInfo(run=run, source=kind))
+    vocabulary = Vocabulary()  # the charts get the rules' names, as the engine stores them
+    samples = vocabulary.translate(run, samples, watch.metrics_profile)
     with sessions.begin() as s:
         row = runs_repo.upsert_run(s, info, watch.name, now)
         s.flush()
+        row.stats = {**(row.stats or {}), "metrics_profile": vocabulary.describe(run)}
         runs_repo.record_samples(s, row, samples)
         runs_repo.save_cursors(s, kind, {k: v for k, v in res.cursors.items() if k == run}, now)

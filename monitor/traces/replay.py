@@ -18,6 +18,7 @@ from typing import Any
 from alerts.model import AlertState
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rule
+from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
 
@@ -123,6 +124,7 @@ class Replayer:
         labels_for_run: Callable[[str], Mapping[str, str]] = lambda run: {},
         on_event: Callable[[ReplayEvent], None] | None = None,
         unavailable_after: float = DEFAULT_AFTER,
+        metrics_profile: str | None = AUTO,
     ) -> None:
         if interval <= 0:
             raise ValueError("the evaluation interval must be positive")
@@ -134,6 +136,9 @@ class Replayer:
         self._clocks: dict[str, _Clock] = {}
         self._on_event = on_event
         self._observe = self.evaluator.observe
+        # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
+        self.metrics_profile = metrics_profile
+        self.vocabulary = Vocabulary() if metrics_profile is not None else None
         self._health: dict[str, SourceHealth] = {}  # watch -> its sources' health
         self._scope: dict[str, str] = {}  # run -> its watch
         self._states: dict[str, str | None] = {}
@@ -180,6 +185,8 @@ class Replayer:
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
+        if self.vocabulary is not None:
+            sample = self.vocabulary.translate_one(sample, self.metrics_profile)
         run, t = sample.run, sample.t
         clock = self._clocks.get(run)
         if clock is None:
@@ -296,8 +303,9 @@ def replay(
     rules: Sequence[RuleSpec] | Callable[[str], Iterable[RuleSpec]],
     interval: float = DEFAULT_INTERVAL,
     end: float | None = None,
+    metrics_profile: str | None = AUTO,
 ) -> ReplayResult:
-    r = Replayer(rules, interval)
+    r = Replayer(rules, interval, metrics_profile=metrics_profile)
     r.feed_all(samples)
     events = r.finish(end)
     return ReplayResult(events, r.summaries)

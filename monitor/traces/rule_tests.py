@@ -135,7 +135,9 @@ def run_test(test: RuleTest, rules: list, evaluation_interval: float) -> list[st
     interval = test.interval or evaluation_interval
     specs = apply_overrides(rules, test.overrides, "overrides") if test.overrides else rules
     known = {r.name for r in specs}
-    replayer = Replayer(specs, evaluation_interval, labels_for_run=lambda run: test.run_labels)
+    replayer = Replayer(
+        specs, evaluation_interval, labels_for_run=lambda run: test.run_labels, metrics_profile=None
+    )
     rows = _rows(test, interval)
     start = parse_time(test.start)
     failures: list[str] = []

@@ -376,4 +376,5 @@ def mutated(draw: st.DrawFn, original: str, keys: list[str]) -> str:
             lines[i] = line[: draw(st.integers(0, len(line)))]
     return "\n".join(lines)
 
+
 BIG = str(10**400)  # a number no float holds

@@ -46,7 +46,7 @@ def compose_config(tmp_path) -> dict:
 
 def test_compose_config_is_valid_and_starts_in_order(compose_config):
     services = compose_config["services"]
-    assert set(services) == {"postgres", "migrate", "herowatch", "prometheus"}
+    assert set(services) == {"postgres", "migrate", "herowatch", "prometheus", "grafana"}
     assert services["postgres"]["image"].startswith("postgres:15")
     assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", services["prometheus"]["image"])
     assert services["migrate"]["command"] == ["db", "upgrade"]

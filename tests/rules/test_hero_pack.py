@@ -68,6 +68,7 @@ def test_the_pack_thresholds_are_as_specified():
     assert rules["mfu_low"].below == 15 and rules["mfu_low"].mode == "fraction"
     assert rules["tokens_per_second_low"].below is None  # off until set per run
     assert (rules["throughput_drop"].drop, rules["throughput_drop"].for_) == (0.1, 900)
+    assert (rules["flops_drop"].drop, rules["flops_drop"].for_) == (0.1, 900)  # the same, in FLOP/s
     assert (rules["oom_kills"].increase, rules["oom_kills"].window) == (2, 6 * 3600)
     assert rules["loss_spike"].floor_window == 300 and rules["loss_spike"].min_rise == 0.05
 

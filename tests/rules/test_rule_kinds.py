@@ -31,6 +31,7 @@ def test_registry_has_every_kind():
         "spike",
         "threshold",
         "drop",
+        "flatline",
         "counter_increase",
         "restarts",
         "state",

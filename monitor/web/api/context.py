@@ -30,7 +30,7 @@ class ApiContext:
     settings: Settings
     poll_intervals: dict[str, float] = field(default_factory=dict)  # watch -> seconds
     engine: Any = None  # monitor.engine.cycle.Engine, when a poller runs in this process
-    outbox: Any = None  # monitor.storage.outbox_store.SqlOutboxStore
+    outbox: Any = None  # monitor.delivery.pipeline.Pipeline
     service: Any = None
     polls: PollCounter = field(default_factory=PollCounter)
     stats_cache: StatsCache = field(default_factory=StatsCache)

@@ -13,11 +13,12 @@ from datetime import datetime
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from monitor import __version__
 from monitor.runs.goodput import LOST
+from monitor.storage import views
 from monitor.web.api import status
 from monitor.web.api.auth import require_read
 from monitor.web.api.context import STALE_POLLS, ApiContext
@@ -83,13 +84,53 @@ class HerowatchCollector(Collector):
         for (watch, outcome), n in sorted(ctx.polls.counts().items()):
             cycles.add_metric([watch, outcome], float(n))
         yield cycles
-        if ctx.outbox is not None:
-            backlog = GaugeMetricFamily("herowatch_outbox_backlog", "Notifications waiting to be delivered")
-            try:
-                backlog.add_metric([], float(ctx.outbox.backlog()))
-                yield backlog
-            except Exception:
-                log.exception("metrics: outbox backlog unreadable")
+        delay = HistogramMetricFamily(
+            "herowatch_poll_delay_seconds",
+            "Wall seconds from a poll cycle's scheduled start to its end (on time: a few seconds)",
+            labels=["watch"],
+        )
+        for watch, (buckets, total) in sorted(ctx.polls.delays().items()):
+            delay.add_metric([watch], buckets, total)
+        yield delay
+        errors = CounterMetricFamily(
+            "herowatch_source_errors", "Polls that came back with an error from the source", labels=["source"]
+        )
+        counted = ctx.polls.source_errors()
+        for kind in sorted(set(ctx.source_intervals()) | set(counted)):
+            errors.add_metric([kind], float(counted.get(kind, 0)))
+        yield errors
+        yield from self._delivery(now)
+
+    def _delivery(self, now: float) -> Iterator[Metric]:
+        ctx = self.ctx
+        latency = HistogramMetricFamily(
+            "herowatch_notification_send_duration_seconds",
+            "Seconds one attempt to send a notification took, by receiver, its kind and the outcome",
+            labels=["receiver", "kind", "outcome"],
+        )
+        stats = getattr(ctx.service, "send_latency", None)
+        for (receiver, kind, outcome), h in sorted((stats.snapshot() if stats else {}).items()):
+            latency.add_metric([receiver, kind, outcome], h.cumulative(), h.total)
+        yield latency
+        if ctx.outbox is None:
+            return
+        backlog = GaugeMetricFamily("herowatch_outbox_backlog", "Notifications waiting to be delivered")
+        age = GaugeMetricFamily(
+            "herowatch_outbox_oldest_age_seconds",
+            "Age of the oldest notification waiting to be delivered (0: none waits)",
+        )
+        failed = GaugeMetricFamily(
+            "herowatch_outbox_failed_notifications", "Notifications given up on after their last retry"
+        )
+        try:
+            backlog.add_metric([], float(ctx.outbox.backlog()))
+            oldest = ctx.outbox.oldest_waiting()
+            age.add_metric([], max(0.0, now - oldest) if oldest is not None else 0.0)
+            failed.add_metric([], float(ctx.outbox.failed()))
+        except Exception:
+            log.exception("metrics: outbox unreadable")
+            return
+        yield from (backlog, age, failed)
 
     def _runs(self) -> Iterator[Metric]:
         err = GaugeMetricFamily(
@@ -98,6 +139,7 @@ class HerowatchCollector(Collector):
         try:
             with self.ctx.sessions() as s:
                 runs = status.overview(self.ctx, s).runs
+                by_rule = views.alert_counts(s, by="rule")
             err.add_metric([], 0.0)
         except Exception:
             log.exception("metrics: runs unreadable")
@@ -105,6 +147,14 @@ class HerowatchCollector(Collector):
             yield err
             return
         yield err
+        active = GaugeMetricFamily(
+            "herowatch_alerts",
+            "Pending and firing alerts by rule and severity",
+            labels=["rule", "severity", "state"],
+        )
+        for rule, state, severity, n in sorted(by_rule):
+            active.add_metric([rule, severity, state], float(n))
+        yield active
         families = {k: GaugeMetricFamily(name, doc, labels=RUN) for k, (name, doc) in PER_RUN.items()}
         goodput = GaugeMetricFamily(
             "herowatch_run_goodput_ratio", "Productive share of wall time (ETTR)", labels=RUN

@@ -87,6 +87,19 @@ class Goodput(GoodputSummary):
     incidents: list[Incident] = Field(description="newest last; the last may be ongoing")
 
 
+class MetricsProfileOut(BaseModel):
+    """Whose metric names the run logs, and how herowatch knows (monitor/profiles)."""
+
+    name: str | None = Field(description="the profile applied (megatron, huggingface, ...); null: none")
+    trainer: str | None = None
+    how: Literal["configured", "detected", "off"] = Field(
+        description="set in the watch config, detected from the run's keys, or mapping switched off"
+    )
+    confidence: float | None = Field(default=None, description="detected: 0..1")
+    keys: list[str] = Field(default_factory=list, description="the marker keys that identified it")
+    explain: str = ""
+
+
 class RunOut(BaseModel):
     id: str
     watch: str
@@ -113,6 +126,9 @@ class RunOut(BaseModel):
     active_alerts: dict[str, int] = Field(description="firing alerts by severity")
     pending_alerts: dict[str, int] = Field(description="pending alerts by severity")
     silenced_alerts: int = Field(description="firing or pending alerts muted by a silence")
+    metrics_profile: MetricsProfileOut | None = Field(
+        default=None, description="the trainer vocabulary applied to the run's metric names"
+    )
     goodput: GoodputSummary | None
 
 

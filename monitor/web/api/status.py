@@ -210,6 +210,7 @@ def run_fields(
         "active_alerts": dict(firing),
         "pending_alerts": dict(pending),
         "silenced_alerts": sum(1 for a in alerts if a.silenced),
+        "metrics_profile": stats.get("metrics_profile"),
     }
 
 

@@ -1,0 +1,128 @@
+"""Where samples enter the rules (the engine, replay): each run's profile, chosen or detected, applied.
+
+A watch chooses a profile (``metrics_profile: megatron``), turns mapping off (``none``) or leaves it to
+detection (``auto``, the default): the run's profile is then ``detect`` of every key the run has
+logged so far, re-judged whenever a new key appears (a pure function of the key set, so a replay
+decides as the live engine did). ``describe`` is what the run page and the API show; it is stored
+with the run's stats, and ``seed`` resumes from it after a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from monitor.profiles.detect import Detection, detect
+from monitor.profiles.profile import PROFILES
+from monitor.profiles.translate import Translation, translation
+from monitor.samples import Sample
+
+AUTO, NONE = "auto", "none"
+
+
+def choices() -> list[str]:
+    """What ``metrics_profile`` accepts."""
+    return [AUTO, NONE, *sorted(p.name for p in PROFILES.values() if not p.overlay)]
+
+
+class _Run:
+    __slots__ = ("choice", "seen", "detection", "translation", "fast")
+
+    def __init__(self, choice: str) -> None:
+        self.choice = choice
+        self.seen: set[str] = set()
+        self.detection: Detection | None = None
+        self.translation: Translation = translation(None if choice == AUTO else choice)
+        self.fast: set[str] = set()  # keys already seen that pass unchanged: a sample of only these is done
+
+    def learn(self, keys: Iterable[str]) -> None:
+        """New keys seen: judge the run's trainer again (auto only)."""
+        self.seen.update(keys)
+        if self.choice != AUTO:
+            return
+        found = detect(self.seen)
+        before = self.detection.profile if self.detection else None
+        self.detection = found
+        if found.profile != before:
+            self.translation = translation(found.profile)
+            self.fast = set()
+
+    def apply(self, sample: Sample) -> Sample:
+        metrics = sample.metrics
+        if not metrics or self.fast.issuperset(metrics):
+            return sample  # the common case: one set lookup per key
+        if not self.seen.issuperset(metrics):
+            self.learn(metrics)
+        self.fast |= self.translation.plain(metrics)
+        return self.translation.sample(sample)
+
+
+class Vocabulary:
+    """Per-run profile state for one engine or replay. Not thread-safe (the engine holds its lock)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+
+    def _run(self, run: str, choice: str, stored: Mapping[str, Any] | None) -> _Run:
+        state = self._runs.get(run)
+        if state is None or state.choice != choice:
+            state = self._runs[run] = _Run(choice)
+            seed = stored.get("metrics_profile") if stored else None
+            if isinstance(seed, Mapping):
+                state.learn(str(k) for k in seed.get("keys") or ())
+        return state
+
+    def translate(
+        self,
+        run: str,
+        samples: list[Sample],
+        choice: str = AUTO,
+        stored: Mapping[str, Any] | None = None,
+    ) -> list[Sample]:
+        """The run's samples with canonical metric names. ``stored``: the run's saved stats (a restart)."""
+        state = self._run(run, choice, stored)
+        for sample in samples:  # learn every key first: a batch is translated with one verdict
+            if sample.metrics and not state.seen.issuperset(sample.metrics):
+                state.learn(sample.metrics)
+        return [state.apply(s) for s in samples]
+
+    def translate_one(self, sample: Sample, choice: str = AUTO) -> Sample:
+        state = self._runs.get(sample.run)
+        if state is None or state.choice != choice:
+            state = self._run(sample.run, choice, None)
+        return state.apply(sample)
+
+    def describe(self, run: str) -> dict[str, Any] | None:
+        """The run's profile for the API and the run page (JSON), or None before any sample."""
+        state = self._runs.get(run)
+        if state is None:
+            return None
+        return describe(state.choice, state.detection, state.seen)
+
+    def forget(self, run: str) -> None:
+        self._runs.pop(run, None)
+
+
+def describe(choice: str, detection: Detection | None, seen: Iterable[str] = ()) -> dict[str, Any]:
+    if choice == NONE:
+        return {"name": None, "how": "off", "confidence": None, "keys": [], "explain": "mapping off"}
+    if choice != AUTO:
+        profile = PROFILES[choice]
+        markers = sorted(profile.markers & set(seen))
+        return {
+            "name": choice,
+            "trainer": profile.trainer,
+            "how": "configured",
+            "confidence": None,
+            "keys": markers,
+            "explain": f"{choice}, set in the watch config",
+        }
+    d = detection or Detection(None, 0.0)
+    return {
+        "name": d.profile,
+        "trainer": PROFILES[d.profile].trainer if d.profile else None,
+        "how": "detected",
+        "confidence": d.confidence,
+        "keys": list(d.markers),
+        "explain": d.explain(),
+    }
