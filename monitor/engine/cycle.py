@@ -267,9 +267,13 @@ class Engine:
         if watch_name not in self.adopted:
             return []
         now = self.clock.time()
-        with self._lock, self.sessions.begin() as s:
-            self._fence(s, watch_name, now)
-            return self._check_health(s, self.watches[watch_name], now)
+        try:
+            with self._lock, self.sessions.begin() as s:
+                self._fence(s, watch_name, now)
+                return self._check_health(s, self.watches[watch_name], now)
+        except LeaseLost:
+            self.adoption.let_go(watch_name)
+            return []
 
     def _check_health(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
         health = self.pollers[watch.name].health
