@@ -14,9 +14,10 @@ from monitor import __version__
 from monitor.cli import rules as cli_rules
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
+from monitor.cli.style import typer_app
 from monitor.config.errors import ConfigError
 
-app = typer.Typer(
+app = typer_app(
     name="herowatch",
     help="herowatch watches long GPU training runs (W&B, Prometheus) and pages on-call when one is in "
     "trouble: stalled steps, loss spikes, NaNs, throughput drops, OOM kills, restart loops.\n\n"
@@ -27,7 +28,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(
+db_app = typer_app(
     help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
 )
 app.add_typer(db_app, name="db")

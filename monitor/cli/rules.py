@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from alerts.model import Severity
+from monitor.cli.style import typer_app
 from monitor.config.errors import ConfigError
 from monitor.durations import format_duration, parse_duration
 from monitor.rules.loader import apply_overrides, load_rules, pack_names, pack_test_file, parse_override
@@ -27,7 +28,7 @@ from monitor.rules.spec import RuleSpec
 from monitor.traces.replay import Replayer, ReplayEvent, RunSummary
 from monitor.traces.trace import TraceError, iter_trace
 
-rules_app = typer.Typer(
+rules_app = typer_app(
     help="Work with rule files: list the built-in packs, check rule files, unit-test rules.",
     no_args_is_help=True,
 )
@@ -247,8 +248,7 @@ def replay_command(
     set_: list[str] = typer.Option(
         None,
         "--set",
-        help="Override a rule parameter for every run: RULE.PARAM=VALUE, "
-        "e.g. tokens_per_second_low.below=350000.",
+        help="Override a rule parameter for every run: RULE.PARAM=VALUE, e.g. loss_spike.z=8.",
     ),
     run: list[str] = typer.Option(None, "--run", help="Replay only this run; repeat for several."),
     skip_bad: bool = typer.Option(
