@@ -26,6 +26,7 @@ from monitor.delivery.planner import Planner
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
+from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
@@ -76,6 +77,26 @@ def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>")
     if problems:
         raise ConfigError(config_path, problems)
     return rules
+
+
+def runbooks_base(cfg: WatchConfig) -> str:
+    """The base of the runbook links (``{runbooks}`` in a rule's ``runbook_url``): the configured wiki, else
+    the runbooks herowatch serves itself, under ``server.external_url`` when set (for Slack) or as a
+    path on the dashboard."""
+    if cfg.server.runbooks_url:
+        return cfg.server.runbooks_url.rstrip("/")
+    return (cfg.server.external_url or "").rstrip("/") + "/runbooks"
+
+
+def with_runbooks(rules: RuleSet, base: str) -> RuleSet:
+    def resolved(spec: RuleSpec) -> RuleSpec:
+        url = spec.annotations.get("runbook_url", "")
+        if "{runbooks}" not in url:
+            return spec
+        annotations = {**spec.annotations, "runbook_url": url.replace("{runbooks}", base)}
+        return spec.model_copy(update={"annotations": annotations})
+
+    return RuleSet(tuple(resolved(r) for r in rules.rules))
 
 
 def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
@@ -226,7 +247,7 @@ def build_service(
     speed: float = 1.0,
     auto_migrate: bool | None = None,
 ) -> Service:
-    rules = build_rules(cfg, base_dir, config_path)
+    rules = with_runbooks(build_rules(cfg, base_dir, config_path), runbooks_base(cfg))
     check_matchers(cfg, config_path)
     db = prepare_database(settings, auto_migrate)
     sessions = make_sessionmaker(db)

@@ -167,6 +167,10 @@ class WatchdogConfig(Strict):
 class ServerConfig(Strict):
     dashboard_title: str = "herowatch"
     external_url: str | None = Field(default=None, description="where people reach the dashboard, for links")
+    runbooks_url: str | None = Field(
+        default=None,
+        description="where the rules' runbook links point (your wiki); default: herowatch's own /runbooks",
+    )
     evaluation_interval: Annotated[Duration, Field(description="how often time-based rules are checked")] = (
         15.0
     )

@@ -29,6 +29,7 @@ def source_rule(source: str) -> SourceHealthSpec:
             "summary": f"{{run}}: cannot read {source}: {{reason}}",
             "description": "herowatch cannot read this run's data. Its training rules are paused "
             "(no false stall pages) until the source answers again.",
+            "runbook_url": "{runbooks}#source-unavailable",
         },
     )
 

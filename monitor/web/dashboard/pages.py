@@ -30,6 +30,7 @@ def page(
         viewer=viewer_of(request, ctx.settings),
         path=request.url.path,
         refresh=REFRESH_SECONDS,
+        speed=ctx.speed,
         **values,
     )
     return HTMLResponse(html, status_code=status_code)
