@@ -18,9 +18,11 @@ def _duration(seconds: float) -> str:
 
 
 class ConsoleNotifier:
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, time_note: str = "") -> None:
+        """``time_note`` follows every time printed, e.g. the demo's "(simulated time, 30x)"."""
         self._stream = stream
         self._lock = threading.Lock()
+        self._time_note = f" {time_note}" if time_note else ""
 
     def render(self, n: Notification) -> str:
         """One block per alert that changed (a group's message may carry several)."""
@@ -56,7 +58,7 @@ class ConsoleNotifier:
         run = n.labels.get("run", "?")
         when = isoformat(n.ended_at if n.status == "resolved" else n.started_at)
         head = f"[herowatch] {_ICON.get(n.status, n.status.upper())} {n.severity.upper()} {n.alertname}"
-        parts = [f"{head} run={run} at {when}", f"  {n.summary}"]
+        parts = [f"{head} run={run} at {when}{self._time_note}", f"  {n.summary}"]
         if n.status == "resolved" and n.ended_at is not None:
             parts.append(f"  lasted {_duration(n.ended_at - n.started_at)}")
         return "\n".join(parts)

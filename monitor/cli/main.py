@@ -169,12 +169,15 @@ def demo(
         None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
     ),
 ) -> None:
-    """Run herowatch on two simulated hero runs, one of which stalls. No account or network needed.
+    """Run herowatch on two simulated hero runs, on a simulated clock. No account or network needed.
 
-    At the default 30x speed the stall alert prints here within about a minute and resolves about a
-    minute later; watch http://127.0.0.1:8080/api/alerts meanwhile.
+    One run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop, source outage)
+    every 5 simulated hours, 10 real minutes at the default 30x: acknowledge, silence and watch each
+    resolve on the dashboard. The first alert prints here within about a minute.
     """
     from alerts.clock import ScaledClock
+    from alerts.notifiers.console import ConsoleNotifier
+    from monitor.cli import demo_text
     from monitor.config.loader import parse_config
     from monitor.service import build_service
     from monitor.settings import data_dir
@@ -193,12 +196,9 @@ def demo(
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
-    typer.echo(
-        f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
-        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ (log in with the token "
-        f"{settings.api_token.get_secret_value()} to acknowledge and silence; it lasts until Ctrl-C).",
-        err=True,
-    )
+    service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
+    token = settings.api_token.get_secret_value()
+    typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", token), err=True)
     _serve(service, settings, host, port)
 
 
