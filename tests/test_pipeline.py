@@ -201,43 +201,6 @@ def test_send_resolved_off_sends_no_resolution(migrated_url):
     p.close()
 
 
-def test_silence_cli_add_list_expire(migrated_url):
-    db_url = migrated_url
-    from typer.testing import CliRunner
-
-    from monitor.cli.main import app
-
-    runner = CliRunner()
-    r = runner.invoke(
-        app,
-        [
-            "silence",
-            "add",
-            "run=hero-1",
-            'alertname=~"progress_.*"',
-            "-d",
-            "2h",
-            "-c",
-            "node swap",
-            "--by",
-            "amy",
-            "--database-url",
-            db_url,
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    assert "silence 1 active until" in r.output and "(2h)" in r.output
-    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
-    assert 'run=hero-1 alertname=~"progress_.*"  by amy  # node swap' in r.output and "active" in r.output
-    bad = runner.invoke(app, ["silence", "add", "run=~(", "--by", "amy", "--database-url", db_url])
-    assert bad.exit_code == 2 and "bad regex" in bad.output
-    assert runner.invoke(app, ["silence", "expire", "1", "--database-url", db_url]).exit_code == 0
-    r = runner.invoke(app, ["silence", "list", "--database-url", db_url])
-    assert "no active silences" in r.output
-    assert "expired" in runner.invoke(app, ["silence", "list", "--all", "--database-url", db_url]).output
-    assert runner.invoke(app, ["silence", "expire", "9", "--database-url", db_url]).exit_code == 2
-
-
 def test_route_timers_come_from_the_config_and_children_inherit_them():
     from monitor.config import parse_config
     from monitor.service import build_route
