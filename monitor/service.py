@@ -58,22 +58,26 @@ def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
 
 
 def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
-    """Packs, then rule files; global overrides applied; every watch's overrides checked now."""
+    """Packs, then rule files; global overrides applied; every watch's overrides checked now. All the
+    config's problems are raised together (a rule file's own problems name that file)."""
     specs = []
     for pack in cfg.rules.packs:
         specs.extend(load_pack(pack))
-    for f in cfg.rules.files:
-        specs.extend(load_rule_file(base_dir / f))
-    rules = RuleSet(tuple(specs))
-    problems = check_overrides(rules, cfg.rules.overrides, "rules.overrides")
-    if problems:
-        raise ConfigError(config_path, problems)
-    rules = RuleSet(tuple(rules.for_run(cfg.rules.overrides, cfg.rules.disabled)))
     problems = []
-    for i, w in enumerate(cfg.watch):
-        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
+    for i, f in enumerate(cfg.rules.files):
+        if (base_dir / f).is_file():
+            specs.extend(load_rule_file(base_dir / f))
+        else:
+            missing = f"no rule file {str(base_dir / f)!r} (relative to the config)"
+            problems.append(Problem(None, f"rules.files[{i}]", missing))
+    rules = RuleSet(tuple(specs))
+    problems += check_overrides(rules, cfg.rules.overrides, "rules.overrides")
     for bad in {*cfg.rules.disabled} - {r.name for r in specs}:
         problems.append(Problem(None, "rules.disabled", f"no rule named {bad!r}"))
+    valid = {k: v for k, v in cfg.rules.overrides.items() if not check_overrides(rules, {k: v}, "")}
+    rules = RuleSet(tuple(rules.for_run(valid, cfg.rules.disabled)))
+    for i, w in enumerate(cfg.watch):
+        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
     if problems:
         raise ConfigError(config_path, problems)
     return rules
@@ -103,16 +107,33 @@ def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
     return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in cfg.inhibit_rules]
 
 
-def check_matchers(cfg: WatchConfig, config_path: str) -> None:
-    try:
-        build_route(cfg.route)
-    except ValueError as exc:
-        raise ConfigError(config_path, [Problem(None, "route.matchers", str(exc))]) from None
+def matcher_problems(cfg: WatchConfig) -> list[Problem]:
+    """Every matcher of the route tree and the inhibit rules that does not parse, with its field."""
+    problems: list[Problem] = []
+
+    def check(texts: list[str], where: str) -> None:
+        for j, text in enumerate(texts):
+            try:
+                Matcher.parse(text)
+            except ValueError as exc:
+                problems.append(Problem(None, f"{where}[{j}]", str(exc)))
+
+    def walk(route: RouteConfig, where: str) -> None:
+        check(route.matchers, f"{where}.matchers")
+        for i, child in enumerate(route.routes):
+            walk(child, f"{where}.routes[{i}]")
+
+    walk(cfg.route, "route")
     for i, rule in enumerate(cfg.inhibit_rules):
-        try:
-            InhibitRule.parse(rule.source_matchers, rule.target_matchers, rule.equal)
-        except ValueError as exc:
-            raise ConfigError(config_path, [Problem(None, f"inhibit_rules[{i}]", str(exc))]) from None
+        check(rule.source_matchers, f"inhibit_rules[{i}].source_matchers")
+        check(rule.target_matchers, f"inhibit_rules[{i}].target_matchers")
+    return problems
+
+
+def check_matchers(cfg: WatchConfig, config_path: str) -> None:
+    problems = matcher_problems(cfg)
+    if problems:
+        raise ConfigError(config_path, problems)
 
 
 @dataclass

@@ -70,17 +70,21 @@ def _settings(database_url: str | None = None, listen: str | None = None):  # no
 
 def _load(config: Path):  # noqa: ANN202
     from monitor.config.loader import load_config
+    from monitor.config.references import reference_problems
     from monitor.config.yamlpos import add_lines
-    from monitor.service import build_rules, check_matchers
+    from monitor.service import build_rules, matcher_problems
 
-    cfg = load_config(config)
+    cfg = load_config(config, references=False)
+    problems = reference_problems(cfg) + matcher_problems(cfg)
+    rules = None
     try:
         rules = build_rules(cfg, config.parent, str(config))
-        check_matchers(cfg, str(config))
     except ConfigError as exc:
-        if exc.path != str(config):
+        if exc.path != str(config):  # a rule file's own problems, with its own lines
             raise
-        raise add_lines(exc, config.read_text(encoding="utf-8")) from None
+        problems += exc.problems
+    if problems:  # every problem of the config at once, each with its line, in the file's order
+        raise add_lines(ConfigError(str(config), problems), config.read_text(encoding="utf-8"))
     return cfg, rules
 
 

@@ -1,7 +1,8 @@
 """`herowatch rules ...` and `herowatch replay`: the rule engine's tools for users.
 
-Exit codes: 0 fine; 1 a rule test failed, a rule file has problems, or ``replay --fail-on`` saw an
-alert that bad; 2 the input cannot be used (a bad trace line, an unknown rule pack).
+Exit codes, as every herowatch command: 0 fine; 1 a rule test failed or ``replay --fail-on`` saw an
+alert that bad; 2 the input cannot be used (a rule file with problems, a bad trace line, an unknown
+rule pack).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _params(spec: RuleSpec) -> str:
 
 @rules_app.command("check")
 def check_command(files: list[Path] = typer.Argument(..., help="Rule files to validate.")) -> None:
-    """Validate rule files: every problem with its file, line and field. Exit 1 if any."""
+    """Validate rule files: every problem with its file, line and field. Exit 2 if any (as check-config)."""
     bad = 0
     for path in files:
         try:
@@ -89,7 +90,7 @@ def check_command(files: list[Path] = typer.Argument(..., help="Rule files to va
             continue
         _out().print(f"{path}: {len(specs)} rules OK")
     if bad:
-        raise typer.Exit(1)
+        raise typer.Exit(2)
 
 
 @rules_app.command("test")
@@ -100,18 +101,20 @@ def test_command(
 ) -> None:
     """Unit-test rules: feed input series, check the alerts expected at given times.
 
-    Prints a diff for every failed check and exits 1; prints a summary and exits 0 when all pass.
+    Prints a diff for every failed check and exits 1; prints a summary and exits 0 when all pass;
+    exits 2 when a test file cannot be used (with its file, line and field).
     """
     from monitor.traces.rule_tests import run_file
 
     out, err = _out(), _err()
-    tests = checks = failed = 0
+    tests = checks = failed = invalid = 0
     for name in files:
         builtin = pack_test_file(name) if not Path(name).exists() and name in pack_names() else None
         result = run_file(builtin or name)
         tests, checks = tests + result.tests, checks + result.checks
         for f in result.failures:
             failed += 1
+            invalid += f.invalid
             title = f'{f.where}: FAILED test "{f.test}"' if f.test else f"{f.where}: FAILED"
             err.print(title, style="bold red", markup=False)
             err.print("  " + f.message.replace("\n", "\n  "), markup=False)
@@ -121,7 +124,7 @@ def test_command(
         err.print(
             f"{failed} failure{'s' if failed != 1 else ''} ({tests} tests, {checks} checks)", markup=False
         )
-        raise typer.Exit(1)
+        raise typer.Exit(2 if invalid else 1)
     out.print(f"SUCCESS: {tests} tests, {checks} checks in {len(files)} file{'s' if len(files) != 1 else ''}")
 
 

@@ -184,25 +184,3 @@ class WatchConfig(Strict):
     inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=_default_inhibit_rules)
     watchdog: WatchdogConfig | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)
-
-    @model_validator(mode="after")
-    def _references(self) -> WatchConfig:
-        names = [w.name for w in self.watch]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"watch names must be unique; repeated: {', '.join(dupes)}")
-        known = {r.name for r in self.receivers}
-
-        def check(route: RouteConfig, where: str) -> None:
-            if route.receiver not in known:
-                raise ValueError(
-                    f"{where}.receiver {route.receiver!r} is not a receiver; "
-                    f"known: {', '.join(sorted(known))}"
-                )
-            for i, child in enumerate(route.routes):
-                check(child, f"{where}.routes[{i}]")
-
-        check(self.route, "route")
-        if self.watchdog and self.watchdog.receiver not in known:
-            raise ValueError(f"watchdog.receiver {self.watchdog.receiver!r} is not a receiver")
-        return self

@@ -82,7 +82,7 @@ def test_broken_test_files_fail_with_file_line_and_field(tmp_path: Path):
     bad_values = tmp_path / "c.yaml"
     bad_values.write_text(FAILING.replace("values: 2x30", "values: 2x30 lots"))
     r = rules("test", str(bad_field), str(bad_rules), str(bad_values))
-    assert r.exit_code == 1
+    assert r.exit_code == 2, "a test file that cannot be used is invalid input, as for check-config"
     assert f"{bad_field}:4: tests[0].intervall: unknown field" in r.output
     assert "no built-in pack 'no_such_pack'" in r.output
     assert "'lots' is not a number" in r.output
@@ -121,7 +121,7 @@ def test_check_rule_files(tmp_path: Path):
     )
     assert rules("check", str(good)).exit_code == 0
     r = rules("check", str(good), str(bad))
-    assert r.exit_code == 1 and f"{bad}:2: rules[0]" in r.output and "must be info" in r.output
+    assert r.exit_code == 2 and f"{bad}:2: rules[0]" in r.output and "must be info" in r.output
 
 
 # ---- replay ---------------------------------------------------------------------------------------
