@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from monitor import __version__
-from monitor.cli import rules as cli_rules
+from monitor.cli.replay import replay_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
 from monitor.cli.style import typer_app
@@ -35,7 +35,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
-    cli_rules.replay_command
+    replay_command
 )
 
 log = logging.getLogger("herowatch")

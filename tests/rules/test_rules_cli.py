@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from monitor.cli.rules import replay_command, rules_app
+from monitor.cli.replay import replay_command
+from monitor.cli.rules import rules_app
 from monitor.samples import Sample
 from monitor.traces.trace import TraceWriter
 from tests.rules.helpers_rules import T0, steps
@@ -155,12 +156,13 @@ def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
     assert "replaying" not in r.output  # no progress bar when not on a terminal
 
 
-def test_replay_table_ends_with_a_summary_per_run(tmp_path: Path):
+def test_replay_report_has_a_heading_per_run(tmp_path: Path):
     trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="crashed")])
     r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
-    summary = r.output[r.output.index("per run") :]
-    assert "a " in summary and "nothing" in summary and "b " in summary and "1 critical" in summary
+    heads = [line for line in r.output.splitlines() if line and not line.startswith(" ")]
+    assert heads[0].startswith("a: 50 samples, steps ") and heads[0].endswith("fired: nothing")
+    assert heads[1].startswith("b: 1 sample ") and heads[1].endswith("fired: 1 critical")
     assert "run_crashed" in r.output
 
 
@@ -205,7 +207,58 @@ def test_replay_unknown_pack_and_format(tmp_path: Path):
 
 
 def test_the_progress_bar_passes_every_line_through(tmp_path: Path):
-    from monitor.cli.rules import _lines_with_progress
+    from monitor.cli.replay import _lines_with_progress
 
     trace = write(tmp_path / "t.jsonl", steps([2.0] * 40000))
     assert list(_lines_with_progress(trace, show=True)) == trace.read_bytes().splitlines(keepends=True)
+
+
+# ---- at 80 columns, as on-call's terminal ---------------------------------------------------------
+def _sim_trace(path: Path, run: str) -> Path:
+    from monitor.sources.sim import SimRun
+    from monitor.sources.sim_config import SimTarget
+
+    cfg = SimTarget(
+        seed=3,
+        step_time=10,
+        incidents=[{"kind": "stall", "at": "1h", "duration": "40m"}, {"kind": "loss_spike", "at": "2h30m"}],
+    )
+    return write(path, SimRun(cfg, run, T0).advance(T0 + 3.5 * 3600))
+
+
+def test_replay_reads_whole_at_80_columns_with_units(tmp_path: Path):
+    trace = _sim_trace(tmp_path / "t.jsonl", "hero-telemetry-gone-7b")
+    r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in r.output
+    words = set(r.output.split())
+    assert {"hero-telemetry-gone-7b:", "telemetry_gone", "progress_stalled", "loss_jump"} <= words
+    stall = next(line for line in lines if "firing" in line and "progress_stalled" in line)
+    assert stall.rstrip().endswith("idle") and "step " in stall, "the value says what it measures"
+    jump = next(line for line in lines if "firing" in line and "loss_jump" in line)
+    assert jump.rstrip().endswith(" train/loss")
+    said = lines[lines.index(stall) + 1].strip()
+    assert said.startswith("no new step for 15m"), "what the rule said, beneath, without the run repeated"
+    resumed = next(ln for ln in lines if "resolved" in ln and "progress_stalled" in ln)
+    assert lines[lines.index(resumed) + 1].strip().startswith("stepping: step ")
+    assert "sigma below" not in r.output, "a resolution never reads like an alarm"
+
+
+def test_one_step_spikes_are_counted_per_metric_not_per_rule_that_never_fired(tmp_path: Path):
+    trace = _sim_trace(tmp_path / "t.jsonl", "hero-a")
+    r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "80"})
+    assert "one-step spikes seen (recorded, not paged): train/loss 1, grad/norm/total 1" in r.output
+    assert "loss_spike" not in r.output, "the floor rule never fired: it is not named"
+
+
+def test_rules_list_shows_every_parameter_at_80_columns():
+    from monitor.rules.loader import load_pack
+
+    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0
+    assert max(len(line) for line in r.output.splitlines()) <= 80 and "…" not in r.output
+    words = set(r.output.split())
+    for spec in load_pack("hero"):
+        assert spec.name in words
+    assert {"restart_counter=restarts_total", "reset_on_rewind=True", "max_pause=1h"} <= words
