@@ -193,6 +193,7 @@ class BucketView:
     last: float | None
     count: int
     nonfinite: int
+    t: float | None = None  # when the newest point folded in arrived (for charts against time)
 
 
 def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[BucketView]]:
@@ -214,6 +215,7 @@ def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[B
             b.last,
             b.count,
             b.nonfinite,
+            b.t_last,
         )
         for b in rows
     ]
