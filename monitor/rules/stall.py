@@ -208,8 +208,8 @@ class StallDetector(Detector[StallSpec]):
             value=idle,
             threshold=limit,
             step=self.last_step,
-            reason=f"stepping: step {self.last_step} {format_duration(idle)} ago "
-            f"(limit {format_duration(limit)})",
+            reason=f"last step {self.last_step} {format_duration(idle)} ago, within the limit "
+            f"{format_duration(limit)}",
         )
 
     def holds_until(self) -> float:

@@ -241,7 +241,7 @@ def test_replay_reads_whole_at_80_columns_with_units(tmp_path: Path):
     said = lines[lines.index(stall) + 1].strip()
     assert said.startswith("no new step for 15m"), "what the rule said, beneath, without the run repeated"
     resumed = next(ln for ln in lines if "resolved" in ln and "progress_stalled" in ln)
-    assert lines[lines.index(resumed) + 1].strip().startswith("stepping: step ")
+    assert lines[lines.index(resumed) + 1].strip().startswith("last step ")
     assert "sigma below" not in r.output, "a resolution never reads like an alarm"
 
 
@@ -262,3 +262,31 @@ def test_rules_list_shows_every_parameter_at_80_columns():
     for spec in load_pack("hero"):
         assert spec.name in words
     assert {"restart_counter=restarts_total", "reset_on_rewind=True", "max_pause=1h"} <= words
+
+
+STILL_STUCK = """\
+rule_files: [hero]
+tests:
+  - name: expects the stall page too early
+    interval: 1m
+    steps: 0+1x60 _x20
+    state: runningx80
+    input_series:
+      - series: train/loss
+        values: 2x60
+    alert_rule_test:
+      - eval_time: 70m
+        alertname: progress_stalled
+        exp_alerts:
+          - exp_labels: {severity: critical}
+"""
+
+
+def test_a_failing_stall_check_does_not_say_progress_resumed_for_a_stuck_run(tmp_path: Path):
+    f = tmp_path / "t.yaml"
+    f.write_text(STILL_STUCK)
+    r = rules("test", str(f))
+    assert r.exit_code == 1, r.output
+    said = next(line for line in r.output.splitlines() if "the rule says:" in line)
+    assert "resumed" not in said and "stepping" not in said
+    assert said.strip() == "the rule says: last step 60 10m ago, within the limit 15m", said
