@@ -56,7 +56,8 @@ class ConsoleNotifier:
 
     def _one(self, n: Notification) -> str:
         run = n.labels.get("run", "?")
-        when = isoformat(n.ended_at if n.status == "resolved" else n.started_at)
+        t = n.ended_at if n.status == "resolved" else n.started_at
+        when = isoformat(float(int(t)) if t is not None else None)  # whole seconds: for people
         head = f"[herowatch] {_ICON.get(n.status, n.status.upper())} {n.severity.upper()} {n.alertname}"
         parts = [f"{head} run={run} at {when}{self._time_note}", f"  {n.summary}"]
         if n.status == "resolved" and n.ended_at is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -73,7 +74,7 @@ def _clock_note(speed: float, seconds: float | None = None) -> str:
     if speed == 1.0:
         return ""
     real = f"; {format_duration(seconds / speed)} of real time" if seconds else ""
-    return f"  (herowatch's demo clock runs {speed:g}x: simulated time{real})"
+    return f"(herowatch's demo clock runs {speed:g}x: simulated time{real})"
 
 
 @silence_app.command("add")
@@ -98,10 +99,13 @@ def add(
     with _api(url) as api:
         answer = _call(api, "POST", "/api/silences", json=body, write=True)
     s = answer.data
+    ends = re.sub(r"\.\d+Z$", "Z", s["ends_at"])  # whole seconds
     typer.echo(
-        f"silence {s['id']} {s['state']} until {s['ends_at']} ({format_duration(seconds)}), "
-        f"mutes {s['muting']} alert{'' if s['muting'] == 1 else 's'} now" + _clock_note(answer.speed, seconds)
+        f"silence {s['id']} {s['state']} until {ends} ({format_duration(seconds)}), "
+        f"mutes {s['muting']} alert{'' if s['muting'] == 1 else 's'} now"
     )
+    if answer.speed != 1.0:
+        typer.echo(_clock_note(answer.speed, seconds))
 
 
 @silence_app.command("query")
