@@ -159,3 +159,15 @@ def test_no_server_is_a_clear_error_not_a_new_database(tmp_path: Path):
         "`herowatch demo` running there? Give its address with --url or HEROWATCH_URL."
     )
     assert list(tmp_path.rglob("*.db")) == [], "no database file was created"
+
+
+def test_matchers_split_the_same_way_in_the_dashboard_box_and_on_the_command_line():
+    from alerts.silences import split_matchers
+
+    assert split_matchers('{run="a",alertname=~"loss_.*"}') == ['run="a"', 'alertname=~"loss_.*"']
+    assert split_matchers('run=~"hero-a{1,3}", team=x\nseverity!="info"') == [
+        'run=~"hero-a{1,3}"',
+        "team=x",
+        'severity!="info"',
+    ], "a comma inside quotes belongs to the value"
+    assert split_matchers('comment="a \\"quoted, word\\""') == ['comment="a \\"quoted, word\\""']
