@@ -47,3 +47,41 @@ def silenced_by(labels: Mapping[str, str], silences: Iterable[SilenceSpec], now:
         if s.active(now) and s.matches(labels):
             return s
     return None
+
+
+def split_matchers(text: str) -> list[str]:
+    """Matchers as a person types them, in the dashboard's box or on the command line: one per line or
+    comma-separated, optionally in braces as Alertmanager prints them (``{run="a",alertname="b"}``).
+    A comma inside double quotes belongs to the value (``run=~"a{1,3}"``)."""
+    text = text.strip()
+    if text.startswith("{") and text.endswith("}"):
+        text = text[1:-1]
+    parts, current, quoted, escaped = [], [], False, False
+    for ch in text:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quoted:
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch in ",\n" and not quoted:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def matches_filter(silence_matchers: Iterable[str], filters: Iterable[Matcher]) -> bool:
+    """Whether a silence passes a query's filters, as ``amtool silence query`` does: each filter must
+    hold for the value the silence matches its label with (``run=hero-a`` finds the silences with a
+    ``run`` matcher for ``hero-a``; ``alertname=~"progress_.*"`` those for any progress rule)."""
+    values: dict[str, str] = {}
+    for text in silence_matchers:
+        try:
+            m = Matcher.parse(text)
+        except ValueError:
+            continue
+        values[m.name] = m.value
+    return all(f.matches(values) for f in filters)

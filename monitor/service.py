@@ -30,6 +30,7 @@ from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
+from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
@@ -60,41 +61,82 @@ def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
 
 
 def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
-    """Packs, then rule files; global overrides applied; every watch's overrides checked now."""
+    """Packs, then rule files; global overrides applied; every watch's overrides checked now. All the
+    config's problems are raised together (a rule file's own problems name that file)."""
     specs = []
     for pack in cfg.rules.packs:
         specs.extend(load_pack(pack))
-    for f in cfg.rules.files:
-        specs.extend(load_rule_file(base_dir / f))
-    rules = RuleSet(tuple(specs))
-    problems = check_overrides(rules, cfg.rules.overrides, "rules.overrides")
-    if problems:
-        raise ConfigError(config_path, problems)
-    rules = RuleSet(tuple(rules.for_run(cfg.rules.overrides, cfg.rules.disabled)))
     problems = []
-    for i, w in enumerate(cfg.watch):
-        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
+    for i, f in enumerate(cfg.rules.files):
+        if (base_dir / f).is_file():
+            specs.extend(load_rule_file(base_dir / f))
+        else:
+            missing = f"no rule file {str(base_dir / f)!r} (relative to the config)"
+            problems.append(Problem(None, f"rules.files[{i}]", missing))
+    rules = RuleSet(tuple(specs))
+    problems += check_overrides(rules, cfg.rules.overrides, "rules.overrides")
     for bad in {*cfg.rules.disabled} - {r.name for r in specs}:
         problems.append(Problem(None, "rules.disabled", f"no rule named {bad!r}"))
+    valid = {k: v for k, v in cfg.rules.overrides.items() if not check_overrides(rules, {k: v}, "")}
+    rules = RuleSet(tuple(rules.for_run(valid, cfg.rules.disabled)))
+    for i, w in enumerate(cfg.watch):
+        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
     if problems:
         raise ConfigError(config_path, problems)
     return rules
+
+
+def runbooks_base(cfg: WatchConfig) -> str:
+    """The base of the runbook links (``{runbooks}`` in a rule's ``runbook_url``): the configured wiki, else
+    the runbooks herowatch serves itself, under ``server.external_url`` when set (for Slack) or as a
+    path on the dashboard."""
+    if cfg.server.runbooks_url:
+        return cfg.server.runbooks_url.rstrip("/")
+    return (cfg.server.external_url or "").rstrip("/") + "/runbooks"
+
+
+def with_runbooks(rules: RuleSet, base: str) -> RuleSet:
+    def resolved(spec: RuleSpec) -> RuleSpec:
+        url = spec.annotations.get("runbook_url", "")
+        if "{runbooks}" not in url:
+            return spec
+        annotations = {**spec.annotations, "runbook_url": url.replace("{runbooks}", base)}
+        return spec.model_copy(update={"annotations": annotations})
+
+    return RuleSet(tuple(resolved(r) for r in rules.rules))
 
 
 def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
     return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in cfg.inhibit_rules]
 
 
-def check_matchers(cfg: WatchConfig, config_path: str) -> None:
-    try:
-        build_route(cfg.route)
-    except ValueError as exc:
-        raise ConfigError(config_path, [Problem(None, "route.matchers", str(exc))]) from None
+def matcher_problems(cfg: WatchConfig) -> list[Problem]:
+    """Every matcher of the route tree and the inhibit rules that does not parse, with its field."""
+    problems: list[Problem] = []
+
+    def check(texts: list[str], where: str) -> None:
+        for j, text in enumerate(texts):
+            try:
+                Matcher.parse(text)
+            except ValueError as exc:
+                problems.append(Problem(None, f"{where}[{j}]", str(exc)))
+
+    def walk(route: RouteConfig, where: str) -> None:
+        check(route.matchers, f"{where}.matchers")
+        for i, child in enumerate(route.routes):
+            walk(child, f"{where}.routes[{i}]")
+
+    walk(cfg.route, "route")
     for i, rule in enumerate(cfg.inhibit_rules):
-        try:
-            InhibitRule.parse(rule.source_matchers, rule.target_matchers, rule.equal)
-        except ValueError as exc:
-            raise ConfigError(config_path, [Problem(None, f"inhibit_rules[{i}]", str(exc))]) from None
+        check(rule.source_matchers, f"inhibit_rules[{i}].source_matchers")
+        check(rule.target_matchers, f"inhibit_rules[{i}].target_matchers")
+    return problems
+
+
+def check_matchers(cfg: WatchConfig, config_path: str) -> None:
+    problems = matcher_problems(cfg)
+    if problems:
+        raise ConfigError(config_path, problems)
 
 
 @dataclass
@@ -248,7 +290,7 @@ def build_service(
     speed: float = 1.0,
     auto_migrate: bool | None = None,
 ) -> Service:
-    rules = build_rules(cfg, base_dir, config_path)
+    rules = with_runbooks(build_rules(cfg, base_dir, config_path), runbooks_base(cfg))
     check_matchers(cfg, config_path)
     db = prepare_database(settings, auto_migrate)
     sessions = make_sessionmaker(db)
@@ -256,7 +298,9 @@ def build_service(
     sources = {k: make_source(k, settings) for k in sorted(kinds)}
     enqueuer = Enqueuer(build_route(cfg.route), {r.name: r.kind for r in cfg.receivers})
     composer = Composer(
-        cfg.server.external_url, {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers}
+        cfg.server.external_url,
+        {r.name: bool(getattr(r, "actions", False)) for r in cfg.receivers},
+        runbooks_base(cfg),
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)

@@ -64,7 +64,7 @@ def test_serve_refuses_a_bad_config_the_same_way(tmp_path):
         ),
         ("watch:\n  - name: a\n", ":2: watch[0]: say which source to watch"),
         ("watch: [\n", ":2: not valid YAML"),
-        ("route:\n  receiver: pager\n", "route.receiver 'pager' is not a receiver"),
+        ("route:\n  receiver: pager\n", ":2: route.receiver: 'pager' is not a receiver"),
         ("route:\n  receiver: console\n  matchers: ['sev=~(']\n", ":3: route.matchers[0]: bad regex"),
         (
             "watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n"
@@ -104,3 +104,74 @@ def test_durations_read_like_people_write_them():
     assert cfg.watch[0].poll_interval == 5400 and cfg.watch[0].sim.restore_time == 90
     with pytest.raises(ConfigError):
         parse_config("watch:\n  - name: a\n    poll_interval: 0.5\n    sim: {}\n")
+
+
+MANY_MISTAKES = """\
+watch:
+  - name: hero-a
+    sim: {seed: 1}
+    rules:
+      overrides:
+        progress_stalled: {floor: -5m}
+  - name: hero-a
+    sim: {seed: 2}
+    rules:
+      overrides:
+        progress_staled: {floor: 20m}
+receivers:
+  - {name: board, kind: dashboard}
+route:
+  receiver: board
+  routes:
+    - {matchers: ['severity=~"("'], receiver: pager}
+rules:
+  packs: [hero]
+  files: [missing.yaml]
+watchdog: {receiver: nobody, interval: 5m}
+"""
+
+
+def test_every_problem_at_once_each_at_its_own_line_in_file_order(tmp_path):
+    cfg = write(tmp_path, MANY_MISTAKES)
+    r = runner.invoke(app, ["check-config", str(cfg)], env={"COLUMNS": "80"})
+    assert r.exit_code == 2
+    lines = r.output.splitlines()
+    assert lines[0] == f"{cfg}: 7 problems"
+    got = [ln.strip().removeprefix(f"{cfg}:").split(": ", 2) for ln in lines[1:]]
+    assert [(int(n), field) for n, field, _ in got] == [
+        (6, "watch[0].rules.overrides.progress_stalled.floor"),
+        (7, "watch[1].name"),
+        (11, "watch[1].rules.overrides.progress_staled"),
+        (17, "route.routes[0].matchers[0]"),
+        (17, "route.routes[0].receiver"),
+        (20, "rules.files[0]"),
+        (21, "watchdog.receiver"),
+    ]
+    messages = dict((field, msg) for _, field, msg in got)
+    assert messages["watch[1].name"] == "'hero-a' is already the name of watch[0]"
+    assert messages["watch[1].rules.overrides.progress_staled"].endswith("did you mean 'progress_stalled'?")
+    assert messages["route.routes[0].receiver"] == "'pager' is not a receiver; known: board"
+    assert "Value error" not in r.output, "pydantic's prefix never reaches the user"
+
+
+def test_the_route_receiver_of_the_issue_is_pointed_at_its_own_line(tmp_path):
+    text = "\n".join(f"# comment {i}" for i in range(6)) + "\nwatch:\n  - name: a\n    sim: {}\n"
+    text += "\n" * 50 + "receivers:\n  - {name: board, kind: dashboard}\nroute:\n  receiver: oncall\n"
+    cfg = write(tmp_path, text)
+    r = runner.invoke(app, ["check-config", str(cfg)])
+    assert r.exit_code == 2
+    line = text.splitlines().index("  receiver: oncall") + 1
+    assert f"{cfg}:{line}: route.receiver: 'oncall' is not a receiver; known: board" in r.output
+
+
+def test_a_rule_file_mistake_points_at_the_rules_docs_not_the_example_config(tmp_path):
+    text = "rules:\n  - name: a\n    kind: non_finite\n    metrc: train/loss\n"
+    rules_file = write(tmp_path, text, "mine.yaml")
+    cfg = write(tmp_path, "watch:\n  - name: a\n    sim: {}\nrules:\n  files: [mine.yaml]\n")
+    r = runner.invoke(app, ["check-config", str(cfg)])
+    assert r.exit_code == 2
+    assert f"{rules_file}:4: rules[0].metrc: unknown field" in r.output
+    assert "docs/rules.md lists the fields of every rule kind" in r.output
+    assert "example-config" not in r.output
+    r = runner.invoke(app, ["rules", "check", str(rules_file)])
+    assert r.exit_code == 2, "invalid input exits 2 from rules check as from check-config"

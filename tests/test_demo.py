@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -60,7 +61,12 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=30)
-    assert "FIRING CRITICAL progress_stalled run=hero-demo-7b" in out, err
+    assert "FIRING CRITICAL progress_stalled run=hero-demo-7b at " in out, err
+    firing = next(line for line in out.splitlines() if "FIRING CRITICAL progress_stalled" in line)
+    assert re.search(r" at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(simulated time, 90x\)$", firing), (
+        "every printed time says it is simulated, in whole seconds"
+    )
+    assert "on a clock 90x faster than real time" in " ".join(err.split())
     assert "RESOLVED CRITICAL progress_stalled run=hero-demo-7b" in out
     assert "hero-demo-healthy" not in out, "the healthy run raised nothing"
     assert "Traceback" not in err

@@ -69,7 +69,7 @@ def test_an_undelivered_page_ages_in_the_outbox_and_its_attempts_are_timed(tmp_p
     first = service.outbox.oldest_waiting()
     assert first is not None
     clock.advance(600)
-    m = samples(TestClient(create_app(service)).get("/metrics").text)
+    m = samples(TestClient(create_app(service), base_url="http://localhost").get("/metrics").text)
     age = m[("herowatch_outbox_oldest_age_seconds", frozenset())]
     assert age == clock.time() - first >= 600
     retries = m[

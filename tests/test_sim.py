@@ -95,3 +95,53 @@ def test_the_source_reports_state_counters_and_a_resumable_cursor():
     rows = fresh.poll(target, {"hero": cursor}, 1000.0 + 600).samples
     stepped = [r for r in rows if r.step is not None]
     assert stepped and stepped[0].t > cursor["t"]
+
+
+def test_incidents_repeat_every_loop_when_asked():
+    s = sim(
+        checkpoint_every=100,
+        restore_time=120,
+        repeat_every="2h",
+        incidents=[
+            {"kind": "stall", "at": "10m", "duration": "30m"},
+            {"kind": "oom_kill", "at": "1h", "count": 2},
+            {"kind": "restart", "at": "1h"},
+            {"kind": "loss_spike", "at": "1h30m"},
+        ],
+    )
+    rows = s.advance(6 * HOUR)
+    long_gaps = [(a.t, b.t - a.t) for a, b in zip(rows, rows[1:], strict=False) if b.t - a.t > 25 * 60]
+    assert [round(t / HOUR) for t, _ in long_gaps] == [0, 2, 4], "a stall in each of the three loops"
+    rewinds = [b.t for a, b in zip(rows, rows[1:], strict=False) if b.step <= a.step]
+    assert len(rewinds) == 3 and s.restarts == 3
+    assert s.oom_kills(6 * HOUR) == 6 and s.oom_kills(HOUR + 1) == 2 and s.oom_kills(3 * HOUR + 1) == 4
+    losses = [r.metrics["train/loss"] for r in rows]
+    jumps = [i for i in range(1, len(losses)) if losses[i] > 1.6 * losses[i - 1]]
+    assert len(jumps) == 3, "the one-step spike happens once per loop"
+
+
+def test_an_outage_makes_the_source_unreadable_then_delivers_the_missed_steps():
+    target = Target(
+        "w", SimTarget(run="hero", incidents=[{"kind": "outage", "at": "10m", "duration": "20m"}])
+    )
+    src = SimSource()
+    src.poll(target, {}, 0.0)  # the run starts at the first poll
+    before = src.poll(target, {}, 9 * 60.0)
+    assert before.error is None and before.samples
+    cursors = before.cursors
+    during = src.poll(target, cursors, 20 * 60.0)
+    assert during.error and "outage" in during.error and during.samples == [] and during.cursors == {}
+    after = src.poll(target, cursors, 31 * 60.0)
+    steps = [s.step for s in after.samples if s.step is not None]
+    assert after.error is None and min(t.t for t in after.samples) < 20 * 60, "history of the outage arrives"
+    assert steps == list(range(steps[0], steps[-1] + 1))
+
+
+def test_a_loop_that_cannot_repeat_is_refused():
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="must be over before the loop restarts"):
+        SimTarget(repeat_every="1h", incidents=[{"kind": "stall", "at": "50m", "duration": "20m"}])
+    with pytest.raises(ValidationError, match="a crash ends the run"):
+        SimTarget(repeat_every="1h", incidents=[{"kind": "crash", "at": "50m"}])

@@ -246,7 +246,9 @@ def test_values_nan_inf_kept_text_dropped_only_configured_keys(server: WandbStan
         "_runtime",
     }
     assert row.t == server.run(PROJECT, "r1").rows[0]["_timestamp"]
-    assert (row.run, row.state, row.source) == ("r1", "running", "wandb")
+    assert (row.run, row.state, row.source) == ("r1", None, "wandb"), "rows carry no state: the listing does"
+    [state] = [s for s in res.samples if s.step is None]
+    assert (state.run, state.state) == ("r1", "running"), "the run's state, once per poll"
 
 
 def test_real_llmc_history_arrives_at_full_resolution(server: WandbStandin) -> None:

@@ -13,20 +13,22 @@ from alerts.views import AlertView, GroupView
 
 
 class ConsoleNotifier:
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, time_note: str = "") -> None:
+        """``time_note`` follows every time printed, e.g. the demo's "(simulated time, 30x)"."""
         self._stream = stream
         self._lock = threading.Lock()
+        self._time_note = f" {time_note}" if time_note else ""
 
     def render(self, view: GroupView) -> str:
         """One block per alert the notification is about (a group's message may carry several)."""
         return "\n".join(self._one(a, view.kind) for a in view.changed_alerts)
 
-    @staticmethod
-    def _one(a: AlertView, kind: str) -> str:
+    def _one(self, a: AlertView, kind: str) -> str:
         word = "STILL FIRING" if kind == "repeat" else a.state.upper()
-        when = isoformat(a.ended_at if a.state == "resolved" and a.ended_at else a.started_at)
+        t = a.ended_at if a.state == "resolved" and a.ended_at else a.started_at
+        when = isoformat(float(int(t)))  # whole seconds: for people
         head = f"[herowatch] {word} {a.severity.value.upper()} {a.alertname}"
-        parts = [f"{head} run={a.run or '?'} at {when}", f"  {a.summary}"]
+        parts = [f"{head} run={a.run or '?'} at {when}{self._time_note}", f"  {a.summary}"]
         if a.state == "resolved" and a.ended_at is not None:
             parts.append(f"  lasted {format_duration(a.ended_at - a.started_at)}")
         if a.acked_by:

@@ -11,12 +11,14 @@ from pathlib import Path
 import typer
 
 from monitor import __version__
-from monitor.cli import rules as cli_rules
+from monitor.cli.db import db_app
+from monitor.cli.replay import replay_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
+from monitor.cli.style import typer_app
 from monitor.config.errors import ConfigError
 
-app = typer.Typer(
+app = typer_app(
     name="herowatch",
     help="herowatch watches long GPU training runs (W&B, Prometheus) and pages on-call when one is in "
     "trouble: stalled steps, loss spikes, NaNs, throughput drops, OOM kills, restart loops.\n\n"
@@ -27,14 +29,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-db_app = typer.Typer(
-    help="Database schema: upgrade, downgrade, show the current revision.", no_args_is_help=True
-)
 app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
-    cli_rules.replay_command
+    replay_command
 )
 
 log = logging.getLogger("herowatch")
@@ -66,17 +65,21 @@ def _settings(database_url: str | None = None, listen: str | None = None):  # no
 
 def _load(config: Path):  # noqa: ANN202
     from monitor.config.loader import load_config
+    from monitor.config.references import reference_problems
     from monitor.config.yamlpos import add_lines
-    from monitor.service import build_rules, check_matchers
+    from monitor.service import build_rules, matcher_problems
 
-    cfg = load_config(config)
+    cfg = load_config(config, references=False)
+    problems = reference_problems(cfg) + matcher_problems(cfg)
+    rules = None
     try:
         rules = build_rules(cfg, config.parent, str(config))
-        check_matchers(cfg, str(config))
     except ConfigError as exc:
-        if exc.path != str(config):
+        if exc.path != str(config):  # a rule file's own problems, with its own lines
             raise
-        raise add_lines(exc, config.read_text(encoding="utf-8")) from None
+        problems += exc.problems
+    if problems:  # every problem of the config at once, each with its line, in the file's order
+        raise add_lines(ConfigError(str(config), problems), config.read_text(encoding="utf-8"))
     return cfg, rules
 
 
@@ -178,12 +181,15 @@ def demo(
         None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
     ),
 ) -> None:
-    """Run herowatch on two simulated hero runs, one of which stalls. No account or network needed.
+    """Run herowatch on two simulated hero runs, on a simulated clock. No account or network needed.
 
-    At the default 30x speed the stall alert prints here within about a minute and resolves about a
-    minute later; watch http://127.0.0.1:8080/api/alerts meanwhile.
+    One run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop, source outage)
+    every 5 simulated hours, 10 real minutes at the default 30x: acknowledge, silence and watch each
+    resolve on the dashboard. The first alert prints here within about a minute.
     """
     from alerts.clock import ScaledClock
+    from alerts.notifiers.console import ConsoleNotifier
+    from monitor.cli import demo_text
     from monitor.config.loader import parse_config
     from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
@@ -213,58 +219,9 @@ def demo(
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
     service.claim_database(held=lock)
-    typer.echo(
-        f"demo: {len(cfg.watch)} simulated runs at {speed:g}x speed; hero-demo-7b stalls 5 simulated "
-        f"minutes in. Alerts print below; the dashboard is http://{host}:{port}/ ({login} to "
-        "acknowledge and silence; it lasts until Ctrl-C).",
-        err=True,
-    )
+    service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
+    typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)
     _serve(service, settings, host, port)
-
-
-@db_app.command("upgrade")
-def db_upgrade(
-    revision: str = typer.Option("head", help="target revision"),
-    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
-) -> None:
-    """Bring the database schema up to date (run before starting a new version on PostgreSQL)."""
-    from monitor.storage import migrate
-
-    settings = _settings(database_url)
-    try:
-        migrate.upgrade(settings.database_url, revision)
-    except Exception as exc:
-        raise _fail(f"upgrade of {settings.redacted_database_url()} failed: {exc}", 1) from None
-    typer.echo(f"{settings.redacted_database_url()}: at revision {revision}")
-
-
-@db_app.command("downgrade")
-def db_downgrade(
-    revision: str = typer.Argument(..., help="target revision, e.g. -1 or base"),
-    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
-) -> None:
-    """Step the schema back (for rolling back a release)."""
-    from monitor.storage import migrate
-
-    settings = _settings(database_url)
-    migrate.downgrade(settings.database_url, revision)
-    typer.echo(f"{settings.redacted_database_url()}: downgraded to {revision}")
-
-
-@db_app.command("current")
-def db_current(
-    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
-) -> None:
-    """Show the database's schema revision and the newest one this version knows."""
-    from monitor.storage import migrate
-    from monitor.storage.db import make_engine
-
-    settings = _settings(database_url)
-    engine = make_engine(settings.database_url)
-    try:
-        typer.echo(f"current: {migrate.current_revision(engine)}  head: {migrate.head_revision()}")
-    finally:
-        engine.dispose()
 
 
 @app.command()

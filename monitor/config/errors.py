@@ -12,10 +12,20 @@ class Problem:
     message: str
 
 
+def clean(message: str) -> str:
+    """A validator's message as the user should read it (pydantic prefixes "Value error, ")."""
+    return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
 class ConfigError(Exception):
+    """Every problem of one file, in the order of the file (problems of the whole file first)."""
+
     def __init__(self, path: str, problems: list[Problem]) -> None:
         self.path = path
-        self.problems = problems
+        self.problems = sorted(
+            (Problem(p.line, p.field, clean(p.message)) for p in problems),
+            key=lambda p: (p.line is not None, p.line or 0, p.field),
+        )
         super().__init__(self.render())
 
     def render(self) -> str:

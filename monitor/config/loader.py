@@ -5,17 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from monitor.config.errors import ConfigError, Problem
+from monitor.config.references import reference_problems
 from monitor.config.schema import WatchConfig
 from monitor.config.yamlpos import validate_yaml
 
 
-def parse_config(text: str, path: str = "<config>") -> WatchConfig:
-    cfg = validate_yaml(WatchConfig, text, path)
+def parse_config(text: str, path: str = "<config>", *, references: bool = True) -> WatchConfig:
+    """``references=False`` leaves the checks across fields to the caller (check-config gathers them with
+    the rule and matcher problems, to report all at once)."""
+    cfg = validate_yaml(WatchConfig, text, path, checks=reference_problems if references else None)
     assert isinstance(cfg, WatchConfig)
     return cfg
 
 
-def load_config(path: str | Path) -> WatchConfig:
+def load_config(path: str | Path, *, references: bool = True) -> WatchConfig:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -23,4 +26,4 @@ def load_config(path: str | Path) -> WatchConfig:
         raise ConfigError(str(p), [Problem(None, "", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(p), [Problem(None, "", f"cannot read: {exc}")]) from None
-    return parse_config(text, str(p))
+    return parse_config(text, str(p), references=references)

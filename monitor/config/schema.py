@@ -6,7 +6,6 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -16,21 +15,12 @@ from pydantic import (
     model_validator,
 )
 
-from alerts.routing import Matcher
 from monitor.durations import Duration
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.sim_config import SimTarget
 from monitor.sources.wandb_config import WandbTarget
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-
-
-def _matcher(text: str) -> str:
-    Matcher.parse(text)  # ValueError -> file:line:field with the matcher's own message
-    return text
-
-
-MatcherText = Annotated[str, AfterValidator(_matcher)]
 
 
 class Strict(BaseModel):
@@ -172,7 +162,7 @@ Receiver = Annotated[
 
 class RouteConfig(Strict):
     receiver: str = "console"
-    matchers: list[MatcherText] = Field(default_factory=list)
+    matchers: list[str] = Field(default_factory=list)
     group_by: list[str] = Field(default_factory=lambda: ["run"])
     group_wait: Duration | None = Field(default=None, description="default 30s")
     group_interval: Duration | None = Field(default=None, description="default 5m")
@@ -183,8 +173,8 @@ class RouteConfig(Strict):
 
 
 class InhibitRuleConfig(Strict):
-    source_matchers: list[MatcherText]
-    target_matchers: list[MatcherText]
+    source_matchers: list[str]
+    target_matchers: list[str]
     equal: list[str] = Field(default_factory=lambda: ["run"])
 
 
@@ -206,6 +196,10 @@ class WatchdogConfig(Strict):
 class ServerConfig(Strict):
     dashboard_title: str = "herowatch"
     external_url: str | None = Field(default=None, description="where people reach the dashboard, for links")
+    runbooks_url: str | None = Field(
+        default=None,
+        description="where the rules' runbook links point (your wiki); default: herowatch's own /runbooks",
+    )
     evaluation_interval: Annotated[Duration, Field(description="how often time-based rules are checked")] = (
         15.0
     )
@@ -219,25 +213,3 @@ class WatchConfig(Strict):
     inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=_default_inhibit_rules)
     watchdog: WatchdogConfig | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)
-
-    @model_validator(mode="after")
-    def _references(self) -> WatchConfig:
-        names = [w.name for w in self.watch]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"watch names must be unique; repeated: {', '.join(dupes)}")
-        known = {r.name for r in self.receivers}
-
-        def check(route: RouteConfig, where: str) -> None:
-            if route.receiver not in known:
-                raise ValueError(
-                    f"{where}.receiver {route.receiver!r} is not a receiver; "
-                    f"known: {', '.join(sorted(known))}"
-                )
-            for i, child in enumerate(route.routes):
-                check(child, f"{where}.routes[{i}]")
-
-        check(self.route, "route")
-        if self.watchdog and self.watchdog.receiver not in known:
-            raise ValueError(f"watchdog.receiver {self.watchdog.receiver!r} is not a receiver")
-        return self

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import yaml
@@ -132,8 +132,11 @@ def line_for(loc: Path_, positions: dict[Path_, int]) -> int | None:
     return None
 
 
+CONFIG_HINT = "`herowatch example-config` shows every field"
+
+
 def problems_from(
-    exc: ValidationError, positions: dict[Path_, int], strip: Iterable[str] = ()
+    exc: ValidationError, positions: dict[Path_, int], strip: Iterable[str] = (), hint: str = CONFIG_HINT
 ) -> list[Problem]:
     """One Problem per pydantic error, with the line of the deepest key it names."""
     problems = []
@@ -146,10 +149,8 @@ def problems_from(
             if isinstance(p, int) or (p not in skip and "[" not in str(p) and p not in _UNION_TAGS)
         )
         msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; see the commented example config)"
+            msg = f"unknown field (check the spelling; {hint})"
         elif err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
@@ -158,16 +159,32 @@ def problems_from(
     return problems
 
 
-def validate_yaml(model: type[BaseModel], text: str, path: str, context: dict | None = None) -> BaseModel:
+def validate_yaml(
+    model: type[BaseModel],
+    text: str,
+    path: str,
+    context: dict | None = None,
+    checks: Callable[[Any], list[Problem]] | None = None,
+) -> BaseModel:
+    """``model`` from YAML text; then ``checks`` (problems across fields) on the valid model. Every
+    problem gets the line of the field it names."""
     data, positions = load_with_positions(text, path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, [Problem(1, "", "expected a mapping of keys to values at the top level")])
     try:
-        return model.model_validate(data, context=context)
+        obj = model.model_validate(data, context=context)
     except ValidationError as exc:
         raise ConfigError(path, problems_from(exc, positions)) from None
+    problems = checks(obj) if checks else []
+    if problems:
+        raise ConfigError(path, [with_line(p, positions) for p in problems])
+    return obj
+
+
+def with_line(p: Problem, positions: dict[Path_, int]) -> Problem:
+    return p if p.line else Problem(line_for(parse_loc(p.field), positions), p.field, p.message)
 
 
 def parse_loc(field: str) -> Path_:
@@ -186,8 +203,4 @@ def add_lines(exc: ConfigError, text: str) -> ConfigError:
         _, positions = load_with_positions(text, exc.path)
     except ConfigError:
         return exc
-    problems = [
-        p if p.line else Problem(line_for(parse_loc(p.field), positions), p.field, p.message)
-        for p in exc.problems
-    ]
-    return ConfigError(exc.path, problems)
+    return ConfigError(exc.path, [with_line(p, positions) for p in exc.problems])

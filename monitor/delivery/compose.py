@@ -41,6 +41,7 @@ class Composed:
 class Composer:
     external_url: str | None = None
     actions: Mapping[str, bool] | None = None  # receiver -> show buttons
+    runbooks: str = "/runbooks"  # what ``{runbooks}`` in a runbook link stands for (service.runbooks_base)
 
     def compose(
         self, s: Session, group: AlertGroup, rows: Sequence[Notification], mutes: Mutes, now: float
@@ -82,7 +83,7 @@ class Composer:
             kind = "update"
         told_ids = {a.id for a, _ in told}
         shown = [
-            _view(a, mutes.reason(a.labels))
+            _view(a, mutes.reason(a.labels), self.runbooks)
             for a, m in members
             if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
         ]
@@ -120,7 +121,7 @@ def _lead(alerts: Sequence[Alert]) -> Alert:
     return min(alerts, key=lambda a: (Severity(a.severity).rank, a.fired_at or a.active_at))
 
 
-def _view(a: Alert, muted: str | None) -> AlertView:
+def _view(a: Alert, muted: str | None, runbooks: str) -> AlertView:
     ann = a.annotations or {}
     return AlertView(
         id=str(a.id),
@@ -130,7 +131,7 @@ def _view(a: Alert, muted: str | None) -> AlertView:
         labels={k: str(v) for k, v in (a.labels or {}).items()},
         summary=str(ann.get("summary") or a.rule),
         description=str(ann.get("description") or ""),
-        runbook_url=str(ann.get("runbook_url") or ""),
+        runbook_url=str(ann.get("runbook_url") or "").replace("{runbooks}", runbooks),
         value=a.value,
         threshold=a.threshold,
         step=a.step,

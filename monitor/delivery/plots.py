@@ -59,7 +59,7 @@ def _progress(s: Session, alert: Alert, now: float) -> Plot | None:
         axis, buckets = series.read_series(s, alert.run_id, metric)
         if axis != "step":
             continue
-        got = [(b.t_last, b.x0) for b in buckets if b.t_last is not None]
+        got = [(b.t, b.x0) for b in buckets if b.t is not None]
         if len(got) > len(points):
             points = got
     if not points:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from alerts.lifecycle import AlertStatus
 from alerts.model import AlertState
-from monitor.engine.evaluator import STATE_VERSION
+from monitor.engine.run_rules import STATE_VERSION
 from monitor.samples import Sample
 from monitor.storage import alerts_repo, rule_state_repo, runs_repo
 

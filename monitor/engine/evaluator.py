@@ -32,11 +32,8 @@ from dataclasses import dataclass
 from alerts.lifecycle import AlertStatus, Transition, advance
 from alerts.model import AlertState, Finding, Severity, fingerprint
 from monitor.engine.run_rules import RunRules, Slot
-from monitor.rules import snapshot
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
-
-STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -358,53 +355,17 @@ class Evaluator:
     def export_state(self, run: str) -> dict | None:
         """A snapshot of the run's detectors (``import_state`` resumes from it); None if unknown."""
         rr = self._runs.get(run)
-        if rr is None:
-            return None
-        detectors = {}
-        for slot in rr.slots:
-            try:
-                detectors[slot.rule.name] = slot.det.export_state()
-            except snapshot.SnapshotError:
-                continue  # that detector starts cold after a restart: safe, merely slower
-        return {
-            "v": STATE_VERSION,
-            "newest": snapshot.encode(rr.newest),
-            "top_step": snapshot.encode(rr.top_step),
-            "providers": {k: sorted(v) for k, v in rr.providers.items()},
-            "detectors": detectors,
-        }
+        return rr.export_state() if rr is not None else None
 
     def import_state(self, run: str, data: Mapping | None) -> int:
-        """Resume a run's detectors from a snapshot. Returns how many detectors took their state."""
-        if not data or data.get("v") != STATE_VERSION:
-            return 0
+        """Resume a run's detectors from a snapshot. Returns how many detectors took their state; their
+        restored alerts may resolve again as soon as the condition ends."""
         rr = self._run(run)
-        taken = 0
-        dets = data.get("detectors") or {}
-        for slot in rr.slots:
-            state = dets.get(slot.rule.name)
-            try:
-                if state is not None and slot.det.import_state(state):
-                    slot.fed = True
-                    taken += 1
-            except (snapshot.SnapshotError, TypeError, ValueError, KeyError, AttributeError):
-                continue
-        for slot in rr.slots:  # followers share their leader's (restored) statistics again
-            if slot.leader is not None:
-                slot.det.share_with(slot.leader)
-        try:
-            rr.newest = float(snapshot.decode(data.get("newest", -math.inf)))
-            rr.top_step = float(snapshot.decode(data.get("top_step", -math.inf)))
-        except (snapshot.SnapshotError, TypeError, ValueError):
-            pass
-        for feed, sources in (data.get("providers") or {}).items():
-            rr.providers.setdefault(feed, set()).update(str(s) for s in sources)
+        taken = rr.import_state(data)
         for fp in [fp for slot in rr.slots if slot.fed for fp in slot.open]:
             alert = self._open.get(fp)
             if alert is not None:
                 alert.cold = False
-        for slot in rr.slots:
-            rr.queue(slot)
         return taken
 
 

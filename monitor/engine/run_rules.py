@@ -5,15 +5,17 @@ sends each sample only to the detectors that asked for its metrics, and which so
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
 MAX_PLANS = 256
+STATE_VERSION = 1  # of the per-run snapshot (RunRules.export_state)
 
 
 @dataclass(eq=False)
@@ -129,3 +131,46 @@ class RunRules:
 
     def slot_named(self, rule: str) -> Slot | None:
         return next((s for s in self.slots if s.rule.name == rule), None)
+
+    # ---- the detectors' state across restarts ---------------------------------------------------
+    def export_state(self) -> dict:
+        detectors = {}
+        for slot in self.slots:
+            try:
+                detectors[slot.rule.name] = slot.det.export_state()
+            except snapshot.SnapshotError:
+                continue  # that detector starts cold after a restart: safe, merely slower
+        return {
+            "v": STATE_VERSION,
+            "newest": snapshot.encode(self.newest),
+            "top_step": snapshot.encode(self.top_step),
+            "providers": {k: sorted(v) for k, v in self.providers.items()},
+            "detectors": detectors,
+        }
+
+    def import_state(self, data: Mapping | None) -> int:
+        if not data or data.get("v") != STATE_VERSION:
+            return 0
+        taken = 0
+        dets = data.get("detectors") or {}
+        for slot in self.slots:
+            state = dets.get(slot.rule.name)
+            try:
+                if state is not None and slot.det.import_state(state):
+                    slot.fed = True
+                    taken += 1
+            except (snapshot.SnapshotError, TypeError, ValueError, KeyError, AttributeError):
+                continue
+        for slot in self.slots:  # followers share their leader's (restored) statistics again
+            if slot.leader is not None:
+                slot.det.share_with(slot.leader)
+        try:
+            self.newest = float(snapshot.decode(data.get("newest", -math.inf)))
+            self.top_step = float(snapshot.decode(data.get("top_step", -math.inf)))
+        except (snapshot.SnapshotError, TypeError, ValueError):
+            pass
+        for feed, sources in (data.get("providers") or {}).items():
+            self.providers.setdefault(feed, set()).update(str(s) for s in sources)
+        for slot in self.slots:
+            self.queue(slot)
+        return taken

@@ -40,6 +40,7 @@ def source_rule(source: str, after: float = DEFAULT_AFTER) -> SourceHealthSpec:
             "summary": f"{{run}}: cannot read {source}: {{reason}}",
             "description": "herowatch cannot read this source. The rules it feeds are paused (no false "
             "stall pages) until it answers again; the listed runs are not watched meanwhile.",
+            "runbook_url": "{runbooks}#source-unavailable",
         },
     )
 

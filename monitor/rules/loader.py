@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -54,18 +55,22 @@ def validate_rule(raw: Mapping[str, Any]) -> RuleSpec:
         raise ValueError(f"a number is out of range: {exc}") from None
 
 
+RULES_HINT = "docs/rules.md lists the fields of every rule kind; `herowatch rules list hero` shows examples"
+TESTS_HINT = "docs/rules.md shows a rule test file; `herowatch rules test hero` runs the built-in ones"
+
+
 def parse_rules(text: str, path: str) -> list[RuleSpec]:
     data, positions = load_with_positions(text, path)
     try:
         doc = _RuleList.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise ConfigError(path, problems_from(exc, positions)) from None
+        raise ConfigError(path, problems_from(exc, positions, hint=RULES_HINT)) from None
     specs, problems, seen = [], [], set()
     for i, raw in enumerate(doc.rules):
         try:
             spec = validate_rule(raw)
         except ValidationError as exc:
-            for p in problems_from(exc, positions):
+            for p in problems_from(exc, positions, hint=RULES_HINT):
                 field = format_loc(("rules", i)) + "." + p.field if p.field else format_loc(("rules", i))
                 loc = ("rules", i, *[x for x in p.field.split(".") if x])
                 line = positions.get(loc) or positions.get(("rules", i))
@@ -164,11 +169,9 @@ def check_overrides(rules: RuleSet, overrides: Mapping[str, Mapping[str, Any]], 
     problems = []
     for name, patch in overrides.items():
         if name not in by_name:
-            problems.append(
-                Problem(
-                    None, f"{where}.{name}", f"no rule named {name!r}; known: {', '.join(sorted(by_name))}"
-                )
-            )
+            near = difflib.get_close_matches(name, list(by_name), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(by_name))}"
+            problems.append(Problem(None, f"{where}.{name}", f"no rule named {name!r}; {hint}"))
             continue
         try:
             apply_override(by_name[name], patch)

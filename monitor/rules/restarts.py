@@ -146,7 +146,8 @@ class RestartsDetector(Detector[RestartsSpec]):
         active = n >= r.min_restarts
         self.hot = active
         win = format_duration(r.window)
-        what = "restarts without progress" if r.no_progress else "restarts"
+        what = "restart" if n == 1 else "restarts"
+        what += " without progress" if r.no_progress else ""
         reason = f"{n} {what} in the last {win}"
         if r.no_progress and self.high_water is not None and active:
             reason += f" (stuck below step {self.high_water})"

@@ -175,12 +175,14 @@ class SpikeDetector(Detector[SpikeSpec]):
         if not self._floor_mode:
             score = (y - med) / b.sigma_eff()
             at = f" at step {step}" if step is not None else ""
-            where = up if score >= 0 else down
-            reason = (
-                f"{m} {fmt_value(v)}{at} is {abs(score):.1f} sigma {where} its baseline {fmt_value(base_raw)}"
-            )
+            now_at = f"{m} {fmt_value(v)}{at}"
+            base = fmt_value(base_raw)
             if b.is_spike:
-                reason += " (one-step spike)"
+                reason = f"{now_at} is {score:.1f} sigma {up} its baseline {base} (one-step spike)"
+            elif score <= 0:  # on the side a spike never is: no figure that reads like an alarm
+                reason = f"{now_at} is not {up} its baseline {base}: no spike"
+            else:
+                reason = f"{now_at} is {score:.1f} sigma {up} its baseline {base}: no spike"
             return Finding(b.is_spike, value=v, threshold=threshold, step=step, reason=reason)
         floor = b.floor if b.floor is not None else y
         floor_raw = b.raw(floor)

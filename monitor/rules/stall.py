@@ -209,7 +209,8 @@ class StallDetector(Detector[StallSpec]):
             value=idle,
             threshold=limit,
             step=self.last_step,
-            reason=f"step {self.last_step} reached, progress resumed",
+            reason=f"last step {self.last_step} {format_duration(idle)} ago, within the limit "
+            f"{format_duration(limit)}",
         )
 
     def holds_until(self) -> float:

@@ -80,13 +80,13 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         since = self.last_data if self.last_data is not None else self.first_seen
         silent = now - since
         what = "no telemetry" if self.last_data is not None else "no telemetry since the run was seen"
-        return Finding(
-            silent > self.rule.after,
-            value=silent,
-            threshold=self.rule.after,
-            step=self.last_step,
-            reason=f"{what} for {format_duration(silent)} while the run is reported running",
-        )
+        late = silent > self.rule.after
+        if late:
+            reason = f"{what} for {format_duration(silent)} while the run is reported running"
+        else:
+            reason = f"telemetry arriving: the last {format_duration(silent)} ago"
+            reason += f" (limit {format_duration(self.rule.after)})"
+        return Finding(late, value=silent, threshold=self.rule.after, step=self.last_step, reason=reason)
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

@@ -19,9 +19,10 @@ Every second of wall time lands in exactly one bucket, so the buckets add up to 
   ``productive``.
 
 Of an abnormal gap one cadence's worth counts as productive (the step that ended it did compute).
-The clock starts at the first step herowatch sees: times before it are unknown and not counted (a
-source that reads an hour of history back does not make the run an hour old). States count from when
-they were observed: a source reports a run's state once per poll, not on every history row.
+The clock starts at the first step or run state herowatch sees (a run first seen running, with no step
+yet, is starting up): times before are unknown and not counted, and a source that reads an hour of
+metrics back does not make the run an hour old. States count from when they were observed: a source
+reports a run's state once per poll, not on every history row.
 """
 
 from __future__ import annotations
@@ -99,8 +100,8 @@ class Goodput:
     # ---- observations ------------------------------------------------------------------------
     def observe(self, t: float, step: int | None = None, state: str | None = None) -> None:
         if self.start is None:
-            if step is None:
-                return  # training time starts at the run's first step, not at the oldest sample read
+            if step is None and state is None:
+                return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
         if state in DOWN_STATES:

@@ -2,9 +2,10 @@
 
 Loss falls with noise, steps come at a steady cadence with jitter, tokens/s and MFU follow the step
 time, checkpoints and evals pause the run. Incidents (stall, restart with a step rewind, loss spike,
-NaN, throughput drop, OOM kills, crash) happen at set times after the run starts. The run is a
-deterministic function of its settings, its start time and the clock, so a restarted herowatch
-regenerates the same history and resumes where its cursor says.
+NaN, throughput drop, OOM kills, crash, an outage of the source itself) happen at set times after the
+run starts, once or again every ``repeat_every`` (the demo's loop). The run is a deterministic function
+of its settings, its start time and the clock, so a restarted herowatch regenerates the same history
+and resumes where its cursor says.
 """
 
 from __future__ import annotations
@@ -35,26 +36,62 @@ class SimRun:
         self.state = "running"
         self.started_at = origin  # of the current process (changes on restart)
         self.restarts = 0
-        self._events = sorted(
-            (origin + inc.at, inc) for inc in cfg.incidents if inc.kind in ("restart", "crash")
-        )
-        self._stalls = [
-            (origin + i.at, origin + i.at + (i.duration or 0)) for i in cfg.incidents if i.kind == "stall"
-        ]
-        self._oom = sorted((origin + i.at, i.count) for i in cfg.incidents if i.kind == "oom_kill")
+        self._period = cfg.repeat_every or 0.0
+        self._last_event = -math.inf  # time of the last restart or crash applied
         self._next: float | None = None  # completion time of the step in flight
         self._compute = cfg.step_time
-        self._spent: set[int] = set()  # single-step incidents already applied
+        self._spent: set[tuple[int, int]] = set()  # single-step incidents applied: (incident, loop)
 
     # ---- the timeline ------------------------------------------------------------------------
+    def _loop(self, inc: Incident, t: float) -> int | None:
+        """Which occurrence of ``inc`` started last at or before ``t`` (0 the first), None before it."""
+        first = self.origin + inc.at
+        if t < first:
+            return None
+        return int((t - first) // self._period) if self._period else 0
+
+    def _start(self, inc: Incident, loop: int) -> float:
+        return self.origin + inc.at + loop * self._period
+
     def _window(self, inc: Incident, t: float) -> bool:
-        start = self.origin + inc.at
-        end = start + (inc.duration if inc.duration else 0.0)
+        loop = self._loop(inc, t)
+        if loop is None:
+            return False
         if inc.kind == "throughput_drop" and inc.duration is None:
-            return t >= start
+            return True
         if inc.duration:
-            return start <= t < end
-        return start <= t  # single-step incidents: the first step at or after ``at``
+            return t < self._start(inc, loop) + inc.duration
+        return True  # single-step incidents: the first step at or after ``at``
+
+    def _windows(self, kind: str, t: float) -> list[tuple[float, float]]:
+        """The (start, end) of the occurrences of ``kind`` incidents around ``t`` (this loop and the next)."""
+        out = []
+        for inc in self.cfg.incidents:
+            if inc.kind != kind:
+                continue
+            loop = self._loop(inc, t)
+            for k in {0} if not self._period else {max(0, loop or 0), (loop or 0) + 1}:
+                start = self._start(inc, k)
+                out.append((start, start + (inc.duration or 0.0)))
+        return out
+
+    def _next_event(self) -> tuple[float, Incident] | None:
+        """The first restart or crash after the last one applied."""
+        best: tuple[float, Incident] | None = None
+        for inc in self.cfg.incidents:
+            if inc.kind not in ("restart", "crash"):
+                continue
+            first = self.origin + inc.at
+            k = 0
+            if self._period and self._last_event >= first:
+                k = int((self._last_event - first) // self._period) + 1
+            at = self._start(inc, k)
+            if at > self._last_event and (best is None or at < best[0]):
+                best = (at, inc)
+        return best
+
+    def in_outage(self, t: float) -> bool:
+        return any(s <= t < e for s, e in self._windows("outage", t))
 
     def _speed(self, t: float) -> float:
         f = 1.0
@@ -79,7 +116,7 @@ class SimRun:
         start = self.t + self._pause_after(self.step)
         self._compute = self._compute_time(start)
         end = start + self._compute
-        for s0, s1 in self._stalls:  # a hung collective holds the step until the stall ends
+        for s0, s1 in self._windows("stall", start):  # a hung collective holds the step until it ends
             if s0 < end and s1 > start:
                 end = max(end, s1 + self._compute * 0.5)
         return end
@@ -89,8 +126,10 @@ class SimRun:
         while self.state == "running":
             if self._next is None:
                 self._next = self._schedule_next()
-            if self._events and self._events[0][0] <= min(self._next, now):
-                at, inc = self._events.pop(0)
+            event = self._next_event()
+            if event is not None and event[0] <= min(self._next, now):
+                at, inc = event
+                self._last_event = at
                 self._next = None
                 if inc.kind == "crash":
                     self.state = "crashed"
@@ -113,7 +152,12 @@ class SimRun:
         return rows
 
     def oom_kills(self, now: float) -> int:
-        return sum(count for at, count in self._oom if at <= now)
+        total = 0
+        for inc in self.cfg.incidents:
+            loop = self._loop(inc, now) if inc.kind == "oom_kill" else None
+            if loop is not None:
+                total += inc.count * (loop + 1)
+        return total
 
     # ---- what a step logs ----------------------------------------------------------------------
     def _row(self) -> Sample:
@@ -122,13 +166,16 @@ class SimRun:
         loss = base * (1.0 + 0.012 * self.rng.gauss(0.0, 1.0))
         grad = 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0))
         for i, inc in enumerate(cfg.incidents):
-            if inc.kind not in ("loss_spike", "nan") or not self._window(inc, t) or i in self._spent:
+            if inc.kind not in ("loss_spike", "nan") or not self._window(inc, t):
                 continue
             if not inc.duration:
-                self._spent.add(i)
+                key = (i, self._loop(inc, t) or 0)
+                if key in self._spent:
+                    continue
+                self._spent.add(key)
             if inc.kind == "loss_spike":
                 loss *= 1.0 + inc.magnitude
-                grad *= 8.0
+                grad *= 4.0 if inc.duration else 8.0  # a divergence raises it less than a one-batch blip
             else:
                 loss = grad = float("nan")
         duration = self._compute
@@ -174,6 +221,8 @@ class SimSource:
         cfg: SimTarget = target.config
         run_id = cfg.run or target.watch
         sim = self._run_for(target, cursors.get(run_id), now)
+        if sim.in_outage(now):  # as a W&B or Prometheus outage looks to a poller: nothing can be read
+            return PollResult(error="simulated outage: the API answers 503 Service Unavailable")
         rows = sim.advance(now)
         infra = Sample(
             t=now,

@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from monitor.durations import Duration
 
-IncidentKind = Literal["stall", "restart", "loss_spike", "nan", "throughput_drop", "oom_kill", "crash"]
+IncidentKind = Literal[
+    "stall", "restart", "loss_spike", "nan", "throughput_drop", "oom_kill", "crash", "outage"
+]
 
 
 class Incident(BaseModel):
@@ -18,7 +20,9 @@ class Incident(BaseModel):
 
     kind: IncidentKind
     at: Duration
-    duration: Duration | None = Field(default=None, description="stall, loss_spike, nan, throughput_drop")
+    duration: Duration | None = Field(
+        default=None, description="stall, loss_spike, nan, throughput_drop, outage (source unreadable)"
+    )
     factor: float = Field(default=0.9, gt=0, description="throughput_drop: speed kept, e.g. 0.9 = 10% slower")
     magnitude: float = Field(default=1.0, gt=0, description="loss_spike: relative jump, 1.0 = loss doubles")
     count: int = Field(default=1, ge=1, description="oom_kill: kills at once")
@@ -30,7 +34,13 @@ class Incident(BaseModel):
     def _needs_duration(self) -> Incident:
         if self.kind == "stall" and not self.duration:
             raise ValueError("a stall needs a duration (how long no step completes)")
+        if self.kind == "outage" and not self.duration:
+            raise ValueError("an outage needs a duration (how long the source cannot be read)")
         return self
+
+    def end(self) -> float:
+        """When the incident is over, from the run's start (single-step ones: at ``at``)."""
+        return self.at + (self.duration or 0.0)
 
 
 class SimTarget(BaseModel):
@@ -55,3 +65,21 @@ class SimTarget(BaseModel):
     target_step: int | None = Field(default=None, ge=1)
     extra_metrics: int = Field(default=0, ge=0, le=1000, description="more metrics per step (extra/m0, ...)")
     incidents: list[Incident] = Field(default_factory=list)
+    repeat_every: Duration | None = Field(
+        default=None,
+        gt=0,
+        description="the incidents happen again every this long (the demo loops through them)",
+    )
+
+    @model_validator(mode="after")
+    def _repeatable(self) -> SimTarget:
+        if self.repeat_every is None:
+            return self
+        for i, inc in enumerate(self.incidents):
+            if inc.kind == "crash":
+                raise ValueError(f"incidents[{i}]: a crash ends the run, it cannot repeat")
+            if inc.kind == "throughput_drop" and inc.duration is None:
+                raise ValueError(f"incidents[{i}]: a repeating throughput_drop needs a duration")
+            if inc.end() >= self.repeat_every:
+                raise ValueError(f"incidents[{i}]: must be over before the loop restarts (repeat_every)")
+        return self

@@ -193,7 +193,7 @@ class BucketView:
     last: float | None
     count: int
     nonfinite: int
-    t_last: float | None = None  # when the bucket's last point was logged
+    t: float | None = None  # when the newest point folded in arrived (for charts against time)
 
 
 def read_series(session: Session, run_id: str, metric: str) -> tuple[str, list[BucketView]]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.yamlpos import format_loc, load_with_positions, problems_from
 from monitor.durations import Duration, format_duration
-from monitor.rules.loader import apply_overrides, load_rules
+from monitor.rules.loader import TESTS_HINT, apply_overrides, load_rules
 from monitor.rules.notation import expand_values, expand_words
 from monitor.samples import Sample
 from monitor.traces.replay import Replayer
@@ -87,6 +87,7 @@ class Failure:
     where: str  # file:line
     test: str
     message: str
+    invalid: bool = False  # the test file cannot be used (not: the rule behaved otherwise)
 
 
 @dataclass
@@ -217,7 +218,7 @@ def load_test_file(path: str | Path) -> tuple[TestFile, dict]:
     try:
         return TestFile.model_validate(data), positions
     except ValidationError as exc:
-        raise ConfigError(str(p), problems_from(exc, positions)) from None
+        raise ConfigError(str(p), problems_from(exc, positions, hint=TESTS_HINT)) from None
 
 
 def run_file(path: str | Path) -> FileResult:
@@ -228,7 +229,7 @@ def run_file(path: str | Path) -> FileResult:
         doc, positions = load_test_file(p)
         rules = load_rules(doc.rule_files, p.parent)
     except ConfigError as exc:
-        result.failures.append(Failure(str(p), "", exc.render()))
+        result.failures.append(Failure(str(p), "", exc.render(), invalid=True))
         return result
     for i, test in enumerate(doc.tests):
         line = positions.get(("tests", i))
@@ -240,6 +241,7 @@ def run_file(path: str | Path) -> FileResult:
             messages = run_test(test, rules, doc.evaluation_interval)
         except (ConfigError, ValueError) as exc:
             text = exc.render() if isinstance(exc, ConfigError) else str(exc)
-            messages = [f"cannot run: {text}"]
+            result.failures.append(Failure(where, name, f"cannot run: {text}", invalid=True))
+            continue
         result.failures.extend(Failure(where, name, m) for m in messages)
     return result

@@ -84,6 +84,8 @@ def create_app(
         description=DESCRIPTION,
         openapi_tags=TAGS,
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc are the dashboard's, on vendored assets (no CDN)
+        redoc_url=None,
     )
     app.state.ctx = ctx
     app.state.registry = metrics.make_registry(ctx)
@@ -108,7 +110,7 @@ def create_app(
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import forms, pages
+    from monitor.web.dashboard import docs_pages, forms, pages
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.templating import Renderer
 
@@ -116,4 +118,5 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.state.sparks = SparkCache()
     app.include_router(pages.router)
     app.include_router(forms.router)
+    app.include_router(docs_pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -59,11 +59,11 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
     page.goto(live.url + "/alerts")
     firing = page.locator("#group-firing li.alert", has_text="progress_stalled")
     expect(firing).to_be_visible()
-    expect(firing.locator("a.silence")).to_have_count(0)  # not logged in: no actions, a login link
+    expect(firing.locator("a.silence-btn")).to_have_count(0)  # not logged in: no actions, a login link
     log_in(page, live)
     expect(page).to_have_url(live.url + "/alerts")
     expect(page.locator("header .who .name")).to_have_text("alice")
-    firing.locator("a.silence").click()
+    firing.locator("a.silence-btn").click()
     expect(page.locator("textarea[name=matchers]")).to_have_value(
         'alertname="progress_stalled"\nrun="hero-a"'
     )
@@ -147,7 +147,7 @@ def test_the_run_page_draws_charts_with_markers_goodput_and_timeline(live, page,
     )
     rows = page.locator("table.goodput-table tbody tr")
     expect(rows).to_have_count(6)
-    expect(page.locator("table.goodput-table")).to_contain_text("Restarting and restoring")
+    expect(page.locator("table.goodput-table")).to_contain_text("Starting and restarting")
     expect(page.locator(".run-story")).to_contain_text("steps redone")
     expect(page.locator("ol.timeline li.ev-incident-restart")).to_have_count(1)
     page.screenshot(path=str(artifacts / "run-hero-b.png"), full_page=True)

@@ -50,11 +50,15 @@ def test_only_what_on_call_must_act_on_pages():
 
 
 def test_every_rule_is_annotated_for_on_call():
+    from monitor.web.dashboard.docs_pages import RUNBOOKS, slug
+
+    sections = {slug(line[3:]) for line in RUNBOOKS.read_text().splitlines() if line.startswith("## ")}
     for r in load_pack("hero"):
         summary = r.annotations.get("summary", "")
         assert "{run}" in summary and "{reason}" in summary, r.name
         assert r.annotations.get("description"), r.name
-        assert re.match(r"https://\S+#[a-z-]+$", r.annotations.get("runbook_url", "")), r.name
+        link = re.match(r"\{runbooks\}#([a-z-]+)$", r.annotations.get("runbook_url", ""))
+        assert link and link.group(1) in sections, f"{r.name}: its runbook section exists"
 
 
 def test_the_pack_thresholds_are_as_specified():

@@ -13,7 +13,7 @@ from monitor.profiles import CANONICAL
 from monitor.rules.loader import load_pack, pack_names, pack_test_file
 from monitor.traces.rule_tests import run_file
 
-RUNBOOKS = Path(__file__).resolve().parents[2] / "docs" / "runbooks.md"
+RUNBOOKS = Path(__file__).resolve().parents[2] / "monitor" / "web" / "dashboard" / "runbooks.md"
 
 
 def anchors() -> set[str]:

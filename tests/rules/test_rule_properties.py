@@ -64,7 +64,10 @@ def test_any_nan_fires_at_once(level, n, where, bad, seed):
 
 @given(
     level=st.floats(0.5, 12.0),
-    shift=st.floats(1.25, 4.0),
+    # at least 1.3x: at 1.25x with 2% noise the raised values' lower tail (-4 sigma) dips under the floor
+    # the rule needs, and the 5-minute window then waits for a quiet stretch (hypothesis found 1.25x,
+    # noise 0.0195, seed 998: fired after 7.5 minutes; correct, but not within the window asserted here)
+    shift=st.floats(1.3, 4.0),
     noise=st.floats(0.0, 0.02),
     seed=st.integers(0, 1000),
     every=st.sampled_from([1.0, 10.0, 30.0]),

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from monitor.cli.rules import replay_command, rules_app
+from monitor.cli.replay import replay_command
+from monitor.cli.rules import rules_app
 from monitor.samples import Sample
 from monitor.traces.trace import TraceWriter
 from tests.rules.helpers_rules import T0, steps
@@ -82,7 +83,7 @@ def test_broken_test_files_fail_with_file_line_and_field(tmp_path: Path):
     bad_values = tmp_path / "c.yaml"
     bad_values.write_text(FAILING.replace("values: 2x30", "values: 2x30 lots"))
     r = rules("test", str(bad_field), str(bad_rules), str(bad_values))
-    assert r.exit_code == 1
+    assert r.exit_code == 2, "a test file that cannot be used is invalid input, as for check-config"
     assert f"{bad_field}:4: tests[0].intervall: unknown field" in r.output
     assert "no built-in pack 'no_such_pack'" in r.output
     assert "'lots' is not a number" in r.output
@@ -121,7 +122,7 @@ def test_check_rule_files(tmp_path: Path):
     )
     assert rules("check", str(good)).exit_code == 0
     r = rules("check", str(good), str(bad))
-    assert r.exit_code == 1 and f"{bad}:2: rules[0]" in r.output and "must be info" in r.output
+    assert r.exit_code == 2 and f"{bad}:2: rules[0]" in r.output and "must be info" in r.output
 
 
 # ---- replay ---------------------------------------------------------------------------------------
@@ -155,12 +156,13 @@ def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
     assert "replaying" not in r.output  # no progress bar when not on a terminal
 
 
-def test_replay_table_ends_with_a_summary_per_run(tmp_path: Path):
+def test_replay_report_has_a_heading_per_run(tmp_path: Path):
     trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="crashed")])
     r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
-    summary = r.output[r.output.index("per run") :]
-    assert "a " in summary and "nothing" in summary and "b " in summary and "1 critical" in summary
+    heads = [line for line in r.output.splitlines() if line and not line.startswith(" ")]
+    assert heads[0].startswith("a: 50 samples, steps ") and heads[0].endswith("fired: nothing")
+    assert heads[1].startswith("b: 1 sample ") and heads[1].endswith("fired: 1 critical")
     assert "run_crashed" in r.output
 
 
@@ -205,7 +207,86 @@ def test_replay_unknown_pack_and_format(tmp_path: Path):
 
 
 def test_the_progress_bar_passes_every_line_through(tmp_path: Path):
-    from monitor.cli.rules import _lines_with_progress
+    from monitor.cli.replay import _lines_with_progress
 
     trace = write(tmp_path / "t.jsonl", steps([2.0] * 40000))
     assert list(_lines_with_progress(trace, show=True)) == trace.read_bytes().splitlines(keepends=True)
+
+
+# ---- at 80 columns, as on-call's terminal ---------------------------------------------------------
+def _sim_trace(path: Path, run: str) -> Path:
+    from monitor.sources.sim import SimRun
+    from monitor.sources.sim_config import SimTarget
+
+    cfg = SimTarget(
+        seed=3,
+        step_time=10,
+        incidents=[{"kind": "stall", "at": "1h", "duration": "40m"}, {"kind": "loss_spike", "at": "2h30m"}],
+    )
+    return write(path, SimRun(cfg, run, T0).advance(T0 + 3.5 * 3600))
+
+
+def test_replay_reads_whole_at_80_columns_with_units(tmp_path: Path):
+    trace = _sim_trace(tmp_path / "t.jsonl", "hero-telemetry-gone-7b")
+    r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in r.output
+    words = set(r.output.split())
+    assert {"hero-telemetry-gone-7b:", "telemetry_gone", "progress_stalled", "loss_jump"} <= words
+    stall = next(line for line in lines if "firing" in line and "progress_stalled" in line)
+    assert stall.rstrip().endswith("idle") and "step " in stall, "the value says what it measures"
+    jump = next(line for line in lines if "firing" in line and "loss_jump" in line)
+    assert jump.rstrip().endswith(" train/loss")
+    said = lines[lines.index(stall) + 1].strip()
+    assert said.startswith("no new step for 15m"), "what the rule said, beneath, without the run repeated"
+    resumed = next(ln for ln in lines if "resolved" in ln and "progress_stalled" in ln)
+    assert lines[lines.index(resumed) + 1].strip().startswith("last step ")
+    assert "sigma below" not in r.output, "a resolution never reads like an alarm"
+
+
+def test_one_step_spikes_are_counted_per_metric_not_per_rule_that_never_fired(tmp_path: Path):
+    trace = _sim_trace(tmp_path / "t.jsonl", "hero-a")
+    r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "80"})
+    assert "one-step spikes seen (recorded, not paged): train/loss 1, grad/norm/total 1" in r.output
+    assert "loss_spike" not in r.output, "the floor rule never fired: it is not named"
+
+
+def test_rules_list_shows_every_parameter_at_80_columns():
+    from monitor.rules.loader import load_pack
+
+    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0
+    assert max(len(line) for line in r.output.splitlines()) <= 80 and "…" not in r.output
+    words = set(r.output.split())
+    for spec in load_pack("hero"):
+        assert spec.name in words
+    assert {"restart_counter=restarts_total", "reset_on_rewind=True", "max_pause=1h"} <= words
+
+
+STILL_STUCK = """\
+rule_files: [hero]
+tests:
+  - name: expects the stall page too early
+    interval: 1m
+    steps: 0+1x60 _x20
+    state: runningx80
+    input_series:
+      - series: train/loss
+        values: 2x60
+    alert_rule_test:
+      - eval_time: 70m
+        alertname: progress_stalled
+        exp_alerts:
+          - exp_labels: {severity: critical}
+"""
+
+
+def test_a_failing_stall_check_does_not_say_progress_resumed_for_a_stuck_run(tmp_path: Path):
+    f = tmp_path / "t.yaml"
+    f.write_text(STILL_STUCK)
+    r = rules("test", str(f))
+    assert r.exit_code == 1, r.output
+    said = next(line for line in r.output.splitlines() if "the rule says:" in line)
+    assert "resumed" not in said and "stepping" not in said
+    assert said.strip() == "the rule says: last step 60 10m ago, within the limit 15m", said

@@ -117,7 +117,7 @@ def test_a_second_demo_is_refused_before_it_touches_the_running_ones_files(tmp_p
         assert len(httpx.get(f"http://127.0.0.1:{first_port}/api/runs").json()) == len(runs)
     finally:
         out = _stop(first)
-    token = re.search(r"one-time token (\S+) ", out)
+    token = re.search(r"one-time token\s+(\S+)\s", out)
     assert token and len(token.group(1)) >= 32, out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fastapi import Request
+from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
@@ -50,6 +50,15 @@ class ApiContext:
     def now(self) -> float:
         return self.clock.time()
 
+    @property
+    def speed(self) -> float:
+        """How much faster than real time the clock runs: 1, or the demo's ScaledClock's speed."""
+        return float(getattr(self.clock, "speed", 1.0))
+
+    @property
+    def simulated(self) -> bool:
+        return self.speed != 1.0
+
     def poll_interval(self, watch: str) -> float:
         return self.poll_intervals.get(watch, DEFAULT_POLL_INTERVAL)
 
@@ -70,3 +79,13 @@ class ApiContext:
 def context(request: Request) -> ApiContext:
     """FastAPI dependency: the app's context."""
     return request.app.state.ctx
+
+
+CLOCK_SPEED_HEADER = "X-Herowatch-Clock-Speed"
+
+
+def clock_header(request: Request, response: Response) -> None:
+    """Router dependency: tells clients (``herowatch silence``) when durations run on a simulated clock."""
+    ctx: ApiContext = request.app.state.ctx
+    if ctx.simulated:
+        response.headers[CLOCK_SPEED_HEADER] = f"{ctx.speed:g}"

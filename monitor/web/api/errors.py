@@ -44,6 +44,7 @@ def _error_page(request: Request, status: int, title: str, message: str) -> Resp
         viewer=viewer_of(request, ctx.settings),
         path=request.url.path,
         refresh=5,
+        speed=ctx.speed,
         title=title,
         message=message,
     )

@@ -42,6 +42,7 @@ def downsample(buckets: Sequence[BucketView], max_points: int) -> list[Bucket]:
                 last=next((b.last for b in reversed(group) if b.last is not None), None),
                 count=count,
                 nonfinite=sum(b.nonfinite for b in group),
+                t=_pick([b.t for b in group], max),
             )
         )
     return out

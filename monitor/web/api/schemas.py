@@ -141,6 +141,7 @@ class Bucket(BaseModel):
     last: float | None
     count: int
     nonfinite: int = Field(description="NaN or infinite values folded into the bucket")
+    t: float | None = Field(None, description="epoch seconds of the newest point in the bucket (time axis)")
 
 
 class Series(BaseModel):

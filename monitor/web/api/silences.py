@@ -9,14 +9,16 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
+from alerts.routing import Matcher
+from alerts.silences import matches_filter
 from monitor.delivery.oncall import ActionError, create_silence, expire_silence, parse_time
 from monitor.storage import views
 from monitor.storage.models import Alert, Silence
 from monitor.web.api.auth import require_read, require_write
-from monitor.web.api.context import ApiContext, context
+from monitor.web.api.context import ApiContext, clock_header, context
 from monitor.web.api.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
 
-router = APIRouter(tags=["silences"])
+router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)])
 
 
 def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
@@ -63,13 +65,24 @@ MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"mo
 )
 def list_silences(
     state: Literal["active", "pending", "expired"] | None = None,
+    filter: list[str] = Query(  # noqa: A002 - Alertmanager's name for it
+        [],
+        description="only silences whose matchers match all of these, as `amtool silence query`: "
+        '`run=hero-a` finds the silences for hero-a, `alertname=~"progress_.*"` those for any progress rule',
+    ),
     limit: int = Query(500, ge=1, le=5000),
     ctx: ApiContext = Depends(context),
 ) -> list[SilenceOut]:
+    try:
+        filters = [Matcher.parse(f) for f in filter]
+    except ValueError as exc:
+        raise HTTPException(422, f"filter: {exc}") from None
     now = ctx.now()
     with ctx.sessions() as s:
         active = views.active_alerts(s)
-        return [silence_out(r, now, active) for r in views.list_silences(s, now, state, limit)]
+        rows = views.list_silences(s, now, state, 5000 if filters else limit)
+        kept = [r for r in rows if matches_filter(views.matchers_of(r), filters)][:limit]
+        return [silence_out(r, now, active) for r in kept]
 
 
 @router.get(

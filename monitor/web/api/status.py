@@ -67,7 +67,7 @@ def alert_out(a: Alert, silences: Sequence[SilenceSpec], now: float) -> AlertOut
         labels={k: str(v) for k, v in (a.labels or {}).items()},
         summary=ann.get("summary") or a.rule,
         description=ann.get("description"),
-        runbook_url=ann.get("runbook_url"),
+        runbook_url=(ann.get("runbook_url") or "").replace("{runbooks}", "/runbooks") or None,
         value=num(a.value),
         threshold=num(a.threshold),
         step=a.step,

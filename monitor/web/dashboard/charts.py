@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from monitor.storage import views
 from monitor.web.api.schemas import RunDetail, Series
+from monitor.web.dashboard.templating import epoch
 
 LOSS = "train/loss"
 SPARK_W, SPARK_H, SPARK_COLS = 120.0, 28.0, 48
@@ -106,14 +107,21 @@ def _series_payload(series: Series) -> dict[str, Any]:
     return {
         "axis": series.axis,
         "x": [p.x0 for p in b],
+        "t": [p.t for p in b],
         "min": [p.min for p in b],
         "max": [p.max for p in b],
         "mean": [p.mean for p in b],
+        "spread": max((p.count for p in b), default=0) > 1,  # some bucket holds several steps: a band
     }
 
 
-def chart_payload(run: RunDetail) -> dict[str, Any]:
-    """What static/run_charts.js draws: per chart min/max/mean per bucket, plus alert and restart markers."""
+BAND_KINDS = {"stall": "stalled", "restart": "restarting", "down": "down", "startup": "starting"}
+
+
+def chart_payload(run: RunDetail, now: float | None = None) -> dict[str, Any]:
+    """What static/run_charts.js draws: per chart min/max/mean per bucket (by step, and the time each
+    bucket's newest point arrived), alert and restart markers, and the goodput incidents as time bands
+    (stalls, restarts, downtime) so that on the time axis an outage is a shaded gap, not a line that ends."""
     charts = []
     for key, metric, title, unit in CHARTS:
         series = run.series.get(metric)
@@ -125,15 +133,23 @@ def chart_payload(run: RunDetail) -> dict[str, Any]:
     markers = []
     seen = set()
     for t in run.timeline:
-        if (
-            t.to_state == "firing"
-            and t.from_state != "firing"
-            and t.step is not None
-            and (t.rule, t.step) not in seen
-        ):
+        if t.to_state == "firing" and t.from_state != "firing" and (t.rule, t.step) not in seen:
             seen.add((t.rule, t.step))
-            markers.append({"step": t.step, "kind": "alert", "label": t.rule, "severity": t.severity})
+            markers.append(
+                {"step": t.step, "t": epoch(t.at), "kind": "alert", "label": t.rule, "severity": t.severity}
+            )
     for inc in run.restart_incidents:
-        if inc.step is not None:
-            markers.append({"step": inc.step, "kind": "restart", "label": inc.kind, "severity": ""})
-    return {"charts": charts, "markers": markers}
+        markers.append(
+            {"step": inc.step, "t": epoch(inc.start), "kind": "restart", "label": inc.kind, "severity": ""}
+        )
+    bands = [
+        {
+            "kind": inc.kind,
+            "label": BAND_KINDS.get(inc.kind, inc.kind),
+            "from": epoch(inc.start),
+            "to": epoch(inc.end),
+        }
+        for inc in (run.goodput.incidents if run.goodput else [])
+        if inc.seconds_lost > 0
+    ]
+    return {"charts": charts, "markers": markers, "bands": bands, "now": now}

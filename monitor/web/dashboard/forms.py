@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
+from alerts.silences import split_matchers
 from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
 from monitor.web.api.auth import (
     NO_TOKEN,
@@ -188,7 +189,7 @@ def silence(
     if (no := refused(request, ctx, form)) is not None:
         return no
     who = viewer_of(request, ctx.settings).name or "on-call"
-    lines = [m.strip() for m in form.get("matchers", "").replace(",", "\n").splitlines() if m.strip()]
+    lines = split_matchers(form.get("matchers", ""))
     values = {
         "matchers": form.get("matchers", ""),
         "duration": form.get("duration", ""),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -12,7 +13,7 @@ from monitor.storage import views
 from monitor.web.api import status
 from monitor.web.api.context import ApiContext, context
 from monitor.web.api.run_detail import run_detail
-from monitor.web.api.schemas import RunDetail
+from monitor.web.api.schemas import AlertOut, RunDetail
 from monitor.web.dashboard.charts import chart_payload
 from monitor.web.dashboard.templating import short_duration
 from monitor.web.dashboard.viewer import may_see, to_login, viewer_of
@@ -30,6 +31,7 @@ def page(
         viewer=viewer_of(request, ctx.settings),
         path=request.url.path,
         refresh=REFRESH_SECONDS,
+        speed=ctx.speed,
         **values,
     )
     return HTMLResponse(html, status_code=status_code)
@@ -41,20 +43,42 @@ def guard(request: Request, ctx: ApiContext, fragment: bool = False) -> Response
     return Response("login needed", status_code=401) if fragment else to_login(request)
 
 
+# ---- alert groups: the same words and counts on every page ----------------------------------------
+ALERT_GROUPS = (
+    ("firing", "Firing"),  # firing, nobody has it yet, not silenced: the ones that need someone
+    ("acknowledged", "Acknowledged"),  # firing or pending, someone has it
+    ("pending", "Pending"),
+    ("silenced", "Silenced"),
+)
+
+
+def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
+    """Active alerts into the groups the overview counts and /alerts lists, each alert in exactly one."""
+    groups: dict[str, list[AlertOut]] = {key: [] for key, _ in ALERT_GROUPS}
+    for a in active:
+        if a.silenced:
+            groups["silenced"].append(a)
+        elif a.acknowledged:
+            groups["acknowledged"].append(a)
+        elif a.state == "firing":
+            groups["firing"].append(a)
+        elif a.state == "pending":
+            groups["pending"].append(a)
+    return groups
+
+
 # ---- overview -----------------------------------------------------------------------------------
 def overview_values(request: Request, ctx: ApiContext) -> dict[str, Any]:
     with ctx.sessions() as s:
         ov = status.overview(ctx, s)
         runs = sorted(ov.runs, key=status.urgency)
         sparks = request.app.state.sparks.get_many(s, [r.id for r in runs])
-    firing = [a for a in ov.alerts if a.state == "firing"]
     return {
         "runs": runs,
         "sparks": sparks,
         "health": Counter(r.health for r in runs),
-        "firing": firing,
-        "loud": [a for a in firing if not a.silenced],
-        "pending": [a for a in ov.alerts if a.state == "pending"],
+        "groups": group_alerts(ov.alerts),
+        "group_titles": ALERT_GROUPS,
     }
 
 
@@ -73,16 +97,16 @@ def story(run: RunDetail) -> list[dict[str, Any]]:
     """Alert transitions and goodput incidents in one list, newest first."""
     items: list[dict[str, Any]] = []
     for t in run.timeline:
-        kind = "ack" if t.from_state == t.to_state else t.to_state
+        ack = t.from_state == t.to_state  # an acknowledgement: the state did not change
         items.append(
             {
                 "at": t.at,
-                "kind": kind,
+                "kind": "ack" if ack else t.to_state,
                 "title": t.rule,
                 "severity": t.severity,
                 "step": t.step,
                 "text": t.reason,
-                "change": f"{t.from_state} → {t.to_state}",
+                "change": "" if ack else f"{t.from_state} → {t.to_state}",
                 "alert_id": t.alert_id,
                 "alerts": [],
             }
@@ -114,7 +138,7 @@ GOODPUT_LABELS = {
     "productive": "Productive training",
     "paused": "Paused (checkpoints, evals, slow steps)",
     "stalled": "Stalled (no step)",
-    "restarting": "Restarting and restoring",
+    "restarting": "Starting and restarting (loading, restoring)",
     "down": "Down (crashed, killed, preempted)",
     "rework": "Lost work (steps redone)",
 }
@@ -153,7 +177,7 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
     bar = goodput_bar(run)
     return {
         "run": run,
-        "charts": chart_payload(run),
+        "charts": chart_payload(run, ctx.now()),
         "story": story(run),
         "bar_all": bar,
         "bar": [b for b in bar if b["w"] > 0],
@@ -169,7 +193,8 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
         return page(
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )
-    return page(request, ctx, "run.html", **values)
+    axis = "step" if request.query_params.get("axis") == "step" else "time"
+    return page(request, ctx, "run.html", axis=axis, **values)
 
 
 @router.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)
@@ -195,13 +220,7 @@ def alerts_values(ctx: ApiContext) -> dict[str, Any]:
             status.alert_out(a, silences, now)
             for _, a in zip(range(20), views.find_alerts(s, state="resolved"), strict=False)
         ]
-    return {
-        "firing": [a for a in active if a.state == "firing" and not a.silenced and not a.acknowledged],
-        "pending": [a for a in active if a.state == "pending" and not a.silenced and not a.acknowledged],
-        "acknowledged": [a for a in active if a.acknowledged and not a.silenced],
-        "silenced": [a for a in active if a.silenced],
-        "resolved": resolved,
-    }
+    return {"groups": group_alerts(active), "group_titles": ALERT_GROUPS, "resolved": resolved}
 
 
 @router.get("/alerts", response_class=HTMLResponse)

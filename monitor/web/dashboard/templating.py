@@ -69,8 +69,10 @@ def grouped(v: int | None) -> str:
 
 
 def safe_href(url: str | None) -> str:
-    """Only http(s) links leave the dashboard: never ``javascript:`` or ``data:`` from a source."""
+    """Only http(s) links and paths on this server: never ``javascript:`` or ``data:`` from a source."""
     text = (url or "").strip()
+    if text.startswith("/") and not text.startswith("//") and "\\" not in text:
+        return text
     return text if text.lower().startswith(("https://", "http://")) else ""
 
 

@@ -1,7 +1,9 @@
-/* herowatch run page: draws loss, tokens/s and MFU against step with uPlot.
-   Data comes from the page's <script type="application/json" id="chart-data"> (JSON, never HTML);
-   per bucket the shaded band spans min..max (a one-step spike stays visible) and the line is the mean.
-   Alert and restart markers are vertical lines drawn on the canvas. No HTML is built here. */
+/* herowatch run page: draws loss, tokens/s and MFU with uPlot, against time (the default) or step.
+   Data comes from the page's <script type="application/json" id="chart-data"> (JSON, never HTML).
+   Per bucket the shaded band spans min..max (a one-step spike stays visible) and the line is the mean.
+   Against time, a stall or downtime is a gap in the line under a shaded, labelled band (from the run's
+   goodput incidents); alert and restart markers are vertical lines. Drawn on the canvas; the only DOM
+   writes are uPlot's own and textContent. */
 (function () {
   "use strict";
   var holder = document.getElementById("chart-data");
@@ -11,87 +13,176 @@
   var ink = dark ? "#d4d4d8" : "#27272a";
   var grid = dark ? "rgba(255,255,255,0.08)" : "rgba(0,0,0,0.07)";
   var MARK = { alert: "#dc2626", restart: "#7c3aed" };
+  var BAND = { stall: "rgba(220,38,38,0.13)", restart: "rgba(124,58,237,0.13)", down: "rgba(127,29,29,0.16)",
+               startup: "rgba(107,114,128,0.13)" };
   var STEP_INCRS = [];  // whole steps only: 1, 2, 5, 10, 20, 50, ...
   for (var p = 1; p <= 1e9; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);
+  var axis = new URLSearchParams(window.location.search).get("axis") === "step" ? "step" : "time";
 
-  function markers(list) {
-    return {
-      hooks: {
-        draw: [function (u) {
-          var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
-          var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
-          var dpr = window.devicePixelRatio || 1;
-          var rows = [-Infinity, -Infinity, -Infinity]; // right edge of the last label in each row
-          var placed = list.map(function (m) { return { m: m, x: u.valToPos(m.step, "x", true) }; })
-            .filter(function (p) { return isFinite(p.x) && p.x >= left && p.x <= right; })
-            .sort(function (a, b) { return a.x - b.x; });
-          ctx.save();
-          ctx.lineWidth = 1.5 * dpr;
-          ctx.font = (11 * dpr) + "px system-ui, sans-serif";
-          ctx.textAlign = "left";  // uPlot leaves its last axis' alignment on the context
-          ctx.textBaseline = "alphabetic";
-          placed.forEach(function (p) {
-            var m = p.m, x = p.x, color = MARK[m.kind] || ink;
-            ctx.strokeStyle = color;
-            ctx.fillStyle = color;
-            ctx.setLineDash(m.kind === "restart" ? [5 * dpr, 4 * dpr] : []);
-            ctx.beginPath();
-            ctx.moveTo(x, top);
-            ctx.lineTo(x, top + height);
-            ctx.stroke();
-            var label = String(m.label), w = ctx.measureText(label).width;
-            var lx = x + 4 * dpr + w > right ? x - 4 * dpr - w : x + 4 * dpr;
-            for (var r = 0; r < rows.length; r++) {  // a free row, else no label (the line stays)
-              if (lx > rows[r] + 4 * dpr) {
-                ctx.fillText(label, lx, top + (12 + 13 * r) * dpr);
-                rows[r] = lx + w;
-                break;
-              }
-            }
-          });
-          ctx.restore();
-        }]
-      }
-    };
+  // ---- numbers: the same decimals for every tick of an axis, the same suffix (k, M, G) ------------
+  function decimalsFor(step) {
+    for (var d = 0; d < 7; d++) {
+      var scaled = step * Math.pow(10, d);
+      if (Math.abs(Math.round(scaled) - scaled) < 1e-6 * Math.max(1, scaled)) return d;
+    }
+    return 6;
+  }
+  function scaleOf(big) {
+    return big >= 1e9 ? [1e9, "G"] : big >= 1e6 ? [1e6, "M"] : big >= 1e3 ? [1e3, "k"] : [1, ""];
+  }
+  function tickValues(u, vals, axisIdx, space, incr) {
+    var big = 0;
+    vals.forEach(function (v) { if (v != null) big = Math.max(big, Math.abs(v)); });
+    var sc = scaleOf(big), d = decimalsFor((incr || 1) / sc[0]);
+    return vals.map(function (v) { return v == null ? "" : (v / sc[0]).toFixed(d) + sc[1]; });
+  }
+  function num(v) {
+    if (v == null || !isFinite(v)) return "—";
+    var sc = scaleOf(Math.abs(v));
+    return Number((v / sc[0]).toPrecision(4)).toString() + sc[1];
+  }
+  function utc(t) { return new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ") + " UTC"; }
+  function timeTicks(u, vals, axisIdx, space, incr) {  // UTC, 24 h: 14:05, or 05-28 14:05 over days
+    var span = u.scales.x.max - u.scales.x.min;
+    return vals.map(function (t) {
+      var iso = new Date(t * 1000).toISOString();
+      var hm = incr < 60 ? iso.slice(11, 19) : iso.slice(11, 16);
+      return span > 36 * 3600 ? iso.slice(5, 10) + " " + hm : hm;
+    });
+  }
+  function timeRange(u, min, max) {  // up to now, so a stall still going on shows as one
+    var lo = min, hi = Math.max(max, data.now || max);
+    data.bands.forEach(function (b) { lo = Math.min(lo, b.from); });
+    return [lo, hi > lo ? hi : lo + 60];
   }
 
-  function fmt(v) {
-    if (v == null) return "—";
-    var a = Math.abs(v);
-    if (a >= 1e9) return (v / 1e9).toPrecision(3) + "G";
-    if (a >= 1e6) return (v / 1e6).toPrecision(3) + "M";
-    if (a >= 1e3) return (v / 1e3).toPrecision(3) + "k";
-    return v.toPrecision(4);
+  // ---- the series against the chosen axis: sorted x, and a null wherever the run went quiet ---------
+  function columns(c) {
+    var rows = [];
+    for (var i = 0; i < c.x.length; i++) {
+      var x = axis === "time" ? c.t[i] : c.x[i];
+      if (x != null) rows.push([x, c.max[i], c.min[i], c.mean[i]]);
+    }
+    rows.sort(function (a, b) { return a[0] - b[0]; });
+    if (axis === "time" && rows.length) {  // the line breaks across a stall, restart or downtime
+      var out = [rows[0]];
+      for (var k = 1; k < rows.length; k++) {
+        var a = rows[k - 1][0], b = rows[k][0];
+        var cut = data.bands.some(function (band) {
+          var to = band.to == null ? data.now : band.to;
+          return band.kind !== "startup" && band.from < b && to > a;
+        });
+        if (cut) out.push([(a + b) / 2, null, null, null]);
+        out.push(rows[k]);
+      }
+      var last = rows[rows.length - 1][0];
+      var open = data.bands.some(function (band) { return band.to == null && band.from >= last - 1; });
+      if (open && data.now > last) out.push([(last + data.now) / 2, null, null, null]);  // still down
+      rows = out;
+    }
+    return [0, 1, 2, 3].map(function (col) { return rows.map(function (r) { return r[col]; }); });
+  }
+
+  // ---- drawn on the canvas: incident bands (time axis) and marker lines ---------------------------
+  function overlay(bands, markers) {
+    return { hooks: { draw: [function (u) {
+      var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
+      var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
+      var dpr = window.devicePixelRatio || 1;
+      ctx.save();
+      ctx.font = (11 * dpr) + "px system-ui, sans-serif";
+      ctx.textAlign = "left";  // uPlot leaves its last axis' alignment on the context
+      ctx.textBaseline = "alphabetic";
+      bands.forEach(function (b) {
+        var x0 = Math.max(left, u.valToPos(b.from, "x", true));
+        var x1 = Math.min(right, u.valToPos(b.to == null ? data.now : b.to, "x", true));
+        if (!(x1 > x0)) return;
+        ctx.fillStyle = BAND[b.kind] || BAND.startup;
+        ctx.fillRect(x0, top, x1 - x0, height);
+        ctx.fillStyle = ink;
+        if (x1 - x0 > ctx.measureText(b.label).width + 6 * dpr) ctx.fillText(b.label, x0 + 3 * dpr, top + height - 6 * dpr);
+      });
+      var rows = [-Infinity, -Infinity, -Infinity];  // right edge of the last label in each row
+      markers.map(function (m) { return { m: m, x: u.valToPos(axis === "time" ? m.t : m.step, "x", true) }; })
+        .filter(function (p) { return isFinite(p.x) && p.x >= left && p.x <= right; })
+        .sort(function (a, b) { return a.x - b.x; })
+        .forEach(function (p) {
+          var m = p.m, x = p.x, color = MARK[m.kind] || ink;
+          ctx.strokeStyle = color;
+          ctx.fillStyle = color;
+          ctx.lineWidth = 1.5 * dpr;
+          ctx.setLineDash(m.kind === "restart" ? [5 * dpr, 4 * dpr] : []);
+          ctx.beginPath();
+          ctx.moveTo(x, top);
+          ctx.lineTo(x, top + height);
+          ctx.stroke();
+          var label = String(m.label), w = ctx.measureText(label).width;
+          var lx = x + 4 * dpr + w > right ? x - 4 * dpr - w : x + 4 * dpr;
+          for (var r = 0; r < rows.length; r++) {  // a free row, else no label (the line stays)
+            if (lx > rows[r] + 4 * dpr) {
+              ctx.fillText(label, lx, top + (12 + 13 * r) * dpr);
+              rows[r] = lx + w;
+              break;
+            }
+          }
+        });
+      ctx.restore();
+    }] } };
+  }
+
+  // ---- the legend: the newest values when the pointer is elsewhere, the pointed bucket's on hover ----
+  function latest(u, s) {
+    var col = u.data[s];
+    for (var i = col.length - 1; i >= 0; i--) if (col[i] != null) return i;
+    return null;
+  }
+  function legendX(u, v) {
+    var idx = v == null ? latest(u, 3) : null, x = v == null ? (idx == null ? null : u.data[0][idx]) : v;
+    if (x == null) return "—";
+    var text = axis === "time" ? utc(x) : Math.round(x).toLocaleString("en-US");
+    return v == null ? text + " (latest)" : text;
+  }
+  function legendValue(s) {
+    return function (u, v, si, idx) {
+      var i = idx == null ? latest(u, 3) : idx;
+      if (i == null) return "—";
+      if (s === "band") return num(u.data[2][i]) + " – " + num(u.data[1][i]);
+      return num(u.data[3][i]);
+    };
   }
 
   var plots = [];
+  var markers = data.markers.filter(function (m) { return (axis === "time" ? m.t : m.step) != null; });
   data.charts.forEach(function (c) {
     var host = document.getElementById(c.id);
     if (!host) return;
-    var byTime = c.axis === "time";
+    var unit = c.unit ? " (" + c.unit + ")" : "";
     var opts = {
       width: Math.max(280, host.clientWidth),
-      height: window.innerWidth < 600 ? 180 : 220,
-      scales: { x: { time: byTime } },
+      height: window.innerWidth < 600 ? 200 : 240,
+      scales: { x: axis === "time" ? { time: true, range: timeRange } : { time: false } },
+      tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
       series: [
-        { label: byTime ? "time" : "step", value: function (u, v) { return v == null ? "—" : (byTime ? new Date(v * 1000).toISOString() : Math.round(v).toLocaleString()); } },
-        { label: "max", stroke: "rgba(37,99,235,0.55)", width: 1, value: function (u, v) { return fmt(v); } },
-        { label: "min", stroke: "rgba(37,99,235,0.55)", width: 1, value: function (u, v) { return fmt(v); } },
-        { label: "mean", stroke: dark ? "#93c5fd" : "#1d4ed8", width: 1.5, value: function (u, v) { return fmt(v); } }
+        { label: axis === "time" ? "time" : "step", value: legendX },
+        { label: "min – max", stroke: "rgba(37,99,235,0.45)", width: 1, value: legendValue("band") },
+        { label: "min", stroke: "rgba(37,99,235,0.45)", width: 1, value: legendValue("band") },
+        { label: "mean", stroke: dark ? "#93c5fd" : "#1d4ed8", width: 1.5, value: legendValue("mean") }
       ],
-      bands: [{ series: [1, 2], fill: "rgba(37,99,235,0.18)" }],
+      bands: [{ series: [1, 2], fill: "rgba(37,99,235,0.28)" }],
       axes: [
-        byTime ? { stroke: ink, grid: { stroke: grid } } : {
-          stroke: ink, grid: { stroke: grid }, incrs: STEP_INCRS,
-          values: function (u, vals) { return vals.map(function (v) { return Math.round(v).toLocaleString(); }); }
-        },
-        { stroke: ink, grid: { stroke: grid }, size: 56, values: function (u, vals) { return vals.map(fmt); } }
+        axis === "time"
+          ? { stroke: ink, grid: { stroke: grid }, label: "time (UTC)", labelSize: 18, values: timeTicks }
+          : { stroke: ink, grid: { stroke: grid }, incrs: STEP_INCRS, label: "step", labelSize: 18,
+              values: function (u, vals) { return vals.map(function (v) { return Math.round(v).toLocaleString("en-US"); }); } },
+        { stroke: ink, grid: { stroke: grid }, size: 64, label: c.title + unit, labelSize: 18, values: tickValues }
       ],
-      plugins: byTime ? [] : [markers(data.markers)]
+      plugins: [overlay(axis === "time" ? data.bands : [], markers)]
     };
-    var u = new window.uPlot(opts, [c.x, c.max, c.min, c.mean], host);
+    var u = new window.uPlot(opts, columns(c), host);
+    host.setAttribute("data-axis", axis);
+    host.uplot = u;  // for the browser tests: the drawn ticks and scales
     plots.push([u, host]);
   });
 

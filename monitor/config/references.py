@@ -1,0 +1,34 @@
+"""Checks across a watch config's parts, made after each part is valid on its own: every name a route,
+the watchdog or an inhibit rule refers to exists, and watch names are unique. Each problem names the
+field that holds the bad reference, so the user is sent to its line, not to the top of the file."""
+
+from __future__ import annotations
+
+from monitor.config.errors import Problem
+from monitor.config.schema import RouteConfig, WatchConfig
+
+
+def reference_problems(cfg: WatchConfig) -> list[Problem]:
+    problems: list[Problem] = []
+    first: dict[str, int] = {}
+    for i, w in enumerate(cfg.watch):
+        if w.name in first:
+            problems.append(
+                Problem(None, f"watch[{i}].name", f"{w.name!r} is already the name of watch[{first[w.name]}]")
+            )
+        first.setdefault(w.name, i)
+    known = sorted({r.name for r in cfg.receivers})
+
+    def unknown(name: str) -> str:
+        return f"{name!r} is not a receiver; known: {', '.join(known) or 'none (add one under receivers)'}"
+
+    def walk(route: RouteConfig, where: str) -> None:
+        if route.receiver not in known:
+            problems.append(Problem(None, f"{where}.receiver", unknown(route.receiver)))
+        for i, child in enumerate(route.routes):
+            walk(child, f"{where}.routes[{i}]")
+
+    walk(cfg.route, "route")
+    if cfg.watchdog and cfg.watchdog.receiver not in known:
+        problems.append(Problem(None, "watchdog.receiver", unknown(cfg.watchdog.receiver)))
+    return problems

@@ -1,0 +1,56 @@
+"""Every `--help` at 80 columns: no `<bool>` beside flags, bracketed notes shown (not eaten as markup),
+paragraphs reflowed, nothing wider than the terminal."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import typer
+from typer.testing import CliRunner
+
+from monitor.cli.main import app
+
+runner = CliRunner()
+
+
+def _commands() -> list[list[str]]:
+    root = typer.main.get_command(app)
+    out: list[list[str]] = [[]]
+
+    def walk(cmd: click.Command, path: list[str]) -> None:
+        for name, sub in getattr(cmd, "commands", {}).items():
+            out.append([*path, name])
+            walk(sub, [*path, name])
+
+    walk(root, [])
+    return out
+
+
+def flat(text: str) -> str:
+    return " ".join(re.sub("[│╭╮╰╯─]", " ", text).split())
+
+
+def help_of(*path: str) -> str:
+    r = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80", "TERM": "dumb"})
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_every_help_page_fits_80_columns_and_shows_no_type_beside_flags():
+    paths = _commands()
+    assert ["silence", "query"] in paths and ["rules", "check"] in paths
+    for path in paths:
+        text = help_of(*path)
+        assert "<bool>" not in text, f"herowatch {' '.join(path)} --help"
+        assert "<list[" not in text, f"herowatch {' '.join(path)} --help"
+        assert max(len(line) for line in text.splitlines()) <= 80, f"herowatch {' '.join(path)} --help"
+        assert "…" not in text, f"herowatch {' '.join(path)} --help cuts a word"
+
+
+def test_bracketed_notes_and_paragraphs_read_as_written():
+    serve = flat(help_of("serve"))
+    assert "[env HEROWATCH_LISTEN, default 127.0.0.1:8080]" in serve
+    assert "must be migrated first with herowatch db upgrade." in serve
+    add = flat(help_of("silence", "add"))
+    assert "[default: your user name]" in add and "[env HEROWATCH_URL, default http://127.0.0.1:8080]" in add

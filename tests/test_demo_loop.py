@@ -1,0 +1,82 @@
+"""The demo keeps teaching: its run loops through six incidents, each of which pages, can be acted on
+for a while and resolves within the loop, and the loop comes round again; the healthy run never pages.
+The demo's own config on a manual clock (10 simulated hours in about ten seconds)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from sqlalchemy import select
+
+from alerts.clock import ManualClock
+from monitor.cli.demo_text import intro
+from monitor.config.loader import parse_config
+from monitor.storage.models import Alert, AlertTransition
+from tests.helpers import make_service, tick
+
+DEMO = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
+T0 = 1_780_000_000.0
+LOOP = 5 * 3600
+# incident -> the alert that teaches it (all severities a newcomer should see act and resolve)
+TAUGHT = {
+    "stall": "progress_stalled",
+    "loss_spike": "loss_spike",
+    "nan": "loss_nonfinite",
+    "oom_kill": "oom_kills",
+    "throughput_drop": "throughput_drop",
+    "outage": "source_unavailable",
+}
+
+
+def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp_path: Path):
+    clock = ManualClock(T0)
+    service, _ = make_service(f"sqlite:///{tmp_path / 'demo.db'}", clock, DEMO, keep_notifiers=True)
+    service.engine.resume()
+    try:
+        tick(service, clock, 2 * LOOP + 600, 60)
+        with service.sessions() as s:
+            rows = s.execute(
+                select(AlertTransition, Alert).join(Alert, Alert.id == AlertTransition.alert_id)
+            ).all()
+    finally:
+        service.stop()
+    assert {a.run_id for _, a in rows} == {"hero-demo-7b"}, "the healthy run never raised anything"
+    cfg = parse_config(DEMO, "demo.yaml")
+    incidents = {i.kind: i for i in cfg.watch[0].sim.incidents}
+    for kind, rule in TAUGHT.items():
+        for loop in (0, 1):
+            start = T0 + loop * LOOP + incidents[kind].at
+            fired = [t.at for t, a in rows if a.rule == rule and t.to_state == "firing" and t.at >= start]
+            assert fired and fired[0] - start < 25 * 60, (
+                f"{rule} fires within 25m of the {kind} (loop {loop})"
+            )
+            resolved = [t for t, a in rows if a.rule == rule and t.to_state == "resolved" and t.at > fired[0]]
+            assert resolved, f"{rule} resolves (loop {loop})"
+            lasted = resolved[0].at - fired[0]
+            assert 15 * 60 <= lasted <= 45 * 60, (
+                f"{rule} stays firing long enough to act on: {lasted / 60:.0f}m"
+            )
+            assert resolved[0].at < T0 + (loop + 1) * LOOP, f"{rule} resolves before the loop comes round"
+    pages = {a.rule for t, a in rows if t.to_state == "firing" and a.severity in ("critical", "warning")}
+    assert pages <= set(TAUGHT.values()), f"nothing pages but what the loop teaches: {pages}"
+    reasons = [t.reason for t, a in rows if t.to_state == "resolved"]
+    assert not [r for r in reasons if "sigma below" in r], "a resolution never reads like an alarm"
+    assert any(r.startswith("last step ") and "within the limit 15m" in r for r in reasons)
+
+
+def test_the_demo_explains_its_clock_and_its_schedule():
+    text = intro(
+        parse_config(DEMO, "demo.yaml"), 30.0, "http://127.0.0.1:8080", "log in with the one-time token tok"
+    )
+    flat = " ".join(text.split())
+    assert "on a clock 30x faster than real time" in flat
+    assert (
+        "(a 2h silence lasts 4m of real time)" in flat
+        and "One loop of incidents takes 10m of real time" in flat
+    )
+    assert (
+        "hero-demo-7b (every 5h, at h:mm into each loop): stall 0:05, loss spike 1:05, NaN loss 1:55, "
+        "OOM kill + restart 2:30, throughput drop 3:15, source outage 4:15" in flat
+    )
+    assert "hero-demo-healthy: stays healthy" in flat and "one-time token tok" in flat
