@@ -208,8 +208,8 @@ def serve(url: str, port: int, static_dir: str) -> None:
     import uvicorn
     from fastapi.staticfiles import StaticFiles
 
-    from monitor.web.api.context import ApiContext
     from monitor.web.app import create_app
+    from monitor.web.context import ApiContext
 
     engine = make_engine(url)
     ctx = ApiContext(

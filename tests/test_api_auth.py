@@ -7,7 +7,7 @@ import re
 import pytest
 
 from alerts.clock import isoformat
-from monitor.web.api.auth import SESSION_COOKIE
+from monitor.web.auth import SESSION_COOKIE
 from tests.dashboard.support import TOKEN, bearer, build, client
 from tests.helpers import tick
 

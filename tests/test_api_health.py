@@ -12,8 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.sources.base import PollResult
 from monitor.storage.db import make_engine, make_sessionmaker
-from monitor.web.api.context import ApiContext
 from monitor.web.app import create_app
+from monitor.web.context import ApiContext
 from tests.dashboard.support import build, client
 from tests.helpers import tick
 

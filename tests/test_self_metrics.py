@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from alerts.notifiers.base import SendResult
 from monitor.delivery.send_stats import BUCKETS, SendLatency
-from monitor.web.api.poll_counter import PollCounter
 from monitor.web.app import create_app
+from monitor.web.poll_counter import PollCounter
 from tests.dashboard.support import build
 from tests.helpers import tick
 from tests.test_api_health import samples

@@ -14,9 +14,10 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from monitor import __version__
-from monitor.web.api import alerts, errors, health, metrics, runs, silences, slack
-from monitor.web.api.context import ApiContext
+from monitor.web import errors
+from monitor.web.api import alerts, health, metrics, runs, silences, slack
 from monitor.web.api.slack_replay import ReplayGuard
+from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
 from monitor.web.proxy import ForwardedHeaders
 from monitor.web.throttle import LoginThrottle

@@ -10,7 +10,7 @@ import re
 import httpx
 import pytest
 
-from monitor.web.api.auth import SESSION_COOKIE
+from monitor.web.auth import SESSION_COOKIE
 from tests.security.conftest import HOST, PROXY, TOKEN
 
 CATCH_ALL = {"matchers": 'alertname=~".*"', "duration": "89d", "comment": "gone fishing"}

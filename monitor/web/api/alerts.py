@@ -9,10 +9,10 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 
 from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.storage import views
-from monitor.web.api import status
-from monitor.web.api.auth import require_read, require_write
-from monitor.web.api.context import ApiContext, context
-from monitor.web.api.schemas import AckIn, AlertOut, ErrorOut, db_id
+from monitor.web import status
+from monitor.web.auth import require_read, require_write
+from monitor.web.context import ApiContext, context
+from monitor.web.schemas import AckIn, AlertOut, ErrorOut, db_id
 
 router = APIRouter(tags=["alerts"])
 

@@ -10,9 +10,9 @@ from fastapi.responses import JSONResponse
 from monitor import __version__
 from monitor.durations import format_duration
 from monitor.storage import views
-from monitor.web.api.auth import may_read, require_read
-from monitor.web.api.context import STALE_POLLS, ApiContext, context
-from monitor.web.api.schemas import ErrorOut, HealthOut, ReadyOut, RuleOut
+from monitor.web.auth import may_read, require_read
+from monitor.web.context import STALE_POLLS, ApiContext, context
+from monitor.web.schemas import ErrorOut, HealthOut, ReadyOut, RuleOut
 
 log = logging.getLogger(__name__)
 router = APIRouter()

@@ -19,9 +19,9 @@ from prometheus_client.registry import Collector
 from monitor import __version__
 from monitor.runs.goodput import LOST
 from monitor.storage import views
-from monitor.web.api import status
-from monitor.web.api.auth import require_read
-from monitor.web.api.context import STALE_POLLS, ApiContext
+from monitor.web import status
+from monitor.web.auth import require_read
+from monitor.web.context import STALE_POLLS, ApiContext
 
 log = logging.getLogger(__name__)
 router = APIRouter()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from monitor.storage import views
-from monitor.web.api import status
-from monitor.web.api.auth import require_read
-from monitor.web.api.context import ApiContext, context
-from monitor.web.api.run_detail import MAX_POINTS, run_detail
-from monitor.web.api.schemas import ErrorOut, RunDetail, RunOut
+from monitor.web import status
+from monitor.web.auth import require_read
+from monitor.web.context import ApiContext, context
+from monitor.web.run_detail import MAX_POINTS, run_detail
+from monitor.web.schemas import ErrorOut, RunDetail, RunOut
 
 router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
 

@@ -2,58 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query
-from sqlalchemy.orm import Session
 
-from alerts.clock import isoformat
 from alerts.routing import Matcher
 from alerts.silences import matches_filter
-from monitor.delivery.oncall import ActionError, create_silence, expire_silence, parse_time
+from monitor.delivery.oncall import ActionError, expire_silence
 from monitor.storage import views
-from monitor.storage.models import Alert, Silence
-from monitor.web.api.auth import require_read, require_write
-from monitor.web.api.context import ApiContext, clock_header, context
-from monitor.web.api.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
+from monitor.web.auth import require_read, require_write
+from monitor.web.context import ApiContext, clock_header, context
+from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
+from monitor.web.silences import create_from, silence_out
 
 router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)])
-
-
-def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
-    """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI)."""
-    return create_silence(
-        s,
-        body.matchers,
-        created_by=body.created_by,
-        comment=body.comment,
-        now=now,
-        starts_at=parse_time(body.starts_at, "starts_at"),
-        ends_at=parse_time(body.ends_at, "ends_at"),
-        duration=float(body.duration) if body.duration is not None else None,
-    )
-
-
-def silence_out(row: Silence, now: float, active: Sequence[Alert] = ()) -> SilenceOut:
-    state = views.silence_state(row, now)
-    spec = views.spec_of(row)
-    muting = 0
-    if spec is not None and state == "active":
-        muting = sum(1 for a in active if spec.matches({k: str(v) for k, v in (a.labels or {}).items()}))
-    return SilenceOut(
-        id=row.id,
-        matchers=views.matchers_of(row),
-        starts_at=isoformat(row.starts_at) or "",
-        ends_at=isoformat(row.ends_at) or "",
-        state=state,
-        created_by=row.created_by,
-        comment=row.comment or "",
-        created_at=isoformat(row.created_at) or "",
-        muting=muting,
-    )
-
-
 MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
 
 

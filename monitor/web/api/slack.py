@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from alerts.slack_interactions import BadPayload, BadSignature, parse_payload, verify_signature
 from monitor.delivery import oncall
 from monitor.storage import groups_repo
-from monitor.web.api.context import ApiContext, context
+from monitor.web.context import ApiContext, context
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["slack"])

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from monitor.storage import views
-from monitor.web.api.schemas import RunDetail, Series
 from monitor.web.dashboard.templating import epoch
+from monitor.web.schemas import RunDetail, Series
 
 LOSS = "train/loss"
 SPARK_W, SPARK_H, SPARK_COLS = 120.0, 28.0, 48

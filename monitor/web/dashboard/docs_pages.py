@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, Response
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from monitor.web.api.context import ApiContext, context
+from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.pages import guard, page
 
 router = APIRouter(include_in_schema=False)

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from alerts.silences import split_matchers
 from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
-from monitor.web.api.auth import (
+from monitor.web.auth import (
     NO_TOKEN,
     SESSION_COOKIE,
     SESSION_MAX_AGE,
@@ -27,12 +27,12 @@ from monitor.web.api.auth import (
     token_matches,
     token_of,
 )
-from monitor.web.api.context import ApiContext, context
-from monitor.web.api.schemas import SilenceIn, db_id
-from monitor.web.api.silences import create_from
+from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.origin import cross_origin
 from monitor.web.dashboard.pages import page
-from monitor.web.dashboard.viewer import safe_next, to_login, viewer_of
+from monitor.web.schemas import SilenceIn, db_id
+from monitor.web.silences import create_from
+from monitor.web.viewer import safe_next, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
 MAX_FIELDS = 20  # the largest form has 6; a body is bounded by HEROWATCH_MAX_BODY_FORM as well

@@ -10,13 +10,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from monitor.storage import views
-from monitor.web.api import status
-from monitor.web.api.context import ApiContext, context
-from monitor.web.api.run_detail import run_detail
-from monitor.web.api.schemas import AlertOut, RunDetail
+from monitor.web import status
+from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.charts import chart_payload
 from monitor.web.dashboard.templating import short_duration
-from monitor.web.dashboard.viewer import may_see, to_login, viewer_of
+from monitor.web.run_detail import run_detail
+from monitor.web.schemas import AlertOut, RunDetail
+from monitor.web.viewer import may_see, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
 REFRESH_SECONDS = 5
@@ -234,7 +234,7 @@ def alerts_fragment(request: Request, ctx: ApiContext = Depends(context)) -> Res
 
 
 def silences_values(ctx: ApiContext) -> dict[str, Any]:
-    from monitor.web.api.silences import silence_out
+    from monitor.web.silences import silence_out
 
     now = ctx.now()
     with ctx.sessions() as s:

@@ -11,10 +11,10 @@ from alerts.clock import isoformat
 from monitor.storage import views
 from monitor.storage.models import Run
 from monitor.storage.series import BucketView
-from monitor.web.api import status
-from monitor.web.api.context import ApiContext
-from monitor.web.api.schemas import Bucket, RunDetail, Series, TimelineEntry
-from monitor.web.api.stats_cache import derive
+from monitor.web import status
+from monitor.web.context import ApiContext
+from monitor.web.schemas import Bucket, RunDetail, Series, TimelineEntry
+from monitor.web.stats_cache import derive
 
 MAX_POINTS = 512
 

@@ -9,7 +9,7 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 
 from monitor.settings import Settings
-from monitor.web.api.auth import bearer_ok, csrf_token, session_of, session_ok, token_of
+from monitor.web.auth import bearer_ok, csrf_token, session_of, session_ok, token_of
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from monitor.durations import format_duration
 from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
-from monitor.web.api.context import STALE_POLLS, ApiContext
-from monitor.web.api.schemas import AlertOut, Goodput, GoodputSummary, Incident, RunOut
-from monitor.web.api.stats_cache import Derived
+from monitor.web.context import STALE_POLLS, ApiContext
+from monitor.web.schemas import AlertOut, Goodput, GoodputSummary, Incident, RunOut
+from monitor.web.stats_cache import Derived
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 HEALTH_RANK = {"critical": 0, "warning": 1, "unknown": 2, "ok": 3, "ended": 4}

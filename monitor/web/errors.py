@@ -36,7 +36,7 @@ def _error_page(request: Request, status: int, title: str, message: str) -> Resp
     ctx = getattr(request.app.state, "ctx", None)
     if renderer is None or ctx is None:
         return HTMLResponse(f"<h1>{status}</h1>", status_code=status)
-    from monitor.web.dashboard.viewer import viewer_of
+    from monitor.web.viewer import viewer_of
 
     html = renderer.render(
         "error.html",

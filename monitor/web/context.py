@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
 from monitor.settings import Settings
-from monitor.web.api.poll_counter import PollCounter
-from monitor.web.api.stats_cache import StatsCache
+from monitor.web.poll_counter import PollCounter
+from monitor.web.stats_cache import StatsCache
 
 if TYPE_CHECKING:
     from monitor.service import Service

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fastapi import Depends, HTTPException, Request
 
 from monitor.settings import Settings
-from monitor.web.api.context import ApiContext, context
+from monitor.web.context import ApiContext, context
 
 SESSION_COOKIE = "herowatch_session"
 SESSION_MAX_AGE = 12 * 3600
