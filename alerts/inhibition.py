@@ -42,15 +42,3 @@ def inhibited(
     """Is an alert with ``labels`` muted by one of the ``firing`` alerts?"""
     firing = list(firing)
     return any(rule.inhibits(src, labels) for rule in rules for src in firing if src != labels)
-
-
-DEFAULT_INHIBIT_RULES: tuple[tuple[list[str], list[str], list[str]], ...] = (
-    # A run that crashed, failed or was killed: its stall, throughput and telemetry alerts say nothing more.
-    (
-        ['alertname=~"run_crashed|crash_loop"'],
-        ['alertname=~"progress_stalled|telemetry_gone|throughput_.*|mfu_.*|tokens_per_second_.*"'],
-        ["run"],
-    ),
-    # A source that cannot be read explains missing telemetry.
-    (['alertname="source_unavailable"'], ['alertname=~"telemetry_gone|.*_absent"'], ["run"]),
-)

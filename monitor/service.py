@@ -29,7 +29,7 @@ from monitor.delivery.pipeline import Pipeline
 from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
-from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file
+from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file, pack_inhibit_rules
 from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
@@ -106,8 +106,15 @@ def with_runbooks(rules: RuleSet, base: str) -> RuleSet:
     return RuleSet(tuple(resolved(r) for r in rules.rules))
 
 
+def inhibit_configs(cfg: WatchConfig) -> list:
+    """The config's inhibit rules, or when it sets none, those its packs declare."""
+    if cfg.inhibit_rules is not None:
+        return list(cfg.inhibit_rules)
+    return [r for pack in cfg.rules.packs for r in pack_inhibit_rules(pack)]
+
+
 def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
-    return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in cfg.inhibit_rules]
+    return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in inhibit_configs(cfg)]
 
 
 def matcher_problems(cfg: WatchConfig) -> list[Problem]:
@@ -127,7 +134,7 @@ def matcher_problems(cfg: WatchConfig) -> list[Problem]:
             walk(child, f"{where}.routes[{i}]")
 
     walk(cfg.route, "route")
-    for i, rule in enumerate(cfg.inhibit_rules):
+    for i, rule in enumerate(cfg.inhibit_rules or ()):
         check(rule.source_matchers, f"inhibit_rules[{i}].source_matchers")
         check(rule.target_matchers, f"inhibit_rules[{i}].target_matchers")
     return problems

@@ -298,3 +298,14 @@ def test_an_acknowledgement_updates_the_thread_and_the_timeline(pipe):
         oncall.ack_alert(s, a, "amy", "looking", pipe.now)
     got = pipe.at(331)
     assert got[1].kind == "update" and got[1].alerts[0].acked_by == "amy" and not got[1].notifies
+
+
+def test_the_packs_in_force_bring_their_inhibit_rules_and_a_config_can_replace_them():
+    from monitor.config import parse_config
+    from monitor.service import build_inhibit_rules
+
+    [rule] = build_inhibit_rules(parse_config("rules: {packs: [hero]}\n"))
+    crashed = {"alertname": "run_crashed", "run": "r"}
+    assert rule.inhibits(crashed, {"alertname": "progress_stalled", "run": "r"})
+    assert not rule.inhibits(crashed, {"alertname": "progress_stalled", "run": "other"})
+    assert build_inhibit_rules(parse_config("rules: {packs: [hero]}\ninhibit_rules: []\n")) == []

@@ -178,14 +178,6 @@ class InhibitRuleConfig(Strict):
     equal: list[str] = Field(default_factory=lambda: ["run"])
 
 
-def _default_inhibit_rules() -> list[InhibitRuleConfig]:
-    from alerts.inhibition import DEFAULT_INHIBIT_RULES
-
-    return [
-        InhibitRuleConfig(source_matchers=s, target_matchers=t, equal=e) for s, t, e in DEFAULT_INHIBIT_RULES
-    ]
-
-
 class WatchdogConfig(Strict):
     """A dead man's switch: herowatch sends a heartbeat here; the receiver pages when it stops."""
 
@@ -194,14 +186,10 @@ class WatchdogConfig(Strict):
 
 
 class ServerConfig(Strict):
-    dashboard_title: str = "herowatch"
     external_url: str | None = Field(default=None, description="where people reach the dashboard, for links")
     runbooks_url: str | None = Field(
         default=None,
         description="where the rules' runbook links point (your wiki); default: herowatch's own /runbooks",
-    )
-    evaluation_interval: Annotated[Duration, Field(description="how often time-based rules are checked")] = (
-        15.0
     )
 
 
@@ -210,6 +198,8 @@ class WatchConfig(Strict):
     rules: RulesConfig = Field(default_factory=RulesConfig)
     receivers: list[Receiver] = Field(default_factory=lambda: [ConsoleReceiver(name="console")])
     route: RouteConfig = Field(default_factory=RouteConfig)
-    inhibit_rules: list[InhibitRuleConfig] = Field(default_factory=_default_inhibit_rules)
+    inhibit_rules: list[InhibitRuleConfig] | None = Field(
+        default=None, description="default: the inhibit rules of the packs in force (rules.packs)"
+    )
     watchdog: WatchdogConfig | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)

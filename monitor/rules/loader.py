@@ -17,9 +17,20 @@ from monitor.rules.kinds import DETECTORS
 from monitor.rules.spec import RuleSpec
 
 
+class PackInhibitRule(BaseModel):
+    """A pack's own inhibition: while an alert matching ``source_matchers`` fires, alerts matching
+    ``target_matchers`` with the same ``equal`` labels are muted (a crashed run is not also stalled)."""
+
+    model_config = ConfigDict(extra="forbid")
+    source_matchers: list[str]
+    target_matchers: list[str]
+    equal: list[str] = ["run"]
+
+
 class _RuleList(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[dict[str, Any]]
+    inhibit_rules: list[PackInhibitRule] = []
 
 
 def _spec_model(kind: object) -> type[RuleSpec]:
@@ -126,6 +137,13 @@ def load_pack(name: str) -> list[RuleSpec]:
             [Problem(None, "rules.packs", f"no built-in pack {name!r}; known: {', '.join(pack_names())}")],
         )
     return parse_rules(res.read_text(encoding="utf-8"), f"<pack {name}>")
+
+
+def pack_inhibit_rules(name: str) -> list[PackInhibitRule]:
+    """The inhibit rules a built-in pack declares (its rule names are its own business, not alerts/')."""
+    res = resources.files("monitor.rules.packs") / f"{name}.yaml"
+    data, _ = load_with_positions(res.read_text(encoding="utf-8"), f"<pack {name}>")
+    return _RuleList.model_validate(data).inhibit_rules
 
 
 def load_rule_file(path: str | Path) -> list[RuleSpec]:

@@ -232,7 +232,6 @@ class WandbSource:
         self._lock = threading.Lock()
         self._warned: set[tuple[str, str]] = set()
         self.sleep: Callable[[float], None] = time.sleep  # between retries; tests may replace it
-        self.last_requests: dict[str, int] = {}  # by operation, of the last poll (for benchmarks)
 
     def _client(self, cfg: WandbTarget, count: RequestCount) -> WandbClient:
         key = self._key.get_secret_value() if self._key is not None else ""
@@ -264,7 +263,6 @@ class WandbSource:
             log.warning("watch %s: %s", target.watch, msg)
             result = PollResult(error=msg)
         result.requests = count.total
-        self.last_requests = dict(count.by_operation)
         return result
 
     def _poll(self, job: _Poll, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
