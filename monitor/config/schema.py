@@ -11,14 +11,14 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from monitor.durations import Duration
-from monitor.sources.prometheus_config import PrometheusTarget
-from monitor.sources.sim_config import SimTarget
-from monitor.sources.wandb_config import WandbTarget
+from monitor.sources.registry import SourceTarget
+from monitor.sources.registry import kinds as source_kinds
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
@@ -41,7 +41,7 @@ class WatchRules(Strict):
     disabled: list[str] = Field(default_factory=list)
 
 
-class Watch(Strict):
+class WatchBase(Strict):
     """One thing to watch: a simulated run, or (with the pollers) a W&B project selector."""
 
     name: str
@@ -61,9 +61,6 @@ class Watch(Strict):
         description="the trainer whose metric names the runs log (megatron, huggingface, ...): mapped "
         "to the names the rules use; auto: detected from each run's keys; none: used as they are",
     )
-    sim: SimTarget | None = None
-    wandb: WandbTarget | None = None
-    prometheus: PrometheusTarget | None = None
 
     @field_validator("name")
     @classmethod
@@ -91,18 +88,30 @@ class Watch(Strict):
         return v
 
     @model_validator(mode="after")
-    def _one_source(self) -> Watch:
-        given = [k for k in self.source_kinds() if getattr(self, k) is not None]
-        if not given:
+    def _one_source(self) -> WatchBase:
+        if not self.targets():
             raise ValueError(f"say which source to watch: one of {', '.join(self.source_kinds())}")
         return self
 
     @classmethod
     def source_kinds(cls) -> list[str]:
-        return [name for name in ("sim", "wandb", "prometheus") if name in cls.model_fields]
+        return [name for name in source_kinds() if name in cls.model_fields]
 
-    def targets(self) -> dict[str, Any]:
+    def targets(self) -> dict[str, SourceTarget]:
+        """Source kind -> its settings, for the sources this watch reads."""
         return {k: getattr(self, k) for k in self.source_kinds() if getattr(self, k) is not None}
+
+
+# One key per registered source kind (monitor/sources/*_config.py): adding a source edits nothing here.
+Watch = create_model(
+    "Watch",
+    __base__=WatchBase,
+    __module__=__name__,
+    **{
+        kind: (sk.config | None, Field(default=None, description=sk.doc or None))
+        for kind, sk in source_kinds().items()
+    },
+)
 
 
 class ConsoleReceiver(Strict):

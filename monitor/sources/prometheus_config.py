@@ -58,6 +58,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.sources.registry import SourceTarget, register
 
 QueryKind = Literal["gauge", "counter", "events"]
 
@@ -137,7 +138,7 @@ DEFAULT_QUERIES: dict[str, QuerySpec] = {
 }
 
 
-class PrometheusTarget(BaseModel):
+class PrometheusTarget(SourceTarget):
     """Runs read from a Prometheus server's HTTP API. See the module docstring for templates and aliases.
 
     The bearer token, if the server needs one, comes from the environment (HEROWATCH_PROMETHEUS_TOKEN),
@@ -241,6 +242,10 @@ class PrometheusTarget(BaseModel):
             )
         return self
 
+    def for_backfill(self, run: str | None = None) -> PrometheusTarget:
+        """As far back as one range query reaches."""
+        return self.model_copy(update={"lookback": self.step * MAX_RANGE_POINTS})
+
     def all_selectors(self) -> dict[str, str]:
         return {**DEFAULT_SELECTORS, **self.selectors}
 
@@ -256,3 +261,11 @@ class PrometheusTarget(BaseModel):
             else:
                 out[alias] = q
         return out
+
+
+register(
+    "prometheus",
+    PrometheusTarget,
+    "monitor.sources.prometheus_source:PrometheusSource",
+    "named PromQL per run (OOM kills, restarts, GPU and host metrics)",
+)

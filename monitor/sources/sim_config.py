@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from monitor.durations import Duration
+from monitor.sources.registry import SourceTarget, register
 
 IncidentKind = Literal[
     "stall", "restart", "loss_spike", "nan", "throughput_drop", "oom_kill", "crash", "outage"
@@ -43,7 +44,7 @@ class Incident(BaseModel):
         return self.at + (self.duration or 0.0)
 
 
-class SimTarget(BaseModel):
+class SimTarget(SourceTarget):
     """A simulated run. All times are on the engine's clock, which the demo speeds up."""
 
     model_config = ConfigDict(extra="forbid")
@@ -83,3 +84,6 @@ class SimTarget(BaseModel):
             if inc.end() >= self.repeat_every:
                 raise ValueError(f"incidents[{i}]: must be over before the loop restarts (repeat_every)")
         return self
+
+
+register("sim", SimTarget, "monitor.sources.sim:SimSource", "the built-in simulated run")

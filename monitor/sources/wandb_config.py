@@ -11,11 +11,13 @@ import os
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from monitor.durations import Duration
 from monitor.profiles import source_keys
+from monitor.sources.registry import SourceTarget, register
 
+WHOLE_HISTORY = 10**12  # steps: "all of it"
 PUBLIC_API = "https://api.wandb.ai"
 PUBLIC_WEB = "https://wandb.ai"
 
@@ -44,7 +46,7 @@ LEVANTER_KEYS: tuple[str, ...] = (
 DEFAULT_KEYS: tuple[str, ...] = tuple(dict.fromkeys([*LEVANTER_KEYS, *source_keys()]))
 
 
-class WandbTarget(BaseModel):
+class WandbTarget(SourceTarget):
     """Runs of one W&B project, chosen by a selector. All given criteria must hold (an empty one is not a
     criterion); runs already being watched stay watched when they stop matching (a crash must be seen)."""
 
@@ -143,3 +145,18 @@ class WandbTarget(BaseModel):
 
     def run_url(self, run_id: str) -> str:
         return f"{self.web_url}/{self.entity}/{self.project}/runs/{run_id}"
+
+    def for_backfill(self, run: str | None = None) -> WandbTarget:
+        """Everything on first sight (and only ``run``, if given)."""
+        return self.model_copy(update={"warmup_steps": WHOLE_HISTORY, **({"run_ids": [run]} if run else {})})
+
+    def for_discovery(self) -> WandbTarget:
+        return self.model_copy(update={"warmup_steps": 1})
+
+
+register(
+    "wandb",
+    WandbTarget,
+    "monitor.sources.wandb_source:WandbSource",
+    "a Weights & Biases project selector (full-resolution history, state, heartbeat)",
+)

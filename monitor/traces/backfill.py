@@ -17,10 +17,9 @@ from monitor.config.schema import Watch
 from monitor.profiles import Vocabulary
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
+from monitor.sources.registry import SourceTarget
 from monitor.storage import runs_repo
 from monitor.traces.trace import TraceWriter
-
-WHOLE_HISTORY = 10**12  # steps: "all of it"
 
 
 @dataclass
@@ -29,25 +28,9 @@ class BackfillReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def whole_history(kind: str, cfg: object, run: str | None = None) -> object:
-    """The watch's source settings changed to read everything on first sight (and one run, if given)."""
-    changes: dict[str, object] = {}
-    if kind == "wandb":
-        changes["warmup_steps"] = WHOLE_HISTORY
-        if run is not None:
-            changes["run_ids"] = [run]
-    if kind == "prometheus":
-        from monitor.sources.prometheus_config import MAX_RANGE_POINTS
-
-        changes["lookback"] = cfg.step * MAX_RANGE_POINTS  # type: ignore[attr-defined]
-    return cfg.model_copy(update=changes)  # type: ignore[attr-defined]
-
-
-def discover(source: Source, kind: str, watch: Watch, cfg: object, now: float) -> list[RunInfo]:
-    """The runs a watch selects, read cheaply (a one-step warm-up)."""
-    if kind == "wandb":
-        cfg = cfg.model_copy(update={"warmup_steps": 1})  # type: ignore[attr-defined]
-    res = source.poll(Target(watch.name, cfg, watch.labels), {}, now)
+def discover(source: Source, kind: str, watch: Watch, cfg: SourceTarget, now: float) -> list[RunInfo]:
+    """The runs a watch selects, read cheaply."""
+    res = source.poll(Target(watch.name, cfg.for_discovery(), watch.labels), {}, now)
     if res.error:
         raise RuntimeError(f"{kind}: {res.error}")
     return res.runs
@@ -67,9 +50,7 @@ def backfill(
         source = sources[kind]
         wanted = list(runs) or [r.run for r in discover(source, kind, watch, cfg, clock.time())]
         for i, run in enumerate(wanted):
-            res = source.poll(
-                Target(watch.name, whole_history(kind, cfg, run), watch.labels), {}, clock.time()
-            )
+            res = source.poll(Target(watch.name, cfg.for_backfill(run), watch.labels), {}, clock.time())
             if res.error:
                 report.errors[run] = res.error
                 on_run(run, i + 1, len(wanted))
