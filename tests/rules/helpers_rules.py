@@ -14,7 +14,11 @@ from monitor.sources.sim_config import SimTarget
 from monitor.traces.replay import ReplayResult, replay
 
 REPO = Path(__file__).resolve().parents[2]
-REAL = REPO / ".." / "shared" / "data" / "real"
+# ../shared/data/real next to the checkout (a worktree may sit one level deeper)
+REAL = next(
+    (p / "shared" / "data" / "real" for p in REPO.parents if (p / "shared" / "data" / "real").is_dir()),
+    REPO / ".." / "shared" / "data" / "real",
+)
 T0 = 1_700_000_000.0
 
 
