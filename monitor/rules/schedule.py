@@ -108,7 +108,7 @@ class PauseSchedule:
                 sk, tk, dk = marks[k][0], marks[k][1], marks[k][2]
                 if not _similar(dk, d):
                     continue
-                if ds > 2 * tol and abs((si - sk) - ds) <= 2 * tol:
+                if ds > 2 * tol and abs((si - sk) - ds) <= 2 * (stride - 1) + 0.5:
                     return _habit("step", (step - sk) / 2, step, [dk, di, d], t)
                 if found_time is None and dt > 0 and abs((ti - tk) - dt) <= TIME_TOLERANCE * dt + slack:
                     found_time = _habit("time", (t - tk) / 2, t, [dk, di, d], t)
@@ -158,5 +158,7 @@ def _habit(by: str, period: float, anchor: float, durations: list[float], t: flo
 
 
 def _step_tolerance(stride: float) -> float:
-    """How far off a logged step may sit from the step of the pause: up to one logging stride."""
-    return stride + 0.5
+    """How far a pause's logged step may sit from the habit's prediction: the last step logged before
+    a pause is up to one stride - 1 before the step that paused, and a period estimated from such
+    steps is off by up to half that (exact when every step is logged)."""
+    return 1.5 * (stride - 1) + 0.5
