@@ -7,6 +7,7 @@ from monitor.rules import (  # noqa: F401
     non_finite,
     regression,
     restarts,
+    slowdown,
     spike,
     stall,
     state,

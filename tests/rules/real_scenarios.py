@@ -5,7 +5,8 @@ The loss, learning rate and grad norm of every step are the llm.c GPT-2 124M run
 an eval every 250 steps). That log has no wall clock, so step times come from another real log: the
 PAI job's mini-batch times (the slowest of its 9 healthy workers at each sampled iteration, as a
 synchronous job waits for it), normalised to a median of 1 and cycled, one value per step, times
-``step_time``. Checkpoint saves and evals pause the run after their step; their lengths vary with
+``step_time`` (``jitter_hold``: each value held for that many steps; ``jitter_scale``: its deviations
+scaled, 0 is a steady run). Checkpoint saves and evals pause the run after their step; their lengths vary with
 the same real series.
 """
 
@@ -75,6 +76,7 @@ class Scenario:
     end_after: float = 60.0
     jitter_offset: int = 0
     jitter_hold: int = 1
+    jitter_scale: float = 1.0
     slow: Callable[[float], float] | None = None
     loss_shift: Callable[[int], float] | None = None
     extra: list[Sample] = field(default_factory=list)
@@ -87,7 +89,7 @@ class Scenario:
 
     def jitter(self, i: int) -> float:
         r = pai_jitter()
-        return r[((i // self.jitter_hold) + self.jitter_offset) % len(r)]
+        return 1.0 + self.jitter_scale * (r[((i // self.jitter_hold) + self.jitter_offset) % len(r)] - 1.0)
 
     def build(self) -> list[Sample]:
         out: list[Sample] = []
