@@ -13,6 +13,7 @@ from monitor.rules import (  # noqa: F401
     state,
     telemetry,
     threshold,
+    trend,
 )
 from monitor.rules.base import DETECTORS
 

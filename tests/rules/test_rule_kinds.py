@@ -37,6 +37,7 @@ def test_registry_has_every_kind():
         "regression",
         "absent",
         "slowdown",
+        "trend",
     }
 
 
