@@ -29,7 +29,7 @@ from monitor.samples import Sample
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
-RUNNING_OR_UNKNOWN = frozenset({None, "running"})
+RUNNING_OR_UNKNOWN = frozenset({None, "running", "unknown"})  # a state reported as unknown is no news
 
 
 class Detector(ABC, Generic[SpecT]):

@@ -4,6 +4,7 @@ from monitor.rules import (  # noqa: F401
     absent,
     counter,
     drop,
+    ended,
     non_finite,
     regression,
     restarts,

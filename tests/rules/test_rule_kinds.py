@@ -38,6 +38,7 @@ def test_registry_has_every_kind():
         "absent",
         "slowdown",
         "trend",
+        "ended",
     }
 
 

@@ -156,7 +156,7 @@ def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
 
 
 def test_replay_table_ends_with_a_summary_per_run(tmp_path: Path):
-    trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="crashed")])
+    trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="failed")])
     r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     summary = r.output[r.output.index("per run") :]
