@@ -4,7 +4,8 @@ metric) against the run's own baseline.
 The step time of each logged step (seconds between two rows over the steps between them) or the
 value of ``metric`` is taken on a log scale, so a change is relative. Pauses are left out (a step
 time over 5x the usual: saves and evals), and values are summarised per ``bucket`` by their median
-(one slow step moves nothing). The baseline is the interquartile mean of the buckets of the trailing
+(one slow step moves nothing; a bucket holds at least ``min_points`` values, so a slow run's are
+longer). The baseline is the interquartile mean of the buckets of the trailing
 ``baseline`` period, except the newest ``lag`` (a drop must not become normal before it is caught);
 its noise is their MAD, scaled up for a run whose speed wanders slowly (lag-1 autocorrelation). The
 baseline is ready after ``warmup`` once it has settled (its first and last thirds within shift/4):
@@ -53,7 +54,7 @@ class SlowdownSpec(RuleSpec):
     h: float = Field(default=2.0, gt=0, description="fires when the CUSUM reaches h x shift (or z sigma)")
     z: float = Field(default=4.0, gt=0, description="... or this many sigmas of the baseline's buckets")
     bucket: Duration = Field(default=300.0, gt=0, description="values are summarised per bucket")
-    min_points: int = Field(default=3, ge=1, description="values a bucket needs (else it grows)")
+    min_points: int = Field(default=8, ge=1, description="values a bucket needs (else it grows)")
     baseline: Duration = Field(default=6 * 3600.0, gt=0, description="the trailing baseline period")
     lag: Duration = Field(default=1800.0, ge=0, description="the newest buckets stay out of the baseline")
     warmup: Duration = Field(default=3600.0, gt=0, description="baseline needed before judging")

@@ -62,9 +62,9 @@ class Scenario:
     ``hang_in_save`` the save of that step never finishes). ``end_state``: reported after the last step
     (e.g. ``finished``, ``crashed``) at ``end_after`` seconds past it. The run list is polled every
     ``poll`` seconds (a state-only sample) until ``watch_after`` seconds past the last step.
-    ``restarts``: (step, restore seconds): after that step the process crashes, restarts a minute
-    later (``restarts_total`` rises) and takes its first step after the restore, from the last save
-    on; a restore of None never ends."""
+    ``restarts``: (step, restore seconds), in order: after that step the process crashes, restarts a
+    minute later (``restarts_total`` rises) and takes its first step after the restore, from the last
+    save on; a restore of None never ends."""
 
     step_time: float = 1.7
     save_every: int | None = 1000
@@ -97,7 +97,7 @@ class Scenario:
         self.pauses: dict[int, tuple[float, float]] = {}  # step -> (start, length)
         self.step_at: dict[int, float] = {}
         self.restarted_at: list[float] = []
-        restarts = dict(self.restarts)
+        restarts = list(self.restarts)  # taken in order: the same step may crash again
         i = n = 0
         last_save = T0
         while i < len(rows):
@@ -112,8 +112,8 @@ class Scenario:
             self.step_at[step] = t
             if step == self.hang_after_step:
                 break
-            if step in restarts:  # the process dies and comes back from the last save
-                restore = restarts.pop(step)
+            if restarts and step == restarts[0][0]:  # the process dies, comes back from the last save
+                restore = restarts.pop(0)[1]
                 out.append(Sample(t + 30, self.run, state="crashed", source="wandb"))
                 t += 60
                 self.restarted_at.append(t)
