@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Hashable
 from typing import Literal
 
 from pydantic import Field
@@ -53,6 +54,44 @@ class EndedSpec(RuleSpec):
     exit_code: str | None = Field(default="exit_code", description="a metric with the process's exit code")
 
 
+class EndSignals:
+    """A run's state, step and the causes sources report. Shared by the run's ``ended`` rules that
+    read the same metrics (share_key)."""
+
+    def __init__(self, oom_counter: str | None, exit_code: str | None) -> None:
+        self.oom_counter, self.exit_code = oom_counter, exit_code
+        self.state: str | None = None
+        self.since: float | None = None  # when the current state was first reported
+        self.step: int | None = None
+        self.oom: float | None = None  # the counter's latest value
+        self.ooms: deque[list[float]] = deque(maxlen=8)  # [t, increase] of recent OOM kills
+        self.code: list[float] | None = None  # [t, exit code] of the latest exit code
+        self.news = False  # the latest sample changed the state or a cause
+
+    def observe(self, sample: Sample) -> None:
+        self.news = False
+        if sample.step is not None:
+            self.step = sample.step
+        metrics = sample.metrics
+        if metrics:
+            name = self.oom_counter
+            if name is not None and name in metrics and not metrics[name] - metrics[name]:
+                v = metrics[name]
+                if self.oom is not None and v > self.oom:
+                    self.ooms.append([sample.t, v - self.oom])
+                    self.news = True
+                self.oom = v
+            name = self.exit_code
+            if name is not None and name in metrics and not metrics[name] - metrics[name]:
+                self.code = [sample.t, metrics[name]]
+                self.news = True
+        st = sample.state
+        if st is not None and st != self.state:
+            self.state, self.since, self.news = st, sample.t, True
+            if st == "running":
+                self.code = None  # a resume: an earlier exit is history
+
+
 @register
 class EndedDetector(Detector[EndedSpec]):
     kind = "ended"
@@ -64,40 +103,38 @@ class EndedDetector(Detector[EndedSpec]):
         self.hot = False
         self.wake_at = math.inf
         self._watch = frozenset(rule.states)
-        self.state: str | None = None
-        self.since: float | None = None  # when the current state was first reported
-        self.step: int | None = None
-        self.oom: float | None = None  # the counter's latest value
-        self.ooms: deque[list[float]] = deque(maxlen=8)  # [t, increase] of recent OOM kills
-        self.code: list[float] | None = None  # [t, exit code] of the latest exit code
+        self.signals = EndSignals(rule.oom_counter, rule.exit_code)
+        self._follower = False
 
     def inputs(self) -> frozenset[str] | None:
         return None  # states, steps, and the cause metrics
 
-    def observe(self, sample: Sample) -> None:
-        if sample.step is not None:
-            self.step = sample.step
-        metrics = sample.metrics
-        if metrics:
-            self._causes(sample.t, metrics)
-        st = sample.state
-        if st is not None and st != self.state:
-            self.state, self.since = st, sample.t
-            if st == "running":
-                self.code = None  # a resume: an earlier exit is history
-        self._arm()
+    def share_key(self) -> Hashable:
+        return ("ended", self.rule.oom_counter, self.rule.exit_code)
 
-    def _causes(self, t: float, metrics: dict) -> None:
-        name = self.rule.oom_counter
-        if name is not None and name in metrics:
-            v = metrics[name]
-            if not v - v:
-                if self.oom is not None and v > self.oom:
-                    self.ooms.append([t, v - self.oom])
-                self.oom = v
-        name = self.rule.exit_code
-        if name is not None and name in metrics and not metrics[name] - metrics[name]:
-            self.code = [t, metrics[name]]
+    def share_with(self, leader: Detector) -> None:
+        assert isinstance(leader, EndedDetector)
+        self.signals = leader.signals
+        self._follower = True
+
+    @property
+    def state(self) -> str | None:
+        return self.signals.state
+
+    @property
+    def since(self) -> float | None:
+        return self.signals.since
+
+    @property
+    def step(self) -> int | None:
+        return self.signals.step
+
+    def observe(self, sample: Sample) -> None:
+        sig = self.signals
+        if not self._follower:
+            sig.observe(sample)
+        if sig.news or (self.hot and sample.step is not None):
+            self._arm()  # (a finished run's last rows may still bring it to its target)
 
     def _arm(self) -> None:
         """``hot`` when it holds now; ``wake_at`` when the grace of a crash runs out."""
@@ -116,15 +153,15 @@ class EndedDetector(Detector[EndedSpec]):
 
     def _cause(self) -> str:
         """What a source says about why the run ended, in words ("" if nothing)."""
-        parts = []
+        parts, sig = [], self.signals
         lo = self.since - self.rule.cause_window
-        kills = sum(inc for t, inc in self.ooms if t >= lo)
+        kills = sum(inc for t, inc in sig.ooms if t >= lo)
         if kills:
-            t = max(t for t, _ in self.ooms if t >= lo)
+            t = max(t for t, _ in sig.ooms if t >= lo)
             when = f"{format_duration(self.since - t)} before" if t <= self.since else "just after"
             parts.append(f"an OOM kill {when} ({self.rule.oom_counter} +{fmt_value(kills)})")
-        if self.code is not None and self.code[0] >= lo and self.code[1] != 0:
-            code = int(self.code[1])
+        if sig.code is not None and sig.code[0] >= lo and sig.code[1] != 0:
+            code = int(sig.code[1])
             signal = SIGNALS.get(code - 128, f"signal {code - 128}") if code > 128 else ""
             parts.append(f"exit code {code}" + (f" ({signal})" if signal else ""))
         return "; ".join(parts)

@@ -50,12 +50,16 @@ class PauseSchedule:
     # ---- what the stall detector asks ----------------------------------------------------------
     def known(self, steps: float, seconds: float) -> bool:
         """Is the schedule trusted, after watching the run for ``steps`` steps and ``seconds``?"""
+        trust = self.trusted_after()
+        return trust is not None and steps > trust[0] and seconds > trust[1]
+
+    def trusted_after(self) -> list[float] | None:
+        """[steps, seconds]: watched longer than both, the schedule is trusted (None: not yet)."""
         if not self.habits or self.unexplained:
-            return False
-        for h in self.habits:
-            if (steps if h["by"] == "step" else seconds) <= COVER * h["period"]:
-                return False
-        return True
+            return None
+        steps = max((h["period"] for h in self.habits if h["by"] == "step"), default=0.0)
+        seconds = max((h["period"] for h in self.habits if h["by"] == "time"), default=0.0)
+        return [COVER * steps, COVER * seconds]
 
     def match(self, step: int, t: float, stride: float, slack: float) -> dict[str, Any] | None:
         """The habit that predicts a pause beginning after ``step`` at ``t`` (the longest if several)."""

@@ -38,7 +38,7 @@ from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
 from monitor.samples import Sample
 
-LOG_PAUSE_X = math.log(5.0)  # a step time 5x the usual is a pause (save, eval), not a slow step
+PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
 CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
 
 
@@ -73,11 +73,12 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self._k = rule.shift / 2
         self._need = max(3, math.ceil(rule.warmup / rule.bucket))
         self._lagged = math.ceil(rule.lag / rule.bucket)
-        self.prev: list | None = None  # [t, step] of the previous row (step time mode)
+        self.prev_t: float | None = None  # the previous row (step time mode)
+        self.prev_step: int | None = None
         self.state: str | None = None
         self.counter: float | None = None
         self.bucket_start: list | None = None  # [t, step] of the open bucket's first value
-        self.values: list[float] = []  # the open bucket's values (at most MAX_WINDOW)
+        self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
         self.recent: deque[list[float]] = deque()  # closed buckets not yet in the baseline: [t, step, x]
         self.base: deque[float] = deque(maxlen=max(self._need, math.ceil(rule.baseline / rule.bucket)))
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
@@ -86,7 +87,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.firing = False
         self.began: list[float] | None = None  # [t, step] of the bucket where the excursion began
         self.excess = [0.0, 0]  # sum of (x - baseline) and buckets since it began
-        self.last: list[float] | None = None  # [t, step] of the newest value
+        self.last_step: int | None = None  # the newest value's step
+        self._pause = math.inf  # a step time above this is a pause
+        self._metric, self._counter = rule.metric, rule.restart_counter
+        self._width, self._min_points = rule.bucket, rule.min_points
         self.resets = 0
 
     def inputs(self) -> frozenset[str] | None:
@@ -99,62 +103,66 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             if st == "running" and self.state not in RUNNING_OR_UNKNOWN:
                 self.reset()  # resumed after a crash or preemption
             self.state = st
-        name = self.rule.restart_counter
-        if name is not None and sample.metrics and name in sample.metrics:
-            v = sample.metrics[name]
+        metrics = sample.metrics
+        name = self._counter
+        if name is not None and name in metrics:
+            v = metrics[name]
             if not v - v:
                 if self.counter is not None and v > self.counter:
                     self.reset()
                 self.counter = v
         t, step = sample.t, sample.step
-        if self.rule.metric is None:
+        if self._metric is None:  # the step time, from the rows' timestamps
             if step is None:
                 return
-            prev, self.prev = self.prev, [t, step]
-            if prev is None or step == prev[1]:
+            prev_t, prev_step = self.prev_t, self.prev_step
+            self.prev_t, self.prev_step = t, step
+            if prev_step is None or step == prev_step:
                 return
-            if step < prev[1]:
+            if step < prev_step:
                 self.reset()  # a rewind: the run restarted from a checkpoint
                 return
-            if t <= prev[0]:
+            if t <= prev_t:
                 return
-            value = (t - prev[0]) / (step - prev[1])
+            value = (t - prev_t) / (step - prev_step)
         else:
-            value = sample.metrics.get(self.rule.metric)
+            value = metrics.get(self._metric)
             if value is None or value - value or value <= 0:
                 return
-            last_step = self.last[1] if self.last is not None else None
-            if step is not None and last_step is not None and step < last_step:
+            if step is not None and self.last_step is not None and step < self.last_step:
                 self.reset()
-        self._value(t, step, self._sign * math.log(value))
+        # values stay raw until their bucket closes: the log of the median is the median of the logs
+        if value > self._pause:
+            return  # a pause (checkpoint save, eval): not the step time
+        self.last_step = step
+        start = self.bucket_start
+        if start is None:
+            self.bucket_start = [t, step]
+        elif (
+            t - start[0] >= self._width
+            and len(self.values) >= self._min_points
+            or len(self.values) >= MAX_WINDOW
+        ):
+            self._close()
+            self.bucket_start = [t, step]
+        self.values.append(value)
 
     def reset(self) -> None:
-        self.values, self.bucket_start, self.prev = [], None, None
+        self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
         self.recent.clear()
         self.base.clear()
-        self.mu, self.sigma, self.s = None, 0.0, 0.0
+        self.mu, self.sigma, self.s, self._pause = None, 0.0, 0.0, math.inf
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
         self.resets += 1
 
-    def _value(self, t: float, step: int | None, x: float) -> None:
-        ref = self.mu if self.mu is not None else (self.recent[-1][2] if self.recent else None)
-        if self._sign > 0 and ref is not None and x > ref + LOG_PAUSE_X:
-            return  # a pause (checkpoint save, eval): not the step time
-        self.last = [t, step]
-        if self.bucket_start is not None:
-            full = len(self.values) >= self.rule.min_points and t - self.bucket_start[0] >= self.rule.bucket
-            if full or len(self.values) >= MAX_WINDOW:
-                self._close()
-        if self.bucket_start is None:
-            self.bucket_start = [t, step]
-        self.values.append(x)
-
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
-        b = [*self.bucket_start, median_of_sorted(sorted(self.values))]
+        b = [*self.bucket_start, self._sign * math.log(median_of_sorted(sorted(self.values)))]
         self.values, self.bucket_start = [], None
         self.recent.append(b)
+        if self._sign > 0:  # a step time 5x the usual is a pause
+            self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
         admitted = False
         while len(self.recent) > self._lagged:
             old = self.recent.popleft()
@@ -214,9 +222,9 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         what = self.rule.metric or "step time"
         if self.mu is None:
             reason = f"{what}: learning the run's baseline ({len(self.base)}/{self._need} buckets)"
-            return Finding(False, unknown=True, reason=reason, step=self.last[1] if self.last else None)
+            return Finding(False, unknown=True, reason=reason, step=self.last_step)
         size = math.exp(self.excess[0] / self.excess[1]) - 1 if self.excess[1] else 0.0
-        step = self.last[1] if self.last else None
+        step = self.last_step
         base = math.exp(self._sign * self.mu)
         now_level = base * (1 + size) ** self._sign
         if not self.firing:

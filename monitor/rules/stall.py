@@ -39,7 +39,7 @@ RECURS = 1.5  # two pauses within this factor of each other are the same kind of
 PAUSE_X = 5.0  # an interval this many times the median is a pause, not cadence
 NEW_CADENCE = 3  # that many such intervals in a row are a new cadence
 STRIDES = 32  # recent step increments kept (the logging stride)
-REFRESH = 16  # the median and p99 are recomputed every this many intervals
+REFRESH = 64  # the median and p99 are recomputed every this many intervals
 
 
 class StallSpec(RuleSpec):
@@ -101,6 +101,11 @@ class StallDetector(Detector[StallSpec]):
         self.outliers = 0  # intervals in a row too long to be cadence
         self.p99: float | None = None  # of the intervals, refreshed with the median
         self._fresh = 0  # intervals added since the median and p99 were computed
+        self._ordinary = rule.floor  # ordinary_limit(), refreshed with them
+        self._soonest = min(rule.hang_after, rule.floor)  # the shortest limit there can be
+        self._mark_after = rule.floor / 2  # a longer gap is a pause to learn from
+        self._pause_after = math.inf  # a longer gap is no cadence (PAUSE_X x the median)
+        self._trust: list[float] | None = None  # watched this many steps and seconds, the schedule is known
         self._counter_name = rule.restart_counter
 
     def inputs(self) -> frozenset[str] | None:
@@ -111,6 +116,7 @@ class StallDetector(Detector[StallSpec]):
         if self.last_step is not None or self.state == "running":  # a run known to take steps
             self.awaiting_since, self.awaiting_learnable = t, True
             self.schedule.restarted(t)
+            self._trust = self.schedule.trusted_after()
 
     def observe(self, sample: Sample) -> None:
         t = sample.t
@@ -144,13 +150,21 @@ class StallDetector(Detector[StallSpec]):
         elif self.awaiting_since is not None:
             self.wake_at = self.awaiting_since + self.startup_allowance()
         elif self.last_step_at is not None:
-            soonest = min(self.rule.hang_after, self.rule.floor) if self.known() else self.rule.floor
+            soonest = self._soonest if self._trust is not None and self.known() else self.rule.floor
             self.wake_at = self.last_step_at + soonest  # a lower bound: evaluate() refines it
         else:
             self.wake_at = math.inf
 
     def _step(self, step: int, t: float) -> None:
         last = self.last_step
+        if last is not None and step > last and self.awaiting_since is None:  # the common case
+            if step > self.top_step:
+                self.top_step = step
+            gap = t - self.last_step_at
+            if gap > 0:
+                self._gap(last, step - last, gap)
+            self.last_step, self.last_step_at = step, t
+            return
         if self.first_step is None:
             self.first_step, self.first_step_at, self.top_step = step, t, step
         elif step > self.top_step:
@@ -160,26 +174,19 @@ class StallDetector(Detector[StallSpec]):
                 self.restores.append(t - self.awaiting_since)
             self.awaiting_since = None
             self.last_step, self.last_step_at = step, t
-            return
-        if last is None or step < last:
+        elif last is None or step < last:
             # first step seen, or a rewind: the run resumed from a checkpoint, its cadence restarts here
-            self.last_step, self.last_step_at = step, t
-            return
-        if step > last:
-            gap = t - self.last_step_at
-            if gap > 0:
-                self._gap(last, step - last, gap)
             self.last_step, self.last_step_at = step, t
 
     def _gap(self, last: int, stride: int, gap: float) -> None:
         """``gap`` seconds from step ``last`` to the next one, ``stride`` steps on."""
         self.strides.append(stride)
-        if gap > self.ordinary_limit() / 2:  # a long pause the run came back from by itself
+        if gap > self._mark_after:  # a long pause the run came back from by itself
             self.pauses.append(gap)
             self.schedule.add(last, self.last_step_at, gap, self.stride(), self.slack())
+            self._trust = self.schedule.trusted_after()
             return
-        median = self.median
-        if median is not None and gap > PAUSE_X * median:
+        if gap > self._pause_after:
             self.outliers += 1
             if self.outliers < NEW_CADENCE:
                 return  # a short pause (an eval): not cadence
@@ -187,27 +194,35 @@ class StallDetector(Detector[StallSpec]):
         self.outliers = 0
         self.intervals.append(gap)
         self._fresh += 1
-        n = len(self.intervals)
+        if self._fresh >= REFRESH or len(self.intervals) < 2 * MIN_INTERVALS:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """The median and p99 of the step intervals, and the ordinary limit they give."""
+        n, self._fresh = len(self.intervals), 0
         if n < MIN_INTERVALS:
             self.median = self.p99 = None
-        elif self.median is None or self._fresh >= REFRESH or n < 2 * MIN_INTERVALS:
+            self._ordinary, self._pause_after = self.rule.floor, math.inf
+        else:
             ordered = sorted(self.intervals)
             self.median = median_of_sorted(ordered)
             self.p99 = ordered[min(n - 1, int(0.99 * n))]
-            self._fresh = 0
+            self._ordinary = max(self.rule.hang_after, self.rule.k * self.p99)
+            self._pause_after = PAUSE_X * self.median
+        self._mark_after = self._ordinary / 2
 
     # ---- the limits ------------------------------------------------------------------------
     def known(self) -> bool:
         """Is the learned schedule trusted (see schedule.py)?"""
-        if self.first_step is None:
+        trust = self._trust
+        if trust is None or self.first_step is None:
             return False
-        watched = self.last_step_at - self.first_step_at
-        return self.schedule.known(self.top_step - self.first_step, watched)
+        steps, seconds = trust
+        return self.top_step - self.first_step > steps and self.last_step_at - self.first_step_at > seconds
 
     def ordinary_limit(self) -> float:
         """Once the schedule is known: how long a pause at an ordinary step may last."""
-        p99 = self.p99
-        return max(self.rule.hang_after, self.rule.k * p99) if p99 is not None else self.rule.floor
+        return self._ordinary
 
     def stride(self) -> float:
         return median_of_sorted(sorted(self.strides)) if self.strides else 1.0

@@ -3,7 +3,8 @@
 Values are summarised in time buckets by their median (a spike moves one bucket at most), on a log
 scale by default so that a rise is relative. The rule looks at the last ``window`` and at windows 4
 and 16 times as long (``scales``: a run that takes 10 s a step diverges over hours, not minutes),
-each kept as ``buckets`` buckets. It fires when, over one of them:
+each kept as ``buckets`` buckets (a longer window's buckets are medians of the shorter one's). It
+fires when, over one of them:
 
 - the rise is large: the Theil-Sen slope of the buckets times the window's span is at least
   max(``min_rise``, ``z`` x the bucket noise), the noise being estimated from bucket-to-bucket
@@ -58,8 +59,10 @@ class _Window:
         self.width = length / buckets
         self.open: list | None = None  # [t, step] of the open bucket's first value
         self.values: list[float] = []
+        self.close_at = -math.inf  # the open bucket closes at the first value from then on
         self.buckets: deque[list] = deque(maxlen=buckets + 2)
         self.rise = self.tau = 0.0
+        self.hit = False  # its latest judgement
 
     def ready(self, buckets: int) -> bool:
         b = self.buckets
@@ -78,7 +81,10 @@ class TrendDetector(Detector[TrendSpec]):
         self._sign = 1.0 if rule.direction == "up" else -1.0
         self._log = rule.scale == "log"
         self.windows = [_Window(rule.window * 4**k, rule.buckets) for k in range(rule.scales)]
-        self.last: list | None = None  # [t, step, raw value] of the newest value
+        self.first = self.windows[0]
+        self.last_t: float | None = None  # the newest value, its time and step
+        self.last_step: int | None = None
+        self.last_value: float | None = None
         self.cond = False
         self.hit: _Window | None = None  # the window whose trend fired
         self.resets = 0
@@ -88,37 +94,53 @@ class TrendDetector(Detector[TrendSpec]):
         if v is None or v - v or (self._log and v <= 0):
             return
         t, step = sample.t, sample.step
-        last_step = self.last[1] if self.last is not None else None
+        last_step = self.last_step
         if step is not None and last_step is not None and step < last_step:
             for w in self.windows:  # a rewind: the run restarted from a checkpoint
                 w.buckets.clear()
-                w.values, w.open = [], None
+                w.values, w.open, w.hit, w.close_at = [], None, False, -math.inf
             self.cond = self.hot = False
             self.resets += 1
-        self.last = [t, step, v]
-        x = self._sign * (math.log(v) if self._log else v)
-        changed = False
-        for w in self.windows:
-            if w.open is not None:
-                full = len(w.values) >= self.rule.min_points and t - w.open[0] >= w.width
-                if full or len(w.values) >= MAX_VALUES:
-                    w.buckets.append([*w.open, median_of_sorted(sorted(w.values))])
-                    w.values, w.open = [], None
-                    while w.buckets and w.buckets[0][0] < t - w.length:
-                        w.buckets.popleft()
-                    changed = True
-            if w.open is None:
-                w.open = [t, step]
-            w.values.append(x)
-        if changed:
-            self.hit = next((w for w in self.windows if self._judge(w)), None)
+        self.last_t, self.last_step, self.last_value = t, step, v
+        w = self.first  # raw values: the median of the logs is the log of the median
+        if t < w.close_at and len(w.values) < MAX_VALUES:
+            w.values.append(v)  # the common case (no bucket open: close_at is -inf)
+        elif (b := self._add(w, t, step, v, self.rule.min_points)) is not None:
+            # the shortest window's buckets are the values of the longer ones (medians of medians)
+            for longer in self.windows[1:]:
+                self._add(longer, b[0], b[1], b[2], 1)
+            self.hit = next((w for w in self.windows if w.hit), None)
             self.cond = self.hot = self.hit is not None
+
+    def _add(self, w: _Window, t: float, step: int | None, x: float, min_points: int) -> list | None:
+        """One value into window ``w``; the bucket it closed, if any (the window is then judged)."""
+        closed = None
+        if w.open is not None and (
+            t >= w.close_at and len(w.values) >= min_points or len(w.values) >= MAX_VALUES
+        ):
+            mid = median_of_sorted(sorted(w.values))
+            if w is self.windows[0]:  # raw values: to the judged scale
+                mid = self._sign * (math.log(mid) if self._log else mid)
+            closed = [*w.open, mid]
+            w.buckets.append(closed)
+            w.values, w.open = [], None
+            while w.buckets and w.buckets[0][0] < t - w.length:
+                w.buckets.popleft()
+            w.hit = self._judge(w)
+        if w.open is None:
+            w.open, w.close_at = [t, step], t + w.width
+        w.values.append(x)
+        return closed
 
     def _judge(self, w: _Window) -> bool:
         if not w.ready(self.rule.buckets):
             return False
         pts = [(b[0], b[2]) for b in w.buckets]
-        n = len(pts)
+        n, third = len(pts), len(pts) // 3
+        first, last = sorted(y for _, y in pts[:third]), sorted(y for _, y in pts[-third:])
+        if median_of_sorted(last) <= median_of_sorted(first):
+            w.rise = w.tau = 0.0
+            return False  # not rising at all (a healthy loss): spare the O(n^2) statistics
         slopes = sorted(
             (y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(pts) for t2, y2 in pts[i + 1 :] if t2 > t1
         )
@@ -134,9 +156,9 @@ class TrendDetector(Detector[TrendSpec]):
 
     def evaluate(self, now: float) -> Finding:
         m = self.metric
-        if self.last is None:
+        if self.last_t is None:
             return Finding(False, reason=f"no {m} yet")
-        _, step, v = self.last
+        step, v = self.last_step, self.last_value
         if not self.windows[0].ready(self.rule.buckets):
             return Finding(False, unknown=True, value=v, step=step, reason=f"{m}: filling the trend window")
         rose, rising = ("rose", "rising") if self._sign > 0 else ("fell", "falling")
