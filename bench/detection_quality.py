@@ -167,7 +167,7 @@ def incidents() -> list[Incident]:
             lambda: (ooms.build(), kills[1], ooms.end),
         ),
         Incident(
-            "BLOOM-176B loss spike at 31219 (real; recorded, info)",
+            "BLOOM-176B loss blip at 31219 (real; info)",
             ("loss_jump",),
             5 * MIN,
             lambda: (bloom_samples(), next(s.t for s in bloom_samples() if s.step == 31219), None),
@@ -253,7 +253,7 @@ def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]
 
 def main() -> None:
     started = time.perf_counter()
-    print("incident (on real logs)                          rule                 detected    limit   ratio")
+    print(f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6}")
     delays: list[float] = []
     caught = total = 0
     for inc in incidents():
@@ -266,11 +266,11 @@ def main() -> None:
             delay = hits[0].t - onset
             delays.append(delay)
             took, limit = delay / MIN, inc.limit / MIN
-            print(f"{inc.name:<48} {hits[0].rule:<20} {took:7.1f}m {limit:7.1f}m {took / limit:6.2f}")
+            print(f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f}")
         else:
-            print(f"{inc.name:<48} {'/'.join(inc.rules):<20}  missed {inc.limit / MIN:7.1f}m      -")
+            print(f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6}")
     print()
-    print("healthy log                                      pages  warnings")
+    print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
     false_pages = 0
     specs = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
     for name, build in healthy():
@@ -280,7 +280,7 @@ def main() -> None:
         warnings = result.firing("warning")
         false_pages += len(pages)
         what = ", ".join(sorted({e.rule for e in pages + warnings}))
-        print(f"{name:<48} {len(pages):5d} {len(warnings):9d}  {what}")
+        print(f"{name:<46} {len(pages):5d} {len(warnings):9d}  {what}")
     median = statistics.median(delays) / MIN if delays else math.nan
     print(f"\n({time.perf_counter() - started:.0f} s)")
     print(f"caught {caught}/{total}, false pages {false_pages}, median time to detect {median:.1f} min")
