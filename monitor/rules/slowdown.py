@@ -79,7 +79,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.counter: float | None = None
         self.bucket_start: list | None = None  # [t, step] of the open bucket's first value
         self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
-        self.recent: deque[list[float]] = deque()  # closed buckets not yet in the baseline: [t, step, x]
+        self.recent: deque[list[float]] = deque(maxlen=self._lagged + 2)  # buckets not in the baseline yet
         self.base: deque[float] = deque(maxlen=max(self._need, math.ceil(rule.baseline / rule.bucket)))
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
         self.sigma = 0.0

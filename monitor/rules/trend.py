@@ -20,8 +20,7 @@ tell. A step rewind (a restart from a checkpoint) starts afresh.
 from __future__ import annotations
 
 import math
-from collections import deque
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -51,22 +50,18 @@ class TrendSpec(RuleSpec):
     tau: float = Field(default=0.5, gt=0, le=1, description="how steady: Kendall's tau of the buckets")
 
 
-class _Window:
-    """One time scale: its open bucket and its closed buckets [t, step, median]."""
-
-    def __init__(self, length: float, buckets: int) -> None:
-        self.length = length
-        self.width = length / buckets
-        self.open: list | None = None  # [t, step] of the open bucket's first value
-        self.values: list[float] = []
-        self.close_at = -math.inf  # the open bucket closes at the first value from then on
-        self.buckets: deque[list] = deque(maxlen=buckets + 2)
-        self.rise = self.tau = 0.0
-        self.hit = False  # its latest judgement
-
-    def ready(self, buckets: int) -> bool:
-        b = self.buckets
-        return len(b) >= FILLED * buckets and b[-1][0] - b[0][0] >= SPAN * self.length
+def _window(length: float, buckets: int) -> dict[str, Any]:
+    """One time scale, as plain data: its open bucket and its closed buckets [t, step, median]."""
+    return {
+        "length": length,
+        "width": length / buckets,
+        "open": None,  # [t, step] of the open bucket's first value
+        "values": [],  # the open bucket's values (the shortest window's are the detector's ``values``)
+        "buckets": [],  # at most ``buckets`` + 2
+        "rise": 0.0,
+        "tau": 0.0,
+        "hit": False,  # its latest judgement
+    }
 
 
 @register
@@ -80,13 +75,14 @@ class TrendDetector(Detector[TrendSpec]):
         self.metric = rule.metric
         self._sign = 1.0 if rule.direction == "up" else -1.0
         self._log = rule.scale == "log"
-        self.windows = [_Window(rule.window * 4**k, rule.buckets) for k in range(rule.scales)]
-        self.first = self.windows[0]
-        self.last_t: float | None = None  # the newest value, its time and step
-        self.last_step: int | None = None
+        self._keep = rule.buckets + 2
+        self.windows = [_window(rule.window * 4**k, rule.buckets) for k in range(rule.scales)]
+        self.values: list[float] = []  # the shortest window's open bucket (raw values)
+        self.close_at = -math.inf  # ... closes at the first value from then on (-inf: none open)
+        self.last_step: int | None = None  # the newest value and its step
         self.last_value: float | None = None
         self.cond = False
-        self.hit: _Window | None = None  # the window whose trend fired
+        self.hit: int | None = None  # the window whose trend fired
         self.resets = 0
 
     def observe(self, sample: Sample) -> None:
@@ -96,81 +92,94 @@ class TrendDetector(Detector[TrendSpec]):
         t, step = sample.t, sample.step
         last_step = self.last_step
         if step is not None and last_step is not None and step < last_step:
-            for w in self.windows:  # a rewind: the run restarted from a checkpoint
-                w.buckets.clear()
-                w.values, w.open, w.hit, w.close_at = [], None, False, -math.inf
-            self.cond = self.hot = False
+            self.windows = [_window(w["length"], self.rule.buckets) for w in self.windows]  # a rewind
+            self.values, self.close_at = [], -math.inf
+            self.cond, self.hot, self.hit = False, False, None
             self.resets += 1
-        self.last_t, self.last_step, self.last_value = t, step, v
-        w = self.first  # raw values: the median of the logs is the log of the median
-        if t < w.close_at and len(w.values) < MAX_VALUES:
-            w.values.append(v)  # the common case (no bucket open: close_at is -inf)
-        elif (b := self._add(w, t, step, v, self.rule.min_points)) is not None:
+        self.last_step, self.last_value = step, v
+        if t < self.close_at and len(self.values) < MAX_VALUES:
+            self.values.append(v)  # the common case: raw values, the log of the median comes later
+            return
+        b = self._add(0, t, step, v, self.rule.min_points)
+        w0 = self.windows[0]
+        self.close_at = w0["open"][0] + w0["width"]
+        if b is not None:
             # the shortest window's buckets are the values of the longer ones (medians of medians)
-            for longer in self.windows[1:]:
-                self._add(longer, b[0], b[1], b[2], 1)
-            self.hit = next((w for w in self.windows if w.hit), None)
+            for k in range(1, len(self.windows)):
+                self._add(k, b[0], b[1], b[2], 1)
+            self.hit = next((k for k, w in enumerate(self.windows) if w["hit"]), None)
             self.cond = self.hot = self.hit is not None
 
-    def _add(self, w: _Window, t: float, step: int | None, x: float, min_points: int) -> list | None:
-        """One value into window ``w``; the bucket it closed, if any (the window is then judged)."""
-        closed = None
-        if w.open is not None and (
-            t >= w.close_at and len(w.values) >= min_points or len(w.values) >= MAX_VALUES
+    def _add(self, k: int, t: float, step: int | None, x: float, min_points: int) -> list | None:
+        """One value into window ``k``; the bucket it closed, if any (the window is then judged)."""
+        w = self.windows[k]
+        closed, values = None, self.values if k == 0 else w["values"]
+        if w["open"] is not None and (
+            t >= w["open"][0] + w["width"] and len(values) >= min_points or len(values) >= MAX_VALUES
         ):
-            mid = median_of_sorted(sorted(w.values))
-            if w is self.windows[0]:  # raw values: to the judged scale
+            mid = median_of_sorted(sorted(values))
+            if k == 0:  # raw values: to the judged scale
                 mid = self._sign * (math.log(mid) if self._log else mid)
-            closed = [*w.open, mid]
-            w.buckets.append(closed)
-            w.values, w.open = [], None
-            while w.buckets and w.buckets[0][0] < t - w.length:
-                w.buckets.popleft()
-            w.hit = self._judge(w)
-        if w.open is None:
-            w.open, w.close_at = [t, step], t + w.width
-        w.values.append(x)
+            closed = [*w["open"], mid]
+            buckets = w["buckets"]
+            buckets.append(closed)
+            horizon = t - w["length"]
+            while buckets and (buckets[0][0] < horizon or len(buckets) > self._keep):
+                buckets.pop(0)
+            values, w["open"] = [], None
+            if k == 0:
+                self.values = values
+            else:
+                w["values"] = values
+            w["hit"] = self._judge(w)
+        if w["open"] is None:
+            w["open"] = [t, step]
+        values.append(x)
         return closed
 
-    def _judge(self, w: _Window) -> bool:
-        if not w.ready(self.rule.buckets):
+    def _ready(self, w: dict[str, Any]) -> bool:
+        b = w["buckets"]
+        return len(b) >= FILLED * self.rule.buckets and b[-1][0] - b[0][0] >= SPAN * w["length"]
+
+    def _judge(self, w: dict[str, Any]) -> bool:
+        if not self._ready(w):
             return False
-        pts = [(b[0], b[2]) for b in w.buckets]
-        n, third = len(pts), len(pts) // 3
-        first, last = sorted(y for _, y in pts[:third]), sorted(y for _, y in pts[-third:])
-        if median_of_sorted(last) <= median_of_sorted(first):
-            w.rise = w.tau = 0.0
+        buckets = w["buckets"]
+        n, third = len(buckets), len(buckets) // 3
+        ys = [b[2] for b in buckets]
+        if median_of_sorted(sorted(ys[-third:])) <= median_of_sorted(sorted(ys[:third])):
+            w["rise"] = w["tau"] = 0.0
             return False  # not rising at all (a healthy loss): spare the O(n^2) statistics
+        pts = [(b[0], b[2]) for b in buckets]
         slopes = sorted(
             (y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(pts) for t2, y2 in pts[i + 1 :] if t2 > t1
         )
-        w.rise = median_of_sorted(slopes) * (pts[-1][0] - pts[0][0]) if slopes else 0.0
+        w["rise"] = rise = median_of_sorted(slopes) * (pts[-1][0] - pts[0][0]) if slopes else 0.0
         diffs = sorted(abs(b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False))
         noise = MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2)
-        if w.rise < max(self.rule.min_rise, self.rule.z * noise):
+        if rise < max(self.rule.min_rise, self.rule.z * noise):
             return False
-        ys = [y for _, y in pts]
         concordant = sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i in range(n) for j in range(i + 1, n))
-        w.tau = concordant / (n * (n - 1) / 2)
-        return w.tau >= self.rule.tau
+        w["tau"] = concordant / (n * (n - 1) / 2)
+        return w["tau"] >= self.rule.tau
 
     def evaluate(self, now: float) -> Finding:
         m = self.metric
-        if self.last_t is None:
+        if self.last_value is None:
             return Finding(False, reason=f"no {m} yet")
         step, v = self.last_step, self.last_value
-        if not self.windows[0].ready(self.rule.buckets):
+        if not self._ready(self.windows[0]):
             return Finding(False, unknown=True, value=v, step=step, reason=f"{m}: filling the trend window")
         rose, rising = ("rose", "rising") if self._sign > 0 else ("fell", "falling")
-        w = self.hit
-        if not self.cond or w is None:
+        if not self.cond or self.hit is None:
             return Finding(False, value=v, step=step, reason=f"{m} is not {rising} steadily")
-        size = f"{(math.exp(w.rise) - 1) * 100:.1f}%" if self._log else fmt_value(w.rise)
-        first = w.buckets[0]
+        w = self.windows[self.hit]
+        size = f"{(math.exp(w['rise']) - 1) * 100:.1f}%" if self._log else fmt_value(w["rise"])
+        first, newest = w["buckets"][0], w["buckets"][-1]
         steps = f" (steps {first[1]} to {step})" if first[1] is not None and step is not None else ""
         reason = (
-            f"{m} {rose} steadily by {size} over the last {format_duration(w.buckets[-1][0] - first[0])}"
-            f"{steps}, now {fmt_value(v)} (tau {w.tau:.2f}): diverging"
+            f"{m} {rose} steadily by {size} over the last {format_duration(newest[0] - first[0])}"
+            f"{steps}, now {fmt_value(v)} (tau {w['tau']:.2f}): diverging"
         )
         return Finding(True, value=v, threshold=self.rule.min_rise, step=step, reason=reason)
 
@@ -179,4 +188,4 @@ class TrendDetector(Detector[TrendSpec]):
 
     def stats(self) -> dict[str, float | int | None]:
         w = self.windows[0]
-        return {"rise": w.rise, "tau": w.tau}
+        return {"rise": w["rise"], "tau": w["tau"]}
