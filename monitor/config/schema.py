@@ -75,6 +75,10 @@ class Watch(Strict):
     def targets(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.source_kinds() if getattr(self, k) is not None}
 
+    def rule_settings(self) -> dict[str, Any]:
+        """The watch's settings that fill rule parameters of the same name (RuleSet.for_run)."""
+        return {"target_step": self.target_step}
+
 
 class ConsoleReceiver(Strict):
     name: str

@@ -81,9 +81,7 @@ class Engine:
         watch = self.watches.get(self._run_watch.get(run, ""))
         if watch is None:
             return self.rules.for_run()
-        return self.rules.for_run(
-            watch.rules.overrides, watch.rules.disabled, {"target_step": watch.target_step}
-        )
+        return self.rules.for_run(watch.rules.overrides, watch.rules.disabled, watch.rule_settings())
 
     @property
     def adopted(self) -> frozenset[str]:

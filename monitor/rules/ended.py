@@ -169,7 +169,7 @@ class EndedDetector(Detector[EndedSpec]):
     def evaluate(self, now: float) -> Finding:
         st, step, r = self.state, self.step, self.rule
         if st is None:
-            return Finding(False, reason="state not reported yet")
+            return Finding(False, unknown=True, reason="state not reported yet")
         at = f" at step {step}" if step is not None else ""
         if r.target_step is not None:
             done = f"{100 * step / r.target_step:.0f}%" if step is not None else "no step"

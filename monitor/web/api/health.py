@@ -91,7 +91,7 @@ def rules(watch: str | None = None, ctx: ApiContext = Depends(context)) -> list[
         w = engine.watches.get(watch)
         if w is None:
             raise HTTPException(404, f"no watch named {watch!r}")
-        specs = engine.rules.for_run(w.rules.overrides, w.rules.disabled)
+        specs = engine.rules.for_run(w.rules.overrides, w.rules.disabled, w.rule_settings())
     out = []
     for spec in specs:
         raw = spec.raw()
