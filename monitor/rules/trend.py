@@ -79,8 +79,8 @@ class TrendDetector(Detector[TrendSpec]):
         self.windows = [_window(rule.window * 4**k, rule.buckets) for k in range(rule.scales)]
         self.values: list[float] = []  # the shortest window's open bucket (raw values)
         self.close_at = -math.inf  # ... closes at the first value from then on (-inf: none open)
-        self.last_step: int | None = None  # the newest value and its step
-        self.last_value: float | None = None
+        self.last_step: int | None = None  # the newest value's step
+        self.last_value: float | None = None  # the newest value, once its bucket closed (else values[-1])
         self.cond = False
         self.hit: int | None = None  # the window whose trend fired
         self.resets = 0
@@ -96,10 +96,11 @@ class TrendDetector(Detector[TrendSpec]):
             self.values, self.close_at = [], -math.inf
             self.cond, self.hot, self.hit = False, False, None
             self.resets += 1
-        self.last_step, self.last_value = step, v
+        self.last_step = step
         if t < self.close_at and len(self.values) < MAX_VALUES:
             self.values.append(v)  # the common case: raw values, the log of the median comes later
             return
+        self.last_value = v
         b = self._add(0, t, step, v, self.rule.min_points)
         w0 = self.windows[0]
         self.close_at = w0["open"][0] + w0["width"]
@@ -165,9 +166,9 @@ class TrendDetector(Detector[TrendSpec]):
 
     def evaluate(self, now: float) -> Finding:
         m = self.metric
-        if self.last_value is None:
+        if not self.values and self.last_value is None:
             return Finding(False, reason=f"no {m} yet")
-        step, v = self.last_step, self.last_value
+        step, v = self.last_step, self.values[-1] if self.values else self.last_value
         if not self._ready(self.windows[0]):
             return Finding(False, unknown=True, value=v, step=step, reason=f"{m}: filling the trend window")
         rose, rising = ("rose", "rising") if self._sign > 0 else ("fell", "falling")
