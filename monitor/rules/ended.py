@@ -106,11 +106,16 @@ class EndedDetector(Detector[EndedSpec]):
         self.signals = EndSignals(rule.oom_counter, rule.exit_code)
         self._follower = False
 
-    def inputs(self) -> frozenset[str] | None:
-        return None  # states, steps, and the cause metrics
+    @property
+    def off(self) -> bool:
+        """Watching only ``finished`` with no target step: it can never fire (and needs no sample)."""
+        return self._watch == {"finished"} and self.rule.target_step is None
 
-    def share_key(self) -> Hashable:
-        return ("ended", self.rule.oom_counter, self.rule.exit_code)
+    def inputs(self) -> frozenset[str] | None:
+        return frozenset() if self.off else None  # states, steps, and the cause metrics
+
+    def share_key(self) -> Hashable | None:
+        return None if self.off else ("ended", self.rule.oom_counter, self.rule.exit_code)
 
     def share_with(self, leader: Detector) -> None:
         assert isinstance(leader, EndedDetector)
@@ -168,6 +173,8 @@ class EndedDetector(Detector[EndedSpec]):
 
     def evaluate(self, now: float) -> Finding:
         st, step, r = self.state, self.step, self.rule
+        if self.off:
+            return Finding(False, reason="no target step for this run")
         if st is None:
             return Finding(False, unknown=True, reason="state not reported yet")
         at = f" at step {step}" if step is not None else ""

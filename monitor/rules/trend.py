@@ -148,17 +148,19 @@ class TrendDetector(Detector[TrendSpec]):
         buckets = w["buckets"]
         n, third = len(buckets), len(buckets) // 3
         ys = [b[2] for b in buckets]
-        if median_of_sorted(sorted(ys[-third:])) <= median_of_sorted(sorted(ys[:third])):
+        diffs = sorted(abs(b - a) for a, b in zip(ys, ys[1:], strict=False))
+        needed = max(self.rule.min_rise, self.rule.z * MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2))
+        # the thirds' medians sit 2/3 of the span apart: far below a third of the rise needed, the
+        # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat)
+        if median_of_sorted(sorted(ys[-third:])) - median_of_sorted(sorted(ys[:third])) < needed / 3:
             w["rise"] = w["tau"] = 0.0
-            return False  # not rising at all (a healthy loss): spare the O(n^2) statistics
+            return False
         pts = [(b[0], b[2]) for b in buckets]
         slopes = sorted(
             (y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(pts) for t2, y2 in pts[i + 1 :] if t2 > t1
         )
         w["rise"] = rise = median_of_sorted(slopes) * (pts[-1][0] - pts[0][0]) if slopes else 0.0
-        diffs = sorted(abs(b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False))
-        noise = MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2)
-        if rise < max(self.rule.min_rise, self.rule.z * noise):
+        if rise < needed:
             return False
         concordant = sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i in range(n) for j in range(i + 1, n))
         w["tau"] = concordant / (n * (n - 1) / 2)
