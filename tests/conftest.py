@@ -13,7 +13,11 @@ from sqlalchemy.engine import make_url
 from alerts.clock import ManualClock
 
 REPO = Path(__file__).resolve().parents[1]
-REAL_DATA = REPO.parent / "shared" / "data" / "real"
+# the real public logs: ../shared/data/real next to the checkout (a worktree may sit a level deeper)
+REAL_DATA = next(
+    (p / "shared" / "data" / "real" for p in REPO.parents if (p / "shared" / "data" / "real").is_dir()),
+    REPO.parent / "shared" / "data" / "real",
+)
 
 # Tests must never write to the developer's own data folder, W&B config or home.
 os.environ.setdefault("WANDB_ERROR_REPORTING", "false")

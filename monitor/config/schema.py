@@ -101,6 +101,10 @@ class WatchBase(Strict):
         """Source kind -> its settings, for the sources this watch reads."""
         return {k: getattr(self, k) for k in self.source_kinds() if getattr(self, k) is not None}
 
+    def rule_settings(self) -> dict[str, Any]:
+        """The watch's settings that fill rule parameters of the same name (RuleSet.for_run)."""
+        return {"target_step": self.target_step}
+
 
 # One key per registered source kind (monitor/sources/*_config.py): adding a source edits nothing here.
 Watch = create_model(

@@ -100,7 +100,7 @@ class Engine:
         watch = self.watches.get(self._run_watch.get(run, ""))
         if watch is None:
             return self.rules.for_run()
-        return self.rules.for_run(watch.rules.overrides, watch.rules.disabled)
+        return self.rules.for_run(watch.rules.overrides, watch.rules.disabled, watch.rule_settings())
 
     def _labels(self, run: str) -> dict[str, str]:
         labels = self._run_labels.get(run)

@@ -35,7 +35,7 @@ from monitor.samples import Sample
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
-RUNNING_OR_UNKNOWN = frozenset({None, "running"})
+RUNNING_OR_UNKNOWN = frozenset({None, "running", "unknown"})  # a state reported as unknown is no news
 # Feeds that are not metric names: the step counter, the run's state, any sample at all.
 STEP, STATE, ANY = "@step", "@state", "@any"
 

@@ -163,14 +163,21 @@ class RuleSet:
         self,
         overrides: Mapping[str, Mapping[str, Any]] = {},  # noqa: B006 - read only
         disabled: Iterable[str] = (),
+        settings: Mapping[str, Any] = {},  # noqa: B006 - read only
     ) -> list[RuleSpec]:
-        """The rules with overrides applied (a rule's parameters merged with the override)."""
+        """The rules with overrides applied (a rule's parameters merged with the override).
+
+        ``settings`` are the run's watch settings (e.g. ``target_step``): they fill the parameter of
+        that name of every rule that has one and leaves it unset (an override still wins)."""
         off = set(disabled)
         out = []
         for rule in self.rules:
             if rule.name in off:
                 continue
-            patch = overrides.get(rule.name)
+            patch = dict(overrides.get(rule.name) or {})
+            for key, value in settings.items():
+                if value is not None and key not in patch and getattr(rule, key, value) is None:
+                    patch[key] = value
             out.append(apply_override(rule, patch) if patch else rule)
         return out
 

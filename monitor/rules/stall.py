@@ -1,11 +1,17 @@
-"""``stall``: no new step for longer than the run's own cadence allows.
+"""``stall``: no new step for longer than the run's own schedule allows.
 
-The limit adapts to the run: max(floor, k x the p99 of recent step intervals, the learned pause
-allowance). Intervals longer than floor/3 are pauses, not cadence: they stay out of the p99, so one
-long gap cannot inflate the limit tenfold. Pauses the run came back from by itself (checkpoint saves,
-evals, or every step of a very slow run) are learned once they recur: the limit is at least
-``pause_factor`` x the longest pause that happened twice among the last 8 (two within 1.5x of each
-other), capped at ``max_pause``; a one-off hang that resolved itself teaches nothing. After a
+The run's step intervals give its cadence; its long pauses (checkpoint saves, evals) are learned as a
+schedule (schedule.py): at which steps, or how often in time, it habitually pauses, and for how long.
+
+- While the schedule is not known (no habit yet, or a long pause no habit explains among the
+  remembered ones) the rule is conservative: limit = max(``floor``, ``k`` x the p99 step interval,
+  ``pause_factor`` x the longest pause that happened twice among the last 8, capped at ``max_pause``).
+- Once it is known, a pause at a habitual step gets ``habit_factor`` x its usual length, and a pause
+  anywhere else is a hang after max(``hang_after``, ``k`` x the p99 step interval): minutes, not the
+  15-minute floor.
+
+Intervals longer than 5x the median are pauses, not cadence: they stay out of the p99 (three in a row
+are a new cadence). Pauses longer than half the ordinary limit are remembered for learning. After a
 (re)start the run gets a separate allowance to restore and compile before its first step:
 ``startup``, or, once this run has restored before, ``restore_factor`` x its longest recent restore
 (never below ``floor``). While the source cannot be read the run's progress is unknown, not stalled.
@@ -22,19 +28,34 @@ from pydantic import Field
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.schedule import PauseSchedule, usual
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAX_WINDOW
+from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import Sample
 
 MIN_INTERVALS = 8  # step intervals needed before the p99 is trusted
 LEARNED = 8  # restores and pauses remembered
 RECURS = 1.5  # two pauses within this factor of each other are the same kind of pause
+PAUSE_X = 5.0  # an interval this many times the median is a pause, not cadence
+NEW_CADENCE = 3  # that many such intervals in a row are a new cadence
+STRIDES = 32  # recent step increments kept (the logging stride)
+REFRESH = 64  # the median and p99 are recomputed every this many intervals
 
 
 class StallSpec(RuleSpec):
     kind: Literal["stall"] = "stall"
-    floor: Duration = Field(default=900.0, description="never fire before this long without a step")
-    k: float = Field(default=10.0, gt=0, description="limit = max(floor, k x recent p99 step interval)")
+    floor: Duration = Field(
+        default=900.0, description="until the schedule is known: never fire before this long without a step"
+    )
+    k: float = Field(default=10.0, gt=0, description="limit at least k x recent p99 step interval")
+    hang_after: Duration = Field(
+        default=300.0,
+        gt=0,
+        description="once the schedule is known: a pause at an ordinary step fires after this long",
+    )
+    habit_factor: float = Field(
+        default=2.0, gt=0, description="once known: a pause at a habitual step may last this x its usual"
+    )
     window: int = Field(
         default=256, ge=8, le=MAX_WINDOW, description="recent step intervals kept for the p99"
     )
@@ -43,7 +64,7 @@ class StallSpec(RuleSpec):
         default=2.0, gt=0, description="after earlier restores: allowance = this x the longest one"
     )
     pause_factor: float = Field(
-        default=1.5, gt=0, description="learned pauses: allowance = this x the longest recurring one"
+        default=1.5, gt=0, description="until known: allowance = this x the longest recurring pause"
     )
     max_pause: Duration = Field(default=3600.0, description="cap on the learned pause allowance")
     restart_counter: str | None = Field(
@@ -66,15 +87,26 @@ class StallDetector(Detector[StallSpec]):
         self.blind = False  # the newest news is a source error: progress unknown
         self.last_step: int | None = None
         self.last_step_at: float | None = None
+        self.first_step: int | None = None  # the first step and its time: how long the run was watched
+        self.first_step_at: float | None = None
+        self.top_step: int | None = None
         self.awaiting_since: float | None = None  # a (re)start with no step since
         self.awaiting_learnable = False  # the start time is known (not merely first sight)
         self.intervals: deque[float] = deque(maxlen=rule.window)
+        self.strides: deque[int] = deque(maxlen=STRIDES)
         self.restores: deque[float] = deque(maxlen=LEARNED)
         self.pauses: deque[float] = deque(maxlen=LEARNED)
+        self.schedule = PauseSchedule()
         self.counter: float | None = None
-        self._limit: float | None = None  # cached until the intervals or pauses change
-        self._pause_gap = rule.floor / 3  # longer step intervals are pauses, not cadence
-        self._floor = rule.floor
+        self.median: float | None = None  # of the intervals, refreshed as they come
+        self.outliers = 0  # intervals in a row too long to be cadence
+        self.p99: float | None = None  # of the intervals, refreshed with the median
+        self._fresh = 0  # intervals added since the median and p99 were computed
+        self._ordinary = rule.floor  # ordinary_limit(), refreshed with them
+        self._soonest = min(rule.hang_after, rule.floor)  # the shortest limit there can be
+        self._mark_after = rule.floor / 2  # a longer gap is a pause to learn from
+        self._pause_after = math.inf  # a longer gap is no cadence (PAUSE_X x the median)
+        self._trust: list[float] | None = None  # watched this many steps and seconds, the schedule is known
         self._counter_name = rule.restart_counter
 
     def inputs(self) -> frozenset[str] | None:
@@ -84,6 +116,8 @@ class StallDetector(Detector[StallSpec]):
     def _restart(self, t: float) -> None:
         if self.last_step is not None or self.state == "running":  # a run known to take steps
             self.awaiting_since, self.awaiting_learnable = t, True
+            self.schedule.restarted(t)
+            self._trust = self.schedule.trusted_after()
 
     def observe(self, sample: Sample) -> None:
         t = sample.t
@@ -117,46 +151,115 @@ class StallDetector(Detector[StallSpec]):
         elif self.awaiting_since is not None:
             self.wake_at = self.awaiting_since + self.startup_allowance()
         elif self.last_step_at is not None:
-            self.wake_at = self.last_step_at + self._floor  # a lower bound: evaluate() refines it
+            soonest = self._soonest if self._trust is not None and self.known() else self.rule.floor
+            self.wake_at = self.last_step_at + soonest  # a lower bound: evaluate() refines it
         else:
             self.wake_at = math.inf
 
     def _step(self, step: int, t: float) -> None:
         last = self.last_step
+        if last is not None and step > last and self.awaiting_since is None:  # the common case
+            if step > self.top_step:
+                self.top_step = step
+            gap = t - self.last_step_at
+            if gap > 0:
+                self._gap(last, step - last, gap)
+            self.last_step, self.last_step_at = step, t
+            return
+        if self.first_step is None:
+            self.first_step, self.first_step_at, self.top_step = step, t, step
+        elif step > self.top_step:
+            self.top_step = step
         if self.awaiting_since is not None:
             if self.awaiting_learnable and t > self.awaiting_since:
                 self.restores.append(t - self.awaiting_since)
             self.awaiting_since = None
             self.last_step, self.last_step_at = step, t
-            return
-        if last is None or step < last:
+        elif last is None or step < last:
             # first step seen, or a rewind: the run resumed from a checkpoint, its cadence restarts here
             self.last_step, self.last_step_at = step, t
-            return
-        if step > last:
-            gap = t - self.last_step_at
-            if gap > 0:
-                if gap > self._pause_gap:
-                    self.pauses.append(gap)  # a long pause the run came back from by itself
-                else:
-                    self.intervals.append(gap)  # the cadence: pauses stay out of the p99
-                self._limit = None
-            self.last_step, self.last_step_at = step, t
 
-    # ---- the limit -------------------------------------------------------------------------
+    def _gap(self, last: int, stride: int, gap: float) -> None:
+        """``gap`` seconds from step ``last`` to the next one, ``stride`` steps on."""
+        self.strides.append(stride)
+        if gap > self._mark_after:  # a long pause the run came back from by itself
+            self.pauses.append(gap)
+            self.schedule.add(last, self.last_step_at, gap, self.stride(), self.slack())
+            self._trust = self.schedule.trusted_after()
+            return
+        if gap > self._pause_after:
+            self.outliers += 1
+            if self.outliers < NEW_CADENCE:
+                return  # a short pause (an eval): not cadence
+            self.intervals.clear()  # several in a row: the cadence changed
+        self.outliers = 0
+        self.intervals.append(gap)
+        self._fresh += 1
+        if self._fresh >= REFRESH or len(self.intervals) < 2 * MIN_INTERVALS:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """The median and p99 of the step intervals, and the ordinary limit they give."""
+        n, self._fresh = len(self.intervals), 0
+        if n < MIN_INTERVALS:
+            self.median = self.p99 = None
+            self._ordinary, self._pause_after = self.rule.floor, math.inf
+        else:
+            ordered = sorted(self.intervals)
+            self.median = median_of_sorted(ordered)
+            self.p99 = ordered[min(n - 1, int(0.99 * n))]
+            self._ordinary = max(self.rule.hang_after, self.rule.k * self.p99)
+            self._pause_after = PAUSE_X * self.median
+        self._mark_after = self._ordinary / 2
+
+    # ---- the limits ------------------------------------------------------------------------
+    def known(self) -> bool:
+        """Is the learned schedule trusted (see schedule.py)?"""
+        trust = self._trust
+        if trust is None or self.first_step is None:
+            return False
+        steps, seconds = trust
+        return self.top_step - self.first_step > steps and self.last_step_at - self.first_step_at > seconds
+
+    def ordinary_limit(self) -> float:
+        """Once the schedule is known: how long a pause at an ordinary step may last."""
+        return self._ordinary
+
+    def stride(self) -> float:
+        return median_of_sorted(sorted(self.strides)) if self.strides else 1.0
+
+    def slack(self) -> float:
+        """Timing noise of a timed habit: a few step intervals."""
+        return 3 * (self.median or 0.0)
+
     def limit(self) -> float:
-        if self._limit is None:
-            r = self.rule
-            limit = r.floor
-            if len(self.intervals) >= MIN_INTERVALS:
-                ordered = sorted(self.intervals)
-                p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-                limit = max(limit, r.k * p99)
-            recurring = self.recurring_pause()
-            if recurring is not None:
-                limit = max(limit, min(r.max_pause, r.pause_factor * recurring))
-            self._limit = limit
-        return self._limit
+        """How long the current pause (after ``last_step``) may last."""
+        return self._limit()[0]
+
+    def _limit(self) -> tuple[float, str]:
+        r = self.rule
+        habit = None
+        if self.last_step is not None and self.last_step_at is not None:
+            habit = self.schedule.match(self.last_step, self.last_step_at, self.stride(), self.slack())
+        allowance = r.habit_factor * usual(habit) if habit is not None else 0.0
+        if self.known():
+            ordinary = self.ordinary_limit()
+            if habit is None:
+                return ordinary, "not a habitual pause step of the learned schedule"
+            if allowance >= usual(habit) + ordinary:
+                return allowance, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
+            then = f"{self.schedule.describe(habit)}, then {format_duration(ordinary)}"
+            return usual(habit) + ordinary, then
+        limit, why = r.floor, ""
+        p99 = self.p99
+        if p99 is not None:
+            limit = max(limit, r.k * p99)
+        recurring = self.recurring_pause()
+        if recurring is not None:
+            limit = max(limit, min(r.max_pause, r.pause_factor * recurring))
+        if allowance > limit:
+            return allowance, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
+        return limit, why
 
     def recurring_pause(self) -> float | None:
         """The longest pause that happened at least twice (two of the recent pauses within 1.5x)."""
@@ -194,7 +297,7 @@ class StallDetector(Detector[StallSpec]):
         if self.last_step_at is None:
             return Finding(False, reason="no data yet")
         idle = now - self.last_step_at
-        limit = self.limit()
+        limit, why = self._limit()
         self.wake_at = self.last_step_at + limit
         if idle > limit:
             return Finding(
@@ -202,7 +305,8 @@ class StallDetector(Detector[StallSpec]):
                 value=idle,
                 threshold=limit,
                 step=self.last_step,
-                reason=f"no new step for {format_duration(idle)} (limit {format_duration(limit)})",
+                reason=f"no new step for {format_duration(idle)} "
+                f"(limit {format_duration(limit)}{': ' + why if why else ''})",
             )
         return Finding(
             False,
@@ -217,7 +321,12 @@ class StallDetector(Detector[StallSpec]):
         return math.inf  # only a sample can change the verdict
 
     def stats(self) -> dict[str, float | int | None]:
-        return {"limit": self.limit(), "last_step": self.last_step}
+        return {
+            "limit": self.limit(),
+            "last_step": self.last_step,
+            "schedule_known": int(self.known()),
+            "habits": len(self.schedule.habits),
+        }
 
 
 def _finite(v: object) -> bool:

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from monitor.samples import NON_FINITE_WORDS, Sample
 
-STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted"})
+STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted", "pending", "unknown"})
 SOURCES = frozenset({"wandb", "prometheus", "sim"})
 KNOWN_FIELDS = ("t", "run", "step", "metrics", "state", "source", "labels", "source_error")
 _DECODER = json.JSONDecoder()

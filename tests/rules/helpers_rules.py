@@ -12,9 +12,10 @@ from monitor.samples import Sample
 from monitor.sources.sim import INFRA_METRIC, SimRun
 from monitor.sources.sim_config import SimTarget
 from monitor.traces.replay import ReplayResult, replay
+from tests.conftest import REAL_DATA
 
 REPO = Path(__file__).resolve().parents[2]
-REAL = REPO / ".." / "shared" / "data" / "real"
+REAL = REAL_DATA
 T0 = 1_700_000_000.0
 
 

@@ -43,6 +43,8 @@ def test_only_what_on_call_must_act_on_pages():
         "run_crashed",
         "loss_nonfinite",
         "loss_spike",
+        "loss_diverging",  # a slow divergence pages (issue 13)
+        "run_finished_early",  # a clean exit before the target step pages (issue 13)
     }
     blips = [r for r in load_pack("hero") if r.kind == "spike" and r.mode == "point"]
     assert {r.name for r in blips} == {"loss_jump", "grad_norm_spike"}

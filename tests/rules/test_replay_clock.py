@@ -35,7 +35,7 @@ def test_a_run_that_goes_silent_while_others_go_on_is_caught():
 
 def test_lines_unordered_across_runs_give_the_same_events():
     a = steps([2.0] * 100 + [float("nan")] + [2.0] * 20, every=10.0, run="a")
-    b = steps([2.0] * 50, every=20.0, run="b") + [Sample(T0 + 1000, "b", state="crashed")]
+    b = steps([2.0] * 50, every=20.0, run="b") + [Sample(T0 + 1000, "b", state="failed")]
     ordered = sorted(a + b, key=lambda s: s.t)
     shuffled = a[:40] + b + a[40:]  # each run still in time order
     key = [(e.t, e.run, e.rule, e.state) for e in replay(ordered, hero()).events]

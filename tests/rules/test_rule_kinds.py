@@ -37,6 +37,9 @@ def test_registry_has_every_kind():
         "state",
         "regression",
         "absent",
+        "slowdown",
+        "trend",
+        "ended",
     }
 
 

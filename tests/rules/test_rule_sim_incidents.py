@@ -35,7 +35,9 @@ def test_a_healthy_run_of_several_hours_raises_nothing_above_info(seed):
 )
 def test_each_incident_raises_the_right_alert(incidents, expected, severity):
     result = replay(sim_samples(incidents, hours=4), hero())
-    assert pages(result) == {expected}
+    # a 20% throughput drop is also a sustained slowdown of the steps (the CUSUM rule, issue 13)
+    also = {"throughput_slowdown"} if expected == "throughput_drop" else set()
+    assert pages(result) == {expected} | also
     first = next(e for e in result.firing() if e.rule == expected)
     assert first.severity == severity
     assert first.t >= T0 + 2 * 3600  # not before the incident

@@ -157,7 +157,7 @@ def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
 
 
 def test_replay_report_has_a_heading_per_run(tmp_path: Path):
-    trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="crashed")])
+    trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="failed")])
     r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     heads = [line for line in r.output.splitlines() if line and not line.startswith(" ")]

@@ -98,7 +98,7 @@ def rules(
         w = engine.watches.get(watch)
         if w is None:
             raise HTTPException(404, f"no watch named {watch!r}")
-        specs = engine.rules.for_run(w.rules.overrides, w.rules.disabled)
+        specs = engine.rules.for_run(w.rules.overrides, w.rules.disabled, w.rule_settings())
     out = []
     for spec in specs:
         raw = spec.raw()

@@ -1,0 +1,290 @@
+"""How good is detection? Incidents built on real training logs, replayed through the hero pack.
+
+Every scenario starts from the real public logs in ../shared/data/real (their README says where they
+come from): the llm.c GPT-2 124M run's 19,560 steps of loss, learning rate and grad norm, with step
+times from the PAI job's real mini-batch times (tests/rules/real_scenarios.py), a ~6-minute checkpoint
+save every 1000 steps and a ~90 s eval every 250; the BLOOM-176B excerpts; the PAI job's workers.
+Each incident is added to that run at a known time (its onset) and the trace is replayed through the
+same Evaluator as the live engine (monitor/traces/replay.py) with the built-in hero pack.
+
+For each incident: the rule that should catch it, the time from the onset to its first firing, and
+the limit that detection should stay within (the issue's target, or the rule's own definition), as a
+ratio. Then the healthy logs (the same run with its saves and evals in several shapes, the BLOOM
+excerpts, the healthy PAI workers): the pages (critical) and warnings they raise, which should be
+none. The last line sums it up: ``caught N/M, false pages F, median time to detect X min``.
+
+Run:  .venv/bin/python bench/detection_quality.py          (about 20 s)
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from monitor.rules.loader import RuleSet  # noqa: E402
+from monitor.rules.spec import RuleSpec  # noqa: E402
+from monitor.samples import Sample  # noqa: E402
+from monitor.traces.replay import replay  # noqa: E402
+from tests.rules.helpers_rules import T0, hero, llmc_samples, real_file  # noqa: E402
+from tests.rules.real_scenarios import Scenario, step_change  # noqa: E402
+from tests.rules.test_rule_real_data import bloom_samples  # noqa: E402
+
+MIN = 60.0
+HOUR = 3600.0
+
+
+@dataclass
+class Incident:
+    name: str
+    rules: tuple[str, ...]  # any of these firing catches it
+    limit: float  # seconds: the target (or the rule's own definition)
+    build: Callable[[], tuple[list[Sample], float, float | None]]  # samples, onset, end of replay
+    specs: Callable[[], list[RuleSpec]] = hero
+
+
+def scenario(sc: Scenario, onset: Callable[[Scenario], float]) -> tuple[list[Sample], float, float]:
+    samples = sc.build()
+    return samples, onset(sc), sc.end
+
+
+def oom_samples(times: list[float], until: float) -> list[Sample]:
+    """A Prometheus-like OOM kill counter scraped every minute, rising at ``times``."""
+    out, t = [], T0
+    while t <= until:
+        out.append(Sample(t, "llmc-hero", metrics={"oom_kills_total": float(sum(k <= t for k in times))}))
+        t += MIN
+    return out
+
+
+def nan_at(step: int) -> Callable[[int], float]:
+    return lambda s: math.nan if s == step else 0.0
+
+
+def incidents() -> list[Incident]:
+    save = Scenario(last_step=12000)
+    save.build()
+    usual_save = statistics.median(p[1] for s, p in save.pauses.items() if s % 1000 == 0)
+    oom_crash = Scenario(last_step=9000, end_state="crashed", watch_after=30 * MIN)
+    oom_crash.build()
+    crash_at = oom_crash.last_t + oom_crash.end_after
+    oom_crash.extra = oom_samples([crash_at - 90], crash_at + 30 * MIN)
+    ooms = Scenario(last_step=16000)
+    ooms.build()
+    kills = [ooms.step_at[10000], ooms.step_at[13000]]
+    ooms.extra = oom_samples(kills, ooms.last_t)
+    target = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
+    return [
+        Incident(
+            "hang at an ordinary step (step 9876)",
+            ("progress_stalled",),
+            10 * MIN,
+            lambda: scenario(Scenario(hang_after_step=9876, watch_after=HOUR), lambda s: s.last_t),
+        ),
+        Incident(
+            "a save that never finishes (step 12000)",
+            ("progress_stalled",),
+            2 * usual_save + 5 * MIN,
+            lambda: scenario(Scenario(hang_after_step=12000, watch_after=HOUR), lambda s: s.last_t),
+        ),
+        Incident(
+            "third restore hangs (two took ~22m)",
+            ("progress_stalled",),
+            2 * 22 * MIN + 2 * MIN,
+            lambda: scenario(
+                Scenario(restarts=[(4500, 22 * MIN), (8300, 21 * MIN), (12200, None)], watch_after=3 * HOUR),
+                lambda s: s.restarted_at[-1],
+            ),
+        ),
+        Incident(
+            "4% slower steps from 3h (one slow host)",
+            ("throughput_slowdown",),
+            HOUR,
+            lambda: scenario(Scenario(slow=step_change(3 * HOUR, 1 / 0.96)), lambda s: T0 + 3 * HOUR),
+        ),
+        Incident(
+            "loss +0.5 over 2,000 steps from step 10000",
+            ("loss_diverging", "loss_spike"),
+            30 * MIN,
+            lambda: scenario(
+                Scenario(loss_shift=lambda s: 0.5 * (s - 10000) / 2000 if s >= 10000 else 0.0),
+                lambda s: s.step_at[10000],
+            ),
+        ),
+        Incident(
+            "loss floor raised by 0.3 from step 10000",
+            ("loss_spike",),
+            15 * MIN,
+            lambda: scenario(
+                Scenario(loss_shift=lambda s: 0.3 if s >= 10000 else 0.0), lambda s: s.step_at[10000]
+            ),
+        ),
+        Incident(
+            "NaN loss at step 7000",
+            ("loss_nonfinite",),
+            MIN,
+            lambda: scenario(Scenario(loss_shift=nan_at(7000), last_step=8000), lambda s: s.step_at[7000]),
+        ),
+        Incident(
+            "finished at step 12000 of 19559",
+            ("run_finished_early",),
+            5 * MIN + 2 * MIN,
+            lambda: scenario(
+                Scenario(last_step=12000, end_state="finished", watch_after=30 * MIN),
+                lambda s: s.last_t + s.end_after,
+            ),
+            specs=lambda: target,
+        ),
+        Incident(
+            "crashed after an OOM kill",
+            ("run_crashed",),
+            MIN,
+            lambda: (oom_crash.build(), crash_at, oom_crash.end),
+        ),
+        Incident(
+            "crash loop (dies at 4500, then 4300 thrice)",
+            ("crash_loop",),
+            HOUR,
+            lambda: scenario(
+                Scenario(
+                    restarts=[(4500, 10 * MIN), (4300, 10 * MIN), (4300, 10 * MIN), (4300, 10 * MIN)],
+                    last_step=6000,
+                ),
+                lambda s: s.restarted_at[0],
+            ),
+        ),
+        Incident(
+            "two OOM kills in 6h",
+            ("oom_kills",),
+            2 * MIN,
+            lambda: (ooms.build(), kills[1], ooms.end),
+        ),
+        Incident(
+            "BLOOM-176B loss blip at 31219 (real; info)",
+            ("loss_jump",),
+            5 * MIN,
+            lambda: (bloom_samples(), next(s.t for s in bloom_samples() if s.step == 31219), None),
+            specs=lambda: RuleSet(tuple(hero())).for_run(
+                {"loss_jump": {"min_points": 3}, "loss_spike": {"min_points": 3}}
+            ),
+        ),
+        Incident(
+            "PAI straggler (worker 6, real)",
+            ("throughput_slowdown", "throughput_drop"),
+            HOUR,
+            lambda: pai_runs(straggler=True),
+        ),
+    ]
+
+
+def pai_runs(straggler: bool) -> tuple[list[Sample], float, None]:
+    """The PAI job's workers as runs: one row per sampled iteration (every 10), 6 s an iteration at the
+    median batch time, tokens/s from the batch time. With ``straggler`` only worker 6, whose real
+    slowdown (about 1.27x from iteration 1750) is the incident."""
+    by_worker: dict[int, list[tuple[int, float]]] = {}
+    with open(real_file("pai_job_1_minibatch_norm.csv"), newline="") as fh:
+        for row in csv.DictReader(fh):
+            by_worker.setdefault(int(row["worker"]), []).append(
+                (int(row["time"]), float(row["batch_time_norm"]))
+            )
+    out, onset = [], math.inf
+    for worker, rows in by_worker.items():
+        if (worker == 6) != straggler:
+            continue
+        rows.sort()
+        mid = statistics.median(b for _, b in rows)
+        t = T0
+        for (it, batch), (nxt, _) in zip(rows, rows[1:] + [(rows[-1][0] + 10, 0.0)], strict=True):
+            tokens = {"throughput/tokens_per_second": 1e6 * mid / batch}  # a 1M-token batch at the median
+            out.append(Sample(t, f"pai-worker-{worker}", it, tokens, "running", "wandb"))
+            if it >= 1750:
+                onset = min(onset, t)
+            t += (nxt - it) * 6.0 * batch / mid
+    return sorted(out, key=lambda s: s.t), onset, None
+
+
+def bloom_blocks() -> list[Sample]:
+    """The BLOOM-176B excerpts without incidents, each block a run of its own (months apart, they are
+    no continuous log): all but the loss spike (#7) and the slow-GPU block (#13)."""
+    out = []
+    with open(real_file("bigscience_megatron_iterations.csv"), newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["run"] == "tr11-176B-ml"]
+    for block in sorted({r["block_id"] for r in rows} - {"tr11-176B-ml#7", "tr11-176B-ml#13"}):
+        t = T0
+        for r in (r for r in rows if r["block_id"] == block):
+            metrics = {"train/loss": float(r["lm_loss"]), "grad/norm/total": float(r["grad_norm"])}
+            out.append(Sample(t, block, int(r["iteration"]), metrics, "running", "wandb"))
+            t += float(r["elapsed_s_per_iter"])
+    return sorted(out, key=lambda s: s.t)
+
+
+def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]]]:
+    def sc(**kw: object) -> Callable[[], tuple[list[Sample], float]]:
+        def build() -> tuple[list[Sample], float]:
+            s = Scenario(**kw)
+            return s.build(), s.end
+
+        return build
+
+    return [
+        ("llm.c, 1 s steps, no pauses", lambda: (llmc_samples(every=1.0), None)),
+        ("llm.c, 1.7 s, saves + evals, PAI jitter", sc()),
+        ("... logged every 10 steps", sc(log_every=10)),
+        ("... saves every 15m of wall time", sc(save_every=None, save_every_s=900)),
+        ("... 4-minute evals", sc(eval_pause=240)),
+        ("... 10 s steps (54 h)", sc(step_time=10.0)),
+        ("... PAI jitter 10x slower", sc(jitter_hold=10)),
+        (
+            "... +/-2% speed swing, 4 h cycle",
+            sc(slow=lambda x: 1 + 0.02 * math.sin(2 * math.pi * x / (4 * HOUR))),
+        ),
+        ("... finished at its target step", sc(end_state="finished", watch_after=30 * MIN)),
+        ("BLOOM-176B excerpts (each its own run)", lambda: (bloom_blocks(), None)),
+        ("PAI job, 9 healthy workers", lambda: (pai_runs(straggler=False)[0], None)),
+    ]
+
+
+def main() -> None:
+    started = time.perf_counter()
+    print(f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6}")
+    delays: list[float] = []
+    caught = total = 0
+    for inc in incidents():
+        samples, onset, end = inc.build()
+        result = replay(samples, inc.specs(), end=end)
+        hits = [e for e in result.firing() if e.rule in inc.rules and e.t >= onset]
+        total += 1
+        if hits:
+            caught += 1
+            delay = hits[0].t - onset
+            delays.append(delay)
+            took, limit = delay / MIN, inc.limit / MIN
+            print(f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f}")
+        else:
+            print(f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6}")
+    print()
+    print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
+    false_pages = 0
+    specs = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
+    for name, build in healthy():
+        samples, end = build()
+        result = replay(samples, specs, end=end)
+        pages = result.firing("critical")
+        warnings = result.firing("warning")
+        false_pages += len(pages)
+        what = ", ".join(sorted({e.rule for e in pages + warnings}))
+        print(f"{name:<46} {len(pages):5d} {len(warnings):9d}  {what}")
+    median = statistics.median(delays) / MIN if delays else math.nan
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+    print(f"caught {caught}/{total}, false pages {false_pages}, median time to detect {median:.1f} min")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""``slowdown``: a small sustained slowdown, found by a CUSUM on the run's step time (or a throughput
+metric) against the run's own baseline.
+
+The step time of each logged step (seconds between two rows over the steps between them) or the
+value of ``metric`` is taken on a log scale, so a change is relative. Pauses are left out (a step
+time over 5x the usual: saves and evals), and values are summarised per ``bucket`` by their median
+(one slow step moves nothing; a bucket holds at least ``min_points`` values, so a slow run's are
+longer). The baseline is the interquartile mean of the buckets of the trailing
+``baseline`` period, except the newest ``lag`` (a drop must not become normal before it is caught);
+its noise is their MAD, scaled up for a run whose speed wanders slowly (lag-1 autocorrelation). The
+baseline is ready after ``warmup`` once it has settled (its first and last thirds within shift/4):
+a baseline still on the move is part of a slow swing, not a level. Each bucket then adds its excess
+over baseline + ``shift``/2 to the CUSUM
+
+    S = max(0, S + (x - baseline) - shift / 2)
+
+and the rule fires when S exceeds max(``h`` x ``shift``, ``z`` x sigma): a sustained slowdown of
+``shift`` fires in about 2h buckets, a swing of less than ``shift``/2 about the baseline never adds
+up, and a noisy run needs more evidence than a steady one. While it fires the baseline is frozen (a
+slow GPU that stays slow keeps the alert up); it resolves once S has come down to half the threshold.
+The alert says how large the slowdown is and when it began (the bucket where S left 0). A restart
+(a step rewind, a resume, a restart counter increase) starts afresh: the run may be on other
+hardware. Before the baseline is ready the rule cannot tell (the alert keeps its state).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
+from monitor.samples import Sample
+
+PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
+CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
+
+
+class SlowdownSpec(RuleSpec):
+    kind: Literal["slowdown"] = "slowdown"
+    metric: str | None = Field(
+        default=None, description="a throughput metric; none: the step time, from the rows' timestamps"
+    )
+    worse: Literal["higher", "lower"] = Field(
+        default="higher", description="which way is slower: higher (a step time) or lower (tokens/s)"
+    )
+    shift: float = Field(default=0.04, gt=0, lt=1, description="the smallest sustained slowdown to catch")
+    h: float = Field(default=2.0, gt=0, description="fires when the CUSUM reaches h x shift (or z sigma)")
+    z: float = Field(default=4.0, gt=0, description="... or this many sigmas of the baseline's buckets")
+    bucket: Duration = Field(default=300.0, gt=0, description="values are summarised per bucket")
+    min_points: int = Field(default=8, ge=1, description="values a bucket needs (else it grows)")
+    baseline: Duration = Field(default=6 * 3600.0, gt=0, description="the trailing baseline period")
+    lag: Duration = Field(default=1800.0, ge=0, description="the newest buckets stay out of the baseline")
+    warmup: Duration = Field(default=3600.0, gt=0, description="baseline needed before judging")
+    restart_counter: str | None = Field(default="restarts_total", description="a restart counter, if any")
+
+
+@register
+class SlowdownDetector(Detector[SlowdownSpec]):
+    kind = "slowdown"
+    spec_model = SlowdownSpec
+
+    def __init__(self, rule: SlowdownSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self._sign = 1.0 if rule.worse == "higher" else -1.0
+        self._k = rule.shift / 2
+        self._need = max(3, math.ceil(rule.warmup / rule.bucket))
+        self._lagged = math.ceil(rule.lag / rule.bucket)
+        self.prev_t: float | None = None  # the previous row (step time mode)
+        self.prev_step: int | None = None
+        self.state: str | None = None
+        self.counter: float | None = None
+        self.bucket_start: list | None = None  # [t, step] of the open bucket's first value
+        self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
+        self.recent: deque[list[float]] = deque(maxlen=self._lagged + 2)  # buckets not in the baseline yet
+        self.base: deque[float] = deque(maxlen=max(self._need, math.ceil(rule.baseline / rule.bucket)))
+        self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
+        self.sigma = 0.0
+        self.s = 0.0  # the CUSUM
+        self.firing = False
+        self.began: list[float] | None = None  # [t, step] of the bucket where the excursion began
+        self.excess = [0.0, 0]  # sum of (x - baseline) and buckets since it began
+        self.last_step: int | None = None  # the newest value's step
+        self._pause = math.inf  # a step time above this is a pause
+        self._metric, self._counter = rule.metric, rule.restart_counter
+        self._width, self._min_points = rule.bucket, rule.min_points
+        self.resets = 0
+
+    def inputs(self) -> frozenset[str] | None:
+        return None  # steps, states and the restart counter
+
+    # ---- samples ---------------------------------------------------------------------------
+    def observe(self, sample: Sample) -> None:
+        st = sample.state
+        if st is not None:
+            if st == "running" and self.state not in RUNNING_OR_UNKNOWN:
+                self.reset()  # resumed after a crash or preemption
+            self.state = st
+        metrics = sample.metrics
+        name = self._counter
+        if name is not None and name in metrics:
+            v = metrics[name]
+            if not v - v:
+                if self.counter is not None and v > self.counter:
+                    self.reset()
+                self.counter = v
+        t, step = sample.t, sample.step
+        if self._metric is None:  # the step time, from the rows' timestamps
+            if step is None:
+                return
+            prev_t, prev_step = self.prev_t, self.prev_step
+            self.prev_t, self.prev_step = t, step
+            if prev_step is None or step == prev_step:
+                return
+            if step < prev_step:
+                self.reset()  # a rewind: the run restarted from a checkpoint
+                return
+            if t <= prev_t:
+                return
+            value = (t - prev_t) / (step - prev_step)
+        else:
+            value = metrics.get(self._metric)
+            if value is None or value - value or value <= 0:
+                return
+            if step is not None and self.last_step is not None and step < self.last_step:
+                self.reset()
+        # values stay raw until their bucket closes: the log of the median is the median of the logs
+        if value > self._pause:
+            return  # a pause (checkpoint save, eval): not the step time
+        self.last_step = step
+        start = self.bucket_start
+        if start is None:
+            self.bucket_start = [t, step]
+        elif (
+            t - start[0] >= self._width
+            and len(self.values) >= self._min_points
+            or len(self.values) >= MAX_WINDOW
+        ):
+            self._close()
+            self.bucket_start = [t, step]
+        self.values.append(value)
+
+    def reset(self) -> None:
+        self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
+        self.recent.clear()
+        self.base.clear()
+        self.mu, self.sigma, self.s, self._pause = None, 0.0, 0.0, math.inf
+        self.firing = self.hot = False
+        self.began, self.excess = None, [0.0, 0]
+        self.resets += 1
+
+    def _close(self) -> None:
+        """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
+        b = [*self.bucket_start, self._sign * math.log(median_of_sorted(sorted(self.values)))]
+        self.values, self.bucket_start = [], None
+        self.recent.append(b)
+        if self._sign > 0:  # a step time 5x the usual is a pause
+            self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
+        admitted = False
+        while len(self.recent) > self._lagged:
+            old = self.recent.popleft()
+            if not self.firing:  # a slowdown that fired must not become the new normal
+                self.base.append(old[2])
+                admitted = True
+        if admitted and len(self.base) >= self._need:
+            ordered = sorted(self.base)
+            n = len(ordered)
+            core = ordered[n // 4 : n - n // 4]  # the interquartile mean: robust, and exact for a
+            mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
+            spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
+            self.sigma = spread * _persistence(self.base, mu)
+            if self.mu is None:
+                if not self._settled():
+                    return  # the baseline still moves (a slow swing seen in part): keep learning
+                self.mu = mu  # ready: judge the buckets that waited on it
+                for waiting in list(self.recent)[:-1]:
+                    self._cusum(waiting)
+            self.mu = mu
+        if self.mu is not None:
+            self._cusum(b)
+
+    def _settled(self) -> bool:
+        """Is the young baseline level (its first and last thirds within shift/4 of each other), or
+        as long as it gets? Judging against a level still on the move would take a swing for a drop."""
+        base = list(self.base)
+        if len(base) == self.base.maxlen:
+            return True
+        third = len(base) // 3
+        first, last = sorted(base[:third]), sorted(base[-third:])
+        return abs(median_of_sorted(last) - median_of_sorted(first)) <= self.rule.shift / 4
+
+    def _cusum(self, b: list[float]) -> None:
+        t, step, x = b
+        dev = x - self.mu
+        s = self.s + dev - self._k
+        if s <= 0:
+            self.s, self.began, self.excess = 0.0, None, [0.0, 0]
+        else:
+            if self.began is None:
+                self.began = [t, step]
+            self.s = min(s, CAP * self.threshold())
+            self.excess[0] += dev
+            self.excess[1] += 1
+        if self.firing:
+            self.firing = self.s > self.threshold() / 2
+        else:
+            self.firing = self.s > self.threshold()
+        self.hot = self.firing
+
+    def threshold(self) -> float:
+        return max(self.rule.h * self.rule.shift, self.rule.z * self.sigma)
+
+    # ---- the verdict -----------------------------------------------------------------------
+    def evaluate(self, now: float) -> Finding:
+        what = self.rule.metric or "step time"
+        if self.mu is None:
+            reason = f"{what}: learning the run's baseline ({len(self.base)}/{self._need} buckets)"
+            return Finding(False, unknown=True, reason=reason, step=self.last_step)
+        size = math.exp(self.excess[0] / self.excess[1]) - 1 if self.excess[1] else 0.0
+        step = self.last_step
+        base = math.exp(self._sign * self.mu)
+        now_level = base * (1 + size) ** self._sign
+        if not self.firing:
+            return Finding(
+                False,
+                value=size,
+                threshold=self.rule.shift,
+                step=step,
+                reason=f"{what} near its baseline {fmt_value(base)} "
+                f"(CUSUM {self.s:.3f} of {self.threshold():.3f})",
+            )
+        slower = f"+{size * 100:.1f}%" if self._sign > 0 else f"-{(1 - 1 / (1 + size)) * 100:.1f}%"
+        began_t, began_step = self.began
+        since = f"step {int(began_step)}, " if began_step is not None else ""
+        reason = (
+            f"{what} {slower} ({fmt_value(now_level)} against {fmt_value(base)}) since {since}"
+            f"{format_duration(max(0.0, now - began_t))} ago"
+        )
+        return Finding(True, value=size, threshold=self.rule.shift, step=step, reason=reason)
+
+    def holds_until(self) -> float:
+        return math.inf  # only a sample can change the verdict
+
+    def stats(self) -> dict[str, float | int | None]:
+        return {
+            "baseline": None if self.mu is None else math.exp(self._sign * self.mu),
+            "cusum": self.s,
+            "threshold": self.threshold(),
+        }
+
+
+def _persistence(values: deque[float], mu: float) -> float:
+    """How much more a sum of n buckets wanders than n independent ones would: sqrt((1+r)/(1-r)) for
+    the lag-1 autocorrelation r of the buckets (-0.8 <= r <= 0.8), as for an AR(1) series. A run whose
+    speed wanders slowly needs more evidence than one whose buckets scatter independently; one whose
+    buckets alternate (a fast one after a slow one) less."""
+    d = [v - mu for v in values]
+    den = sum(x * x for x in d)
+    if den <= 0:
+        return 1.0
+    r = sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
+    r = min(0.8, max(-0.8, r))
+    return math.sqrt((1 + r) / (1 - r))

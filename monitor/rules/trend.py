@@ -1,0 +1,194 @@
+"""``trend``: a metric rising (or falling) steadily, with no single spike: a slow divergence.
+
+Values are summarised in time buckets by their median (a spike moves one bucket at most), on a log
+scale by default so that a rise is relative. The rule looks at the last ``window`` and at windows 4
+and 16 times as long (``scales``: a run that takes 10 s a step diverges over hours, not minutes),
+each kept as ``buckets`` buckets (a longer window's buckets are medians of the shorter one's). It
+fires when, over one of them:
+
+- the rise is large: the Theil-Sen slope of the buckets times the window's span is at least
+  max(``min_rise``, ``z`` x the bucket noise), the noise being estimated from bucket-to-bucket
+  differences (a trend does not inflate it);
+- the rise is steady: Kendall's tau of the buckets against time is at least ``tau`` (1: each bucket
+  higher than every earlier one; a loss that bumps and comes back, or noise, is near 0).
+
+A healthy loss falls or stays flat; one that climbs steadily for half an hour is diverging. A window
+needs 30% of its buckets (saves and evals leave some empty), spanning most of it, before it can
+tell. A step rewind (a restart from a checkpoint) starts afresh.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field
+
+from alerts.model import Finding
+from monitor.durations import Duration, format_duration
+from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
+from monitor.samples import Sample
+
+SPAN = 0.8  # a window's buckets must span this share of it
+FILLED = 0.3  # ... and be this share of its buckets (pauses leave some empty)
+MAX_VALUES = 4096  # values an open bucket holds at most
+
+
+class TrendSpec(RuleSpec):
+    kind: Literal["trend"] = "trend"
+    metric: str
+    direction: Literal["up", "down"] = Field(default="up", description="which way is bad")
+    scale: Literal["log", "linear"] = Field(default="log", description="log: a relative rise (values > 0)")
+    window: Duration = Field(default=1800.0, gt=0, description="the shortest period a trend is judged over")
+    scales: int = Field(default=3, ge=1, le=4, description="also windows 4x, 16x, ... as long")
+    buckets: int = Field(default=30, ge=9, le=256, description="buckets per window")
+    min_points: int = Field(default=2, ge=1, description="values a bucket needs (else it grows)")
+    min_rise: float = Field(default=0.02, gt=0, description="the rise that counts (log: 0.02 is ~2%)")
+    z: float = Field(default=4.0, gt=0, description="... and at least this many sigmas of bucket noise")
+    tau: float = Field(default=0.5, gt=0, le=1, description="how steady: Kendall's tau of the buckets")
+
+
+def _window(length: float, buckets: int) -> dict[str, Any]:
+    """One time scale, as plain data: its open bucket and its closed buckets [t, step, median]."""
+    return {
+        "length": length,
+        "width": length / buckets,
+        "open": None,  # [t, step] of the open bucket's first value
+        "values": [],  # the open bucket's values (the shortest window's are the detector's ``values``)
+        "buckets": [],  # at most ``buckets`` + 2
+        "rise": 0.0,
+        "tau": 0.0,
+        "hit": False,  # its latest judgement
+    }
+
+
+@register
+class TrendDetector(Detector[TrendSpec]):
+    kind = "trend"
+    spec_model = TrendSpec
+
+    def __init__(self, rule: TrendSpec, run: str) -> None:
+        super().__init__(rule, run)
+        self.hot = False
+        self.metric = rule.metric
+        self._sign = 1.0 if rule.direction == "up" else -1.0
+        self._log = rule.scale == "log"
+        self._keep = rule.buckets + 2
+        self.windows = [_window(rule.window * 4**k, rule.buckets) for k in range(rule.scales)]
+        self.values: list[float] = []  # the shortest window's open bucket (raw values)
+        self.close_at = -math.inf  # ... closes at the first value from then on (-inf: none open)
+        self.last_step: int | None = None  # the newest value's step
+        self.last_value: float | None = None  # the newest value, once its bucket closed (else values[-1])
+        self.cond = False
+        self.hit: int | None = None  # the window whose trend fired
+        self.resets = 0
+
+    def observe(self, sample: Sample) -> None:
+        v = sample.metrics.get(self.metric)
+        if v is None or v - v or (self._log and v <= 0):
+            return
+        t, step = sample.t, sample.step
+        last_step = self.last_step
+        if step is not None and last_step is not None and step < last_step:
+            self.windows = [_window(w["length"], self.rule.buckets) for w in self.windows]  # a rewind
+            self.values, self.close_at = [], -math.inf
+            self.cond, self.hot, self.hit = False, False, None
+            self.resets += 1
+        self.last_step = step
+        if t < self.close_at and len(self.values) < MAX_VALUES:
+            self.values.append(v)  # the common case: raw values, the log of the median comes later
+            return
+        self.last_value = v
+        b = self._add(0, t, step, v, self.rule.min_points)
+        w0 = self.windows[0]
+        self.close_at = w0["open"][0] + w0["width"]
+        if b is not None:
+            # the shortest window's buckets are the values of the longer ones (medians of medians)
+            for k in range(1, len(self.windows)):
+                self._add(k, b[0], b[1], b[2], 1)
+            self.hit = next((k for k, w in enumerate(self.windows) if w["hit"]), None)
+            self.cond = self.hot = self.hit is not None
+
+    def _add(self, k: int, t: float, step: int | None, x: float, min_points: int) -> list | None:
+        """One value into window ``k``; the bucket it closed, if any (the window is then judged)."""
+        w = self.windows[k]
+        closed, values = None, self.values if k == 0 else w["values"]
+        if w["open"] is not None and (
+            t >= w["open"][0] + w["width"] and len(values) >= min_points or len(values) >= MAX_VALUES
+        ):
+            mid = median_of_sorted(sorted(values))
+            if k == 0:  # raw values: to the judged scale
+                mid = self._sign * (math.log(mid) if self._log else mid)
+            closed = [*w["open"], mid]
+            buckets = w["buckets"]
+            buckets.append(closed)
+            horizon = t - w["length"]
+            while buckets and (buckets[0][0] < horizon or len(buckets) > self._keep):
+                buckets.pop(0)
+            values, w["open"] = [], None
+            if k == 0:
+                self.values = values
+            else:
+                w["values"] = values
+            w["hit"] = self._judge(w)
+        if w["open"] is None:
+            w["open"] = [t, step]
+        values.append(x)
+        return closed
+
+    def _ready(self, w: dict[str, Any]) -> bool:
+        b = w["buckets"]
+        return len(b) >= FILLED * self.rule.buckets and b[-1][0] - b[0][0] >= SPAN * w["length"]
+
+    def _judge(self, w: dict[str, Any]) -> bool:
+        if not self._ready(w):
+            return False
+        buckets = w["buckets"]
+        n, third = len(buckets), len(buckets) // 3
+        ys = [b[2] for b in buckets]
+        diffs = sorted(abs(b - a) for a, b in zip(ys, ys[1:], strict=False))
+        needed = max(self.rule.min_rise, self.rule.z * MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2))
+        # the thirds' medians sit 2/3 of the span apart: far below a third of the rise needed, the
+        # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat)
+        if median_of_sorted(sorted(ys[-third:])) - median_of_sorted(sorted(ys[:third])) < needed / 3:
+            w["rise"] = w["tau"] = 0.0
+            return False
+        pts = [(b[0], b[2]) for b in buckets]
+        slopes = sorted(
+            (y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(pts) for t2, y2 in pts[i + 1 :] if t2 > t1
+        )
+        w["rise"] = rise = median_of_sorted(slopes) * (pts[-1][0] - pts[0][0]) if slopes else 0.0
+        if rise < needed:
+            return False
+        concordant = sum((ys[j] > ys[i]) - (ys[j] < ys[i]) for i in range(n) for j in range(i + 1, n))
+        w["tau"] = concordant / (n * (n - 1) / 2)
+        return w["tau"] >= self.rule.tau
+
+    def evaluate(self, now: float) -> Finding:
+        m = self.metric
+        if not self.values and self.last_value is None:
+            return Finding(False, reason=f"no {m} yet")
+        step, v = self.last_step, self.values[-1] if self.values else self.last_value
+        if not self._ready(self.windows[0]):
+            return Finding(False, unknown=True, value=v, step=step, reason=f"{m}: filling the trend window")
+        rose, rising = ("rose", "rising") if self._sign > 0 else ("fell", "falling")
+        if not self.cond or self.hit is None:
+            return Finding(False, value=v, step=step, reason=f"{m} is not {rising} steadily")
+        w = self.windows[self.hit]
+        size = f"{(math.exp(w['rise']) - 1) * 100:.1f}%" if self._log else fmt_value(w["rise"])
+        first, newest = w["buckets"][0], w["buckets"][-1]
+        steps = f" (steps {first[1]} to {step})" if first[1] is not None and step is not None else ""
+        reason = (
+            f"{m} {rose} steadily by {size} over the last {format_duration(newest[0] - first[0])}"
+            f"{steps}, now {fmt_value(v)} (tau {w['tau']:.2f}): diverging"
+        )
+        return Finding(True, value=v, threshold=self.rule.min_rise, step=step, reason=reason)
+
+    def holds_until(self) -> float:
+        return math.inf  # only a sample can change the verdict
+
+    def stats(self) -> dict[str, float | int | None]:
+        w = self.windows[0]
+        return {"rise": w["rise"], "tau": w["tau"]}

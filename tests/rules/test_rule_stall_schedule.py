@@ -1,0 +1,136 @@
+"""``stall`` with a learned schedule, on the real llm.c log with the saves, evals, restarts and hangs the
+tests add (real_scenarios.py): a hang at an ordinary step pages in minutes, a save that never
+finishes within 2 x the usual save + 5 minutes, a healthy run never, and restores are still learned."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import deque
+
+import pytest
+
+from monitor.rules.schedule import PauseSchedule
+from monitor.rules.stall import StallDetector
+from monitor.traces.replay import replay
+from tests.rules.helpers_rules import T0, above_info, hero
+from tests.rules.real_scenarios import Scenario, save_steps
+
+MIN = 60.0
+
+
+def stall_pages(sc: Scenario) -> list:
+    result = replay(sc.build(), hero(), end=sc.end)
+    return [e for e in result.firing() if e.rule == "progress_stalled"]
+
+
+@pytest.mark.parametrize("hang", [4321, 9876, 15321, 19001])
+def test_a_hang_at_an_ordinary_step_pages_within_minutes(hang):
+    # 1.7 s steps, a ~6-minute save every 1000 steps, a ~90 s eval every 250: the schedule is learned
+    # after a few saves; then a step that is neither a save nor an eval step is a hang after 5 minutes
+    sc = Scenario(hang_after_step=hang, watch_after=3600)
+    (page,) = stall_pages(sc)
+    waited = page.t - sc.last_t
+    assert 5 * MIN < waited <= 6 * MIN, waited  # the target is 10 minutes; the aim was 5
+    assert page.step == hang and "not a habitual pause step" in page.reason
+
+
+def test_a_save_that_never_finishes_pages_within_twice_the_usual_save_plus_5_minutes():
+    sc = Scenario(hang_after_step=12000, watch_after=3600)
+    sc.save_pause, sc.hang_after_step = 360.0, 12000
+    (page,) = stall_pages(sc)
+    healthy = Scenario(last_step=12000)
+    healthy.build()
+    usual = statistics.median(healthy.pauses[s][1] for s in save_steps(healthy))  # the save (and eval)
+    waited = page.t - sc.last_t
+    assert 1.5 * usual < waited <= 2 * usual + 5 * MIN, (waited, usual)
+    assert "every 1000 steps" in page.reason
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        {},
+        {"log_every": 10},  # W&B rows every 10 steps: a save is seen after step 990 or 1000
+        {"log_every": 7},  # a stride that does not divide the save period
+        {"save_every": None, "save_every_s": 900},  # saves by wall time, every 15 minutes
+        {"eval_pause": 240},  # 4-minute evals every 250 steps, 10 minutes when a save comes too
+        {"step_time": 10.0},  # a slow run: 54 hours
+        {"jitter_hold": 10},  # the real jitter, ten times slower
+    ],
+    ids=["base", "log-every-10", "log-every-7", "timed-saves", "long-evals", "slow-steps", "slow-jitter"],
+)
+def test_a_healthy_run_with_saves_and_evals_never_pages_and_hangs_are_still_caught(variant):
+    sc = Scenario(**variant)
+    result = replay(sc.build(), hero(), end=sc.end)
+    assert [e for e in above_info(result) if e[0] == "progress_stalled"] == []
+    assert [e for e in result.firing() if e.severity == "critical"] == []
+    assert result.summaries[sc.run].stats["progress_stalled"]["schedule_known"] == 1
+    hang = max(s for s in sc.step_at if s <= 15321 and s % variant.get("log_every", 1) == 0)
+    hung = Scenario(hang_after_step=hang, watch_after=3600, **variant)
+    (page,) = stall_pages(hung)
+    assert page.t - hung.last_t <= 6 * MIN
+
+
+def test_before_the_schedule_is_learned_the_floor_holds():
+    sc = Scenario(hang_after_step=1500, watch_after=3600)  # one save so far: nothing learned yet
+    (page,) = stall_pages(sc)
+    assert 15 * MIN < page.t - sc.last_t <= 16 * MIN
+    assert page.reason.endswith("(limit 15m)")
+
+
+def test_a_restore_that_hangs_after_two_normal_ones_pages_at_twice_the_longest():
+    # the process dies at steps 4500 and 8300 and restores in ~22 minutes; the third restore hangs
+    sc = Scenario(restarts=[(4500, 22 * MIN), (8300, 21 * MIN), (12200, None)], watch_after=3 * 3600)
+    pages = stall_pages(sc)
+    assert len(pages) == 1
+    waited = pages[0].t - sc.restarted_at[-1]
+    assert 44 * MIN < waited <= 45 * MIN, waited
+    assert "learned from earlier restores" in pages[0].reason
+
+
+# ---- the schedule itself --------------------------------------------------------------------------
+def test_three_pauses_evenly_spaced_in_steps_are_a_habit_two_are_not():
+    s = PauseSchedule()
+    s.add(1000, T0, 360, 1, 0)
+    s.add(2000, T0 + 3600, 350, 1, 0)
+    assert s.habits == [] and not s.known(2000, 3600)
+    s.add(3000, T0 + 7200, 370, 1, 0)
+    (h,) = s.habits
+    assert (h["by"], h["period"]) == ("step", 1000)
+    assert s.match(7000, T0 + 99999, 1, 0) is h and s.match(7500, T0, 1, 0) is None
+    assert not s.known(3000, 7200) and s.known(4001, 9000)  # trusted after 4 periods watched
+
+
+def test_a_longer_pause_at_a_habitual_step_is_another_kind_of_pause():
+    s = PauseSchedule()
+    for k in (1, 2, 3):
+        s.add(250 * k, T0 + 600 * k, 240, 1, 0)  # evals every 250 steps
+    s.add(1000, T0 + 2400, 600, 1, 0)  # the first save, with an eval: not an eval
+    assert s.unexplained == 1 and not s.known(10**6, 10**6)
+    for k in (5, 6, 7):
+        s.add(250 * k, T0 + 600 * k, 240, 1, 0)
+    s.add(2000, T0 + 4800, 620, 1, 0)
+    s.add(3000, T0 + 7200, 610, 1, 0)
+    assert {(h["by"], h["period"]) for h in s.habits} == {("step", 250), ("step", 1000)}
+    assert s.unexplained == 0 and s.match(5000, T0, 1, 0)["period"] == 1000  # the longer one
+
+
+def test_pauses_evenly_spaced_in_time_are_a_habit():
+    s = PauseSchedule()
+    for k, step in enumerate((517, 1049, 1566)):  # every 15 minutes of wall time
+        s.add(step, T0 + 900 * k + (3 if k == 1 else 0), 120, 1, 5)
+    (h,) = s.habits
+    assert h["by"] == "time" and abs(h["period"] - 900) < 5
+    assert s.match(2100, T0 + 2700, 1, 5) is h and s.match(2100, T0 + 2200, 1, 5) is None
+
+
+def test_the_detector_state_is_bounded_plain_data():
+    sc = Scenario()
+    det = StallDetector(next(r for r in hero() if r.name == "progress_stalled"), sc.run)
+    for s in sc.build():
+        det.observe(s)
+    assert len(det.schedule.habits) == 1 and len(det.schedule.marks) == det.schedule.marks.maxlen
+    state = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det).items() if k != "rule"}
+    state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det.schedule).items()}
+    json.dumps(state)
