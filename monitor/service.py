@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from alerts.clock import Clock
 from alerts.grouping import GroupTiming
 from alerts.inhibition import InhibitRule
-from alerts.notifiers import Notifier, make_notifier
+from alerts.notifiers import BuildContext, Notifier, build_notifier
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
@@ -312,7 +312,7 @@ def build_service(
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
     engine = Engine(cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed)
-    notifiers = build_notifiers(cfg, settings)
+    notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
     latency = SendLatency({r.name: r.kind for r in cfg.receivers})
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
@@ -321,15 +321,23 @@ def build_service(
     )
 
 
-def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:
+def build_notifiers(
+    cfg: WatchConfig, settings: Settings, config_path: str = "<config>"
+) -> dict[str, Notifier]:
+    """A notifier per receiver that sends, built by its kind's registered builder. Secrets come from the
+    environment (and the settings' own, e.g. SLACK_BOT_TOKEN); a receiver that cannot work (its secret
+    is missing) is a config error naming the receiver."""
+    context = BuildContext(env={**os.environ, **settings.secret_env()}, external_url=cfg.server.external_url)
     out: dict[str, Notifier] = {}
-    for r in cfg.receivers:
-        if r.kind == "dashboard":
+    problems = []
+    for i, r in enumerate(cfg.receivers):
+        try:
+            notifier = build_notifier(r, context)
+        except ValueError as exc:
+            problems.append(Problem(None, f"receivers[{i}]", f"receiver {r.name!r}: {exc}"))
             continue
-        options = r.model_dump(exclude={"name", "kind"}, exclude_none=True)
-        if r.kind == "slack":
-            options["token"] = (
-                settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-            )
-        out[r.name] = make_notifier(r.kind, options)
+        if notifier is not None:
+            out[r.name] = notifier
+    if problems:
+        raise ConfigError(config_path, problems)
     return out

@@ -32,4 +32,15 @@ class SendResult:
 
 
 class Notifier(Protocol):
+    """``send`` is the whole interface. A notifier whose receiver forgets what it was told unless it
+    hears it again (Alertmanager resolves an alert it has not heard of for a while) also has a
+    ``refresh_every`` attribute (seconds): the pipeline then re-sends each group's firing alerts that
+    often, as a view of kind ``refresh`` (``monitor.delivery.reminders``). No notifier runs its own timer."""
+
     def send(self, view: GroupView) -> SendResult: ...
+
+
+def refresh_every(notifier: object) -> float | None:
+    """How often the pipeline must re-tell this notifier's receiver what fires (None: never)."""
+    every = getattr(notifier, "refresh_every", None)
+    return float(every) if isinstance(every, int | float) and every > 0 else None

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+from pydantic import Field
 
+from alerts.durations import Duration
 from alerts.notifiers.base import SendResult
+from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.views import GroupView
 
 PERMANENT = {400, 401, 403, 404, 405, 410, 413, 422}
@@ -54,3 +57,18 @@ def _retry_after(r: httpx.Response) -> float | None:
         return float(r.headers.get("Retry-After", ""))
     except ValueError:
         return None
+
+
+class WebhookReceiver(ReceiverConfig):
+    """POSTs a JSON document per notification (Alertmanager-webhook-like) to ``url``."""
+
+    kind: Literal["webhook"]
+    url: str = Field(description="where to POST, e.g. https://hooks.example.com/herowatch")
+    timeout: Duration = 10.0
+
+
+def _build(config: WebhookReceiver, context: BuildContext) -> WebhookNotifier:
+    return WebhookNotifier(config.url, timeout=config.timeout)
+
+
+register("webhook", WebhookReceiver, _build)
