@@ -18,6 +18,7 @@ from alerts.clock import Clock
 from alerts.grouping import GroupTiming
 from alerts.inhibition import InhibitRule
 from alerts.notifiers import BuildContext, Notifier, build_notifier
+from alerts.notifiers.base import refresh_every
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
@@ -160,6 +161,7 @@ class Service:
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
     send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
+    refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
@@ -191,7 +193,8 @@ class Service:
                 min(w.poll_interval, 5.0) / self.speed,
             )
         add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
-        add_interval_job(self.scheduler, "repeats", self.plan_repeats, 60.0 / self.speed)
+        planner = min([60.0, *(every / 2 for every in self.refresh.values())])  # a refresh is never late
+        add_interval_job(self.scheduler, "repeats", self.plan_repeats, planner / self.speed)
         if self.config.watchdog:
             add_interval_job(
                 self.scheduler, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed
@@ -211,7 +214,7 @@ class Service:
         if not self._singleton("planner", 180.0):
             return 0
         with self.sessions.begin() as s:
-            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules)
+            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules, self.refresh)
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog
@@ -316,8 +319,9 @@ def build_service(
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
     latency = SendLatency({r.name: r.kind for r in cfg.receivers})
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
+    refresh = {name: every for name, n in notifiers.items() if (every := refresh_every(n)) is not None}
     return Service(
-        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency
+        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency, refresh
     )
 
 
