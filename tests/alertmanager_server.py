@@ -51,7 +51,7 @@ class WebhookSink:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
 
     def notified(self, status: str, alertname: str) -> list[dict[str, Any]]:

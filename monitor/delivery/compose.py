@@ -94,6 +94,8 @@ class Composer:
             for a, m in members
             if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
         ]
+        lead_new = _lead(new) if new else None
+        plot = plot_for(s, lead_new, now) if lead_new is not None else None
         view = GroupView(
             key=carrier.idempotency_key,
             receiver=group.receiver,
@@ -103,9 +105,9 @@ class Composer:
             alerts=tuple(shown),
             changed=frozenset(str(i) for i in told_ids),
             root_ref=group.root_ref,
-            links=self._links(s, group, shown),
+            links=self._links(s, group, shown, lead_new if plot is not None else None),
             actions=bool((self.actions or {}).get(group.receiver, False)),
-            plot=plot_for(s, _lead(new), now) if new else None,
+            plot=plot,
             episode=group.id,
         )
         return Composed(
@@ -114,14 +116,19 @@ class Composer:
             resolved=[a.id for a, _ in told if a.state == "resolved"],
         )
 
-    def _links(self, s: Session, group: AlertGroup, shown: Sequence[AlertView]) -> dict[str, str]:
+    def _links(
+        self, s: Session, group: AlertGroup, shown: Sequence[AlertView], plotted: Alert | None
+    ) -> dict[str, str]:
         run_id = (group.labels or {}).get("run") or (shown[0].run if shown else None)
         run = s.get(Run, run_id) if run_id else None
         links = {}
+        base = (self.external_url or "").rstrip("/")
         if run is not None and run.url:
             links["wandb_url"] = run.url
-        if run is not None and self.external_url:
-            links["dashboard_url"] = f"{self.external_url.rstrip('/')}/runs/{run.id}"
+        if run is not None and base:
+            links["dashboard_url"] = f"{base}/runs/{run.id}"
+        if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
+            links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
 
 
