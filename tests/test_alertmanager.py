@@ -161,7 +161,7 @@ def test_the_config_names_every_url_and_a_sane_resend_interval():
     assert build_notifier(cfg.receivers[0]).urls == ["http://am-0:9093", "http://am-1:9093"]
     for text, where in [
         ("{name: am, kind: alertmanager, urls: []}", ":3: receivers[0].urls"),
-        ("{name: am, kind: alertmanager, urls: [am-0:9093]}", ":3: receivers[0].urls: 'am-0:9093' is not"),
+        ("{name: am, kind: alertmanager, urls: [am-0:9093]}", ":3: receivers[0].urls[0]: 'am-0:9093' is not"),
         ("{name: am, kind: alertmanager, urls: ['http://a'], resend_interval: 0s}", "at least 1s"),
         ("{name: am, kind: alertmanager, urls: ['http://a'], labels: {a-b: c}}", "receivers[0].labels"),
     ]:

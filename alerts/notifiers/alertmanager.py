@@ -35,8 +35,8 @@ from pydantic import Field, field_validator
 
 from alerts.clock import isoformat
 from alerts.durations import Duration
-from alerts.notifiers.base import SendResult
-from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
+from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
 
 log = logging.getLogger(__name__)
@@ -123,9 +123,9 @@ class AlertmanagerNotifier:
         errors = "; ".join(r.error or "?" for r in results)
         if all(not r.retry for r in results):
             return SendResult.permanent(f"every Alertmanager refused the alerts: {errors}")
-        retry_after = [r.retry_after for r in results if r.retry_after is not None]
+        waits = [r.retry_after for r in results if r.retry_after is not None]
         return SendResult.transient(
-            f"no Alertmanager took the alerts: {errors}", min(retry_after or [0]) or None
+            f"no Alertmanager took the alerts: {errors}", min(waits) if waits else None
         )
 
     def _post(self, url: str, alerts: list[dict[str, Any]]) -> SendResult:
@@ -139,7 +139,7 @@ class AlertmanagerNotifier:
             return SendResult.sent()
         text = f"{url}: HTTP {r.status_code} {r.text.strip()[:300]}".rstrip()
         if r.status_code in (408, 429) or r.status_code >= 500:
-            return SendResult.transient(text, retry_after=_retry_after(r))
+            return SendResult.transient(text, retry_after=retry_after(r.headers))
         return SendResult.permanent(text)
 
 
@@ -160,13 +160,6 @@ def _annotations(a: AlertView, view: GroupView) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v is not None and str(v) != ""}
 
 
-def _retry_after(r: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(r.headers.get("Retry-After", "")))
-    except ValueError:
-        return None
-
-
 def base_url(url: str) -> str:
     """``http://am:9093/`` or ``http://am:9093/api/v2/alerts`` -> ``http://am:9093``."""
     url = str(url).strip().rstrip("/")
@@ -177,7 +170,7 @@ class AlertmanagerReceiver(ReceiverConfig):
     """Posts alerts to Alertmanager's v2 API; every URL of a cluster gets every alert."""
 
     kind: Literal["alertmanager"]
-    urls: list[str] = Field(
+    urls: list[HttpUrl] = Field(
         min_length=1, description="each Alertmanager of the cluster, e.g. http://alertmanager-0:9093"
     )
     timeout: Duration = 10.0
@@ -186,14 +179,6 @@ class AlertmanagerReceiver(ReceiverConfig):
         description="re-post firing alerts this often; each post keeps an alert firing 4x this long",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="added to every alert, e.g. {team: ml}")
-
-    @field_validator("urls")
-    @classmethod
-    def _urls(cls, v: list[str]) -> list[str]:
-        for url in v:
-            if not re.match(r"^https?://[^/\s]+", url):
-                raise ValueError(f"{url!r} is not an http(s) URL such as http://alertmanager:9093")
-        return v
 
     @field_validator("resend_interval")
     @classmethod

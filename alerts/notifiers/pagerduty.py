@@ -30,8 +30,8 @@ from pydantic import Field, field_validator, model_validator
 
 from alerts.clock import isoformat
 from alerts.durations import Duration
-from alerts.notifiers.base import SendResult
-from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
+from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
 
 DEFAULT_URL = "https://events.pagerduty.com"
@@ -128,10 +128,10 @@ class PagerDutyNotifier:
             return SendResult.sent(body["dedup_key"])
         said = self._redact(_said(r))
         if r.status_code == 429:
-            wait = _retry_after(r)
+            wait = retry_after(r.headers)
             return SendResult.transient(f"pagerduty: rate limited (429){said}", wait or RATE_LIMITED_WAIT)
         if r.status_code == 408 or r.status_code >= 500:
-            return SendResult.transient(f"pagerduty: HTTP {r.status_code}{said}", _retry_after(r))
+            return SendResult.transient(f"pagerduty: HTTP {r.status_code}{said}", retry_after(r.headers))
         return SendResult.permanent(
             f"pagerduty refused the {body['event_action']} event: HTTP {r.status_code}{said}"
         )
@@ -183,13 +183,6 @@ def _said(r: httpx.Response) -> str:
     return ": " + ": ".join(x for x in (str(data.get("message") or ""), text) if x)
 
 
-def _retry_after(r: httpx.Response) -> float | None:
-    try:
-        return max(0.0, float(r.headers.get("Retry-After", "")))
-    except ValueError:
-        return None
-
-
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOOKS_LIKE_KEY = re.compile(r"^(?=.*\d)[a-zA-Z0-9]{32}$")  # an integration key: 32 letters and digits
 
@@ -202,7 +195,7 @@ class PagerDutyReceiver(ReceiverConfig):
         default="PAGERDUTY_ROUTING_KEY",
         description="the environment variable holding the integration's routing key (never the key here)",
     )
-    url: str = Field(
+    url: HttpUrl = Field(
         default=DEFAULT_URL,
         description="Events API base URL (https://events.eu.pagerduty.com in the EU region)",
     )
@@ -227,13 +220,6 @@ class PagerDutyReceiver(ReceiverConfig):
             )
         if not _ENV_NAME.match(v):
             raise ValueError(f"{v!r} is not an environment variable name (letters, digits, '_')")
-        return v
-
-    @field_validator("url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", v):
-            raise ValueError(f"{v!r} is not an http(s) URL such as {DEFAULT_URL}")
         return v
 
 

@@ -17,17 +17,27 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from alerts.notifiers.base import Notifier
 
 DEFAULT_KIND = "console"  # a receiver without a kind
+
+
+def _http_url(v: str) -> str:
+    if not re.match(r"^https?://[^/\s]+", v):
+        raise ValueError(f"{v!r} is not an http(s) URL such as https://host:port")
+    return v
+
+
+HttpUrl = Annotated[str, AfterValidator(_http_url)]  # a receiver's endpoint: http(s)://host[:port][/path]
 
 
 class ReceiverConfig(BaseModel):

@@ -4,12 +4,12 @@ a message it cannot edit)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from slack_sdk.web import SlackResponse
 
 from alerts.notifiers.base import SendResult
+from alerts.notifiers.base import retry_after as parse_retry_after
 
 # Slack error codes that retrying will not fix: wrong token, wrong channel, missing permission.
 PERMANENT_ERRORS: dict[str, str] = {
@@ -62,7 +62,7 @@ def classify(
     status = resp.status_code
     data = resp.data if isinstance(resp.data, dict) else {}
     code = data.get("error")
-    retry_after = _retry_after(resp.headers)
+    retry_after = parse_retry_after(resp.headers)
     if status == 429 or code == "ratelimited":
         return SendResult.transient(f"slack {method}: rate limited (HTTP {status})", retry_after), code
     if status >= 500:
@@ -80,14 +80,3 @@ def classify(
     if status == 408:
         return SendResult.transient(f"slack {method}: HTTP 408"), code
     return SendResult.permanent(redact(f"slack {method}: HTTP {status} {code or ''}".rstrip())), code
-
-
-def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
-    for k, v in (headers or {}).items():
-        if str(k).lower() == "retry-after":
-            v = v[0] if isinstance(v, list | tuple) else v
-            try:
-                return max(0.0, float(v))
-            except (TypeError, ValueError):
-                return None
-    return None
