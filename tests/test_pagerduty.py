@@ -224,15 +224,16 @@ def test_the_service_pages_from_its_config_and_follows_an_ack_from_the_api(db_ur
     service.stop()
 
 
-def test_a_missing_key_is_a_config_error_naming_the_receiver(tmp_path, monkeypatch):
+def test_serve_says_which_receiver_misses_its_key_and_where(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from monitor.cli.main import app
+
     monkeypatch.delenv("PAGERDUTY_ROUTING_KEY", raising=False)
-    cfg = parse_config(
-        SERVICE_CONFIG.format(url="https://events.pagerduty.com", external=EXTERNAL_URL), "hw.yaml"
-    )
-    with pytest.raises(ConfigError) as err:
-        build_service(
-            cfg, Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}"), ManualClock(NOW), auto_migrate=True
-        )
-    assert "receivers[0]: receiver 'pager': set the environment variable PAGERDUTY_ROUTING_KEY" in str(
-        err.value
-    )
+    cfg = tmp_path / "hw.yaml"
+    cfg.write_text(SERVICE_CONFIG.format(url="https://events.pagerduty.com", external=EXTERNAL_URL))
+    db = f"sqlite:///{tmp_path / 'hw.db'}"
+    result = CliRunner().invoke(app, ["serve", "--config", str(cfg), "--database-url", db])
+    assert result.exit_code == 2, result.output
+    said = f"{cfg}:13: receivers[0]: receiver 'pager': set the environment variable PAGERDUTY_ROUTING_KEY"
+    assert said in result.output and "Traceback" not in result.output

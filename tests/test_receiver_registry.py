@@ -117,3 +117,10 @@ def test_without_its_registration_the_kind_is_unknown():
     assert "hw.yaml:14: receivers[0].kind: unknown receiver kind 'toy'; known: alertmanager, console" in str(
         err.value
     )
+
+
+def test_two_receivers_with_one_name_are_pointed_at():
+    text = "receivers:\n  - {name: a}\n  - {name: b, kind: dashboard}\n  - {name: a, kind: dashboard}\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(text + "route: {receiver: a}\n", "hw.yaml")
+    assert "hw.yaml:4: receivers[2].name: 'a' is already the name of receivers[0]" in str(err.value)

@@ -1,6 +1,7 @@
 """Checks across a watch config's parts, made after each part is valid on its own: every name a route,
-the watchdog or an inhibit rule refers to exists, and watch and receiver names are unique. Each problem names the
-field that holds the bad reference, so the user is sent to its line, not to the top of the file."""
+the watchdog or an inhibit rule refers to exists, and watch and receiver names are unique. Each problem
+names the field that holds the bad reference, so the user is sent to its line, not to the top of the
+file."""
 
 from __future__ import annotations
 
