@@ -50,6 +50,7 @@ class AlertView:
     ended_at: float | None = None
     acked_by: str | None = None
     silenced: str | None = None  # why it is muted, if it is
+    holds_for: float | None = None  # a heartbeat: seconds it holds unless beaten again (its next beat is due)
 
     @property
     def run(self) -> str | None:
@@ -73,6 +74,7 @@ class AlertView:
             "ended_at": self.ended_at,
             "acked_by": self.acked_by,
             "silenced": self.silenced,
+            "holds_for": self.holds_for,
         }
 
     @classmethod
@@ -94,6 +96,7 @@ class AlertView:
             ended_at=d.get("ended_at"),
             acked_by=d.get("acked_by"),
             silenced=d.get("silenced"),
+            holds_for=d.get("holds_for"),
         )
 
 

@@ -150,6 +150,18 @@ def test_a_silenced_alert_is_not_re_posted(migrated_url, am):
     d.close()
 
 
+def test_the_watchdog_heartbeat_holds_until_its_next_beat_is_due(migrated_url, am):
+    from monitor.delivery import reminders
+
+    d = Delivery(migrated_url, {"am": AlertmanagerNotifier([am.url], resend_interval=60)}, t0=time.time())
+    with d.sessions.begin() as s:
+        reminders.heartbeat(s, "am", 300.0, d.now)
+    assert d.dispatcher.run_once() == 1
+    beat = held(am, "Watchdog")
+    assert 595 < when(beat["endsAt"]) - time.time() < 601, "two watchdog intervals, not 4 re-sends"
+    d.close()
+
+
 def test_the_config_names_every_url_and_a_sane_resend_interval():
     cfg = parse_config(
         "route: {receiver: am}\nreceivers:\n"

@@ -4,8 +4,9 @@ that page through Alertmanager route, group, silence and inhibit them there like
 What is posted, for every message of a group (the group's whole state, so any message heals a miss):
 - each firing alert: its labels (with ``alertname`` and ``severity``; names made valid for Prometheus),
   annotations (summary, description, runbook_url, value, threshold, metric, step, acknowledged_by, the
-  run's links), ``startsAt`` when it fired, ``endsAt`` = now + ``4 x resend_interval``, and
-  ``generatorURL`` = the run's page on herowatch's dashboard (``server.external_url``), else its W&B page;
+  run's links), ``startsAt`` when it fired, ``endsAt`` = now + ``4 x resend_interval`` (the watchdog's
+  heartbeat: until its next beat is due), and ``generatorURL`` = the run's page on herowatch's
+  dashboard (``server.external_url``), else its W&B page;
 - each resolved alert: the same with ``endsAt`` = when it resolved, so Alertmanager resolves it at once.
 
 Firing alerts are re-posted every ``resend_interval`` (``refresh_every``): Alertmanager resolves an
@@ -94,8 +95,8 @@ class AlertmanagerNotifier:
         starts = min(a.started_at, now)  # a demo clock runs ahead of the wall clock: never in the future
         if a.state == "resolved":  # it has ended by now, whatever herowatch's clock says
             ends = max(min(a.ended_at if a.ended_at is not None else now, now), starts)
-        else:
-            ends = max(now, starts) + VALID_FOR * self.refresh_every
+        else:  # a heartbeat holds until its next beat is due; an alert until the next re-send or three
+            ends = max(now, starts) + (a.holds_for or VALID_FOR * self.refresh_every)
         body: dict[str, Any] = {
             "labels": {k: str(v) for k, v in labels.items() if str(v) != ""},
             "annotations": _annotations(a, view),

@@ -76,6 +76,7 @@ def heartbeat(s: Session, receiver: str, interval: float, now: float) -> None:
         labels={"alertname": "Watchdog"},
         summary="herowatch is alive (dead man's switch)",
         started_at=now,
+        holds_for=2 * interval,  # a receiver that times alerts out (Alertmanager) keeps it firing till then
     )
     outbox_store.enqueue_once(
         s,
