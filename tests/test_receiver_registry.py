@@ -124,3 +124,28 @@ def test_two_receivers_with_one_name_are_pointed_at():
     with pytest.raises(ConfigError) as err:
         parse_config(text + "route: {receiver: a}\n", "hw.yaml")
     assert "hw.yaml:4: receivers[2].name: 'a' is already the name of receivers[0]" in str(err.value)
+
+
+class LedgerReceiver(ReceiverConfig):
+    kind: Literal["ledger"]
+
+
+def test_a_kind_registered_without_a_notifier_is_recorded_never_sent(db_url):
+    from monitor.storage.models import Alert, Notification
+
+    register("ledger", LedgerReceiver, None)
+    try:
+        text = CONFIG.replace("kind: toy\n    inbox: north-tower\n    refresh: 120", "kind: ledger")
+        clock = ManualClock(NOW)
+        service = build_service(
+            parse_config(text, "hw.yaml"), Settings(database_url=db_url), clock, auto_migrate=True
+        )
+        assert service.dispatcher.notifiers == {}
+        service.engine.resume()
+        tick(service, clock, 30 * 60)
+        with service.sessions() as s:
+            assert s.query(Alert).filter_by(state="firing").count() == 1, "recorded"
+            assert s.query(Notification).count() == 0, "never queued"
+        service.stop()
+    finally:
+        unregister("ledger")

@@ -117,6 +117,12 @@ def kind_of(kind: str) -> ReceiverKind:
         raise ValueError(f"unknown receiver kind {kind!r}; known: {', '.join(sorted(known))}") from None
 
 
+def records_only(kind: str | None) -> bool:
+    """Is ``kind`` registered without a notifier (recorded and shown, never sent: ``dashboard``)?"""
+    entry = kinds().get(kind or "")
+    return entry is not None and not entry.sends
+
+
 def validate_receiver(value: Any, context: Any = None) -> ReceiverConfig:
     """One ``receivers[i]`` entry, validated by its kind's config model. Errors are pydantic errors
     located inside the entry (``kind``, ``channel``, ...), so the config loader can say file:line:field."""
