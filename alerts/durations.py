@@ -1,10 +1,14 @@
 """Durations, the one way herowatch reads and writes them: ``90s``, ``15m``, ``2h``, ``1d``, ``1h30m``
-or a number of seconds in; ``1h30m`` (or its first ``units`` parts: ``1h30m``, ``2d4h``) out."""
+or a number of seconds in; ``1h30m`` (or its first ``units`` parts: ``1h30m``, ``2d4h``) out.
+``Duration`` is the pydantic type for config files and API bodies (``monitor.durations`` re-exports it)."""
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
@@ -59,3 +63,10 @@ def format_duration(seconds: float | None, units: int | None = None) -> str:
             out.append(f"{rest // size}{unit}")
             rest %= size
     return "".join(out[:units] if units else out)
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]

@@ -12,6 +12,8 @@ notification pipeline and rendered by each notifier in its own way (Block Kit, J
   - ``update``: what was announced changed state (resolved, acknowledged): the root is edited and a
     quiet thread reply says what changed (it does not notify);
   - ``repeat``: a reminder that the group still fires (shown in the channel: it notifies);
+  - ``refresh``: the group's firing alerts told again, for a receiver that forgets what it is not
+    re-told (Alertmanager; see ``Notifier.refresh_every``): nothing changed, it does not notify;
   - ``single``: a notification outside any group (the watchdog's heartbeat).
 
 One rule picks the alert a message leads with (``lead``): firing before resolved, then the most
@@ -26,7 +28,7 @@ from typing import Any, Literal
 
 from alerts.model import Severity
 
-Kind = Literal["open", "notify", "update", "repeat", "single"]
+Kind = Literal["open", "notify", "update", "repeat", "refresh", "single"]
 NOTIFYING: frozenset[str] = frozenset({"open", "notify", "repeat", "single"})
 
 
@@ -48,6 +50,7 @@ class AlertView:
     ended_at: float | None = None
     acked_by: str | None = None
     silenced: str | None = None  # why it is muted, if it is
+    holds_for: float | None = None  # a heartbeat: seconds it holds unless beaten again (its next beat is due)
 
     @property
     def run(self) -> str | None:
@@ -71,6 +74,7 @@ class AlertView:
             "ended_at": self.ended_at,
             "acked_by": self.acked_by,
             "silenced": self.silenced,
+            "holds_for": self.holds_for,
         }
 
     @classmethod
@@ -92,6 +96,7 @@ class AlertView:
             ended_at=d.get("ended_at"),
             acked_by=d.get("acked_by"),
             silenced=d.get("silenced"),
+            holds_for=d.get("holds_for"),
         )
 
 
@@ -128,6 +133,7 @@ class GroupView:
     links: Mapping[str, str] = field(default_factory=dict)  # wandb_url, dashboard_url
     actions: bool = True  # show Acknowledge / Silence buttons
     plot: Plot | None = None
+    episode: int | None = None  # which episode of the group (a new one opens after all resolved)
 
     @classmethod
     def single(cls, key: str, receiver: str, alert: AlertView) -> GroupView:

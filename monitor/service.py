@@ -17,7 +17,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from alerts.clock import Clock
 from alerts.grouping import GroupTiming
 from alerts.inhibition import InhibitRule
-from alerts.notifiers import Notifier, make_notifier
+from alerts.notifiers import BuildContext, Notifier, build_notifier
+from alerts.notifiers.base import refresh_every
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
@@ -160,6 +161,7 @@ class Service:
     sources: dict[str, Source] = field(default_factory=dict)
     started_at: float | None = None
     send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
+    refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
@@ -191,7 +193,8 @@ class Service:
                 min(w.poll_interval, 5.0) / self.speed,
             )
         add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
-        add_interval_job(self.scheduler, "repeats", self.plan_repeats, 60.0 / self.speed)
+        planner = min([60.0, *(every / 2 for every in self.refresh.values())])  # a refresh is never late
+        add_interval_job(self.scheduler, "repeats", self.plan_repeats, planner / self.speed)
         if self.config.watchdog:
             add_interval_job(
                 self.scheduler, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed
@@ -211,7 +214,7 @@ class Service:
         if not self._singleton("planner", 180.0):
             return 0
         with self.sessions.begin() as s:
-            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules)
+            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules, self.refresh)
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog
@@ -312,24 +315,33 @@ def build_service(
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
     engine = Engine(cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed)
-    notifiers = build_notifiers(cfg, settings)
+    notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
     latency = SendLatency({r.name: r.kind for r in cfg.receivers})
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
+    refresh = {name: every for name, n in notifiers.items() if (every := refresh_every(n)) is not None}
     return Service(
-        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency
+        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency, refresh
     )
 
 
-def build_notifiers(cfg: WatchConfig, settings: Settings) -> dict[str, Notifier]:
+def build_notifiers(
+    cfg: WatchConfig, settings: Settings, config_path: str = "<config>"
+) -> dict[str, Notifier]:
+    """A notifier per receiver that sends, built by its kind's registered builder. Secrets come from the
+    environment (and the settings' own, e.g. SLACK_BOT_TOKEN); a receiver that cannot work (its secret
+    is missing) is a config error naming the receiver."""
+    context = BuildContext(env={**os.environ, **settings.secret_env()}, external_url=cfg.server.external_url)
     out: dict[str, Notifier] = {}
-    for r in cfg.receivers:
-        if r.kind == "dashboard":
+    problems = []
+    for i, r in enumerate(cfg.receivers):
+        try:
+            notifier = build_notifier(r, context)
+        except ValueError as exc:
+            problems.append(Problem(None, f"receivers[{i}]", f"receiver {r.name!r}: {exc}"))
             continue
-        options = r.model_dump(exclude={"name", "kind"}, exclude_none=True)
-        if r.kind == "slack":
-            options["token"] = (
-                settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-            )
-        out[r.name] = make_notifier(r.kind, options)
+        if notifier is not None:
+            out[r.name] = notifier
+    if problems:
+        raise ConfigError(config_path, problems)
     return out

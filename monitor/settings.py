@@ -111,6 +111,16 @@ class Settings(BaseSettings):
     def redacted_database_url(self) -> str:
         return redact_url(self.database_url)
 
+    def secret_env(self) -> dict[str, str]:
+        """The secrets these settings hold, under their environment names (``SLACK_BOT_TOKEN``: ...),
+        for receivers that read theirs from the environment (given as overrides, not only in it)."""
+        out = {}
+        for name, info in type(self).model_fields.items():
+            value, alias = getattr(self, name), info.validation_alias
+            if isinstance(value, SecretStr) and isinstance(alias, AliasChoices):
+                out[str(alias.choices[0])] = value.get_secret_value()
+        return out
+
 
 def load_settings(**overrides: str | None) -> Settings:
     """Settings from the environment and the given overrides (None: not given). Raises ValueError with

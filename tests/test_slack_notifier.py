@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from alerts.notifiers.base import SendResult
-from alerts.notifiers.registry import NOTIFIER_KINDS, make_notifier
+from alerts.notifiers.registry import BuildContext, build_notifier, kinds
 from alerts.notifiers.slack import SlackNotifier, format_ref, parse_ref
 from alerts.outbox import ClaimedNotification, Dispatcher
 from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, decode_button_value
@@ -526,21 +526,28 @@ def test_the_thread_check_reads_every_page(slack, notifier):
 
 # ---- configuration and the token --------------------------------------------------------------------
 def test_the_registry_builds_it_from_the_receiver_config_and_the_env_token(slack, monkeypatch):
-    from monitor.config.schema import SlackReceiver
+    from monitor.config import parse_config
 
-    assert "slack" in NOTIFIER_KINDS
-    monkeypatch.setenv("SLACK_BOT_TOKEN", TOKEN)
-    receiver = SlackReceiver(name="oncall", kind="slack", channel=CH, base_url=slack.api_url, timeout="2s")
-    options = receiver.model_dump(exclude={"name", "kind"}, exclude_none=True)  # as monitor/service.py does
-    notifier = make_notifier("slack", options)
+    assert "slack" in kinds()
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    cfg = parse_config(
+        "route: {receiver: oncall}\nreceivers:\n"
+        f"  - {{name: oncall, kind: slack, channel: {CH}, base_url: '{slack.api_url}', timeout: 2s}}\n"
+    )
+    notifier = build_notifier(cfg.receivers[0], BuildContext(env={"SLACK_BOT_TOKEN": TOKEN}))
     assert notifier._client.timeout == 2.0
     assert notifier.send(note("n-open")).ok and len(slack.roots(CH)) == 1
 
 
 def test_no_token_is_a_clear_configuration_error(monkeypatch):
+    from monitor.config import parse_config
+
     monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    cfg = parse_config(
+        f"route: {{receiver: oncall}}\nreceivers: [{{name: oncall, kind: slack, channel: {CH}}}]\n"
+    )
     with pytest.raises(ValueError, match="SLACK_BOT_TOKEN"):
-        make_notifier("slack", {"channel": CH})
+        build_notifier(cfg.receivers[0], BuildContext(env={}))
 
 
 def test_the_token_never_appears_in_logs_errors_or_repr(slack, caplog):

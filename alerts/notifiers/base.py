@@ -4,8 +4,9 @@ whether a failure is worth retrying. Muting, deduplication, grouping and throttl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from alerts.views import GroupView
 
@@ -32,4 +33,27 @@ class SendResult:
 
 
 class Notifier(Protocol):
+    """``send`` is the whole interface. A notifier whose receiver forgets what it was told unless it
+    hears it again (Alertmanager resolves an alert it has not heard of for a while) also has a
+    ``refresh_every`` attribute (seconds): the pipeline then re-sends each group's firing alerts that
+    often, as a view of kind ``refresh`` (``monitor.delivery.reminders``). No notifier runs its own timer."""
+
     def send(self, view: GroupView) -> SendResult: ...
+
+
+def refresh_every(notifier: object) -> float | None:
+    """How often the pipeline must re-tell this notifier's receiver what fires (None: never)."""
+    every = getattr(notifier, "refresh_every", None)
+    return float(every) if isinstance(every, int | float) and every > 0 else None
+
+
+def retry_after(headers: Mapping[str, Any] | None) -> float | None:
+    """Seconds from an HTTP ``Retry-After`` header (in seconds), None when absent or not a number."""
+    for k, v in (headers or {}).items():
+        if str(k).lower() == "retry-after":
+            v = v[0] if isinstance(v, list | tuple) else v
+            try:
+                return max(0.0, float(v))
+            except (TypeError, ValueError):
+                return None
+    return None

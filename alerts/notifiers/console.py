@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TextIO
+from typing import Literal, TextIO
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.notifiers.base import SendResult
+from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
 
 
@@ -44,3 +45,16 @@ class ConsoleNotifier:
             except (OSError, ValueError) as exc:  # closed or broken stream
                 return SendResult.transient(f"console write failed: {exc}")
         return SendResult.sent()
+
+
+class ConsoleReceiver(ReceiverConfig):
+    """Prints each notification to herowatch's standard output (the default receiver)."""
+
+    kind: Literal["console"] = "console"
+
+
+def _build(config: ConsoleReceiver, context: BuildContext) -> ConsoleNotifier:
+    return ConsoleNotifier()
+
+
+register("console", ConsoleReceiver, _build)

@@ -45,64 +45,24 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
+from alerts.durations import Duration
 from alerts.notifiers.base import SendResult
+from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.notifiers.slack_blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
+from alerts.notifiers.slack_errors import BLOCK_ERRORS, CANNOT_EDIT, FATAL_FOR_LOOKUP, ROOT_GONE, classify
 from alerts.views import GroupView
 
 log = logging.getLogger(__name__)
 
-# Slack error codes that retrying will not fix: wrong token, wrong channel, missing permission.
-PERMANENT_ERRORS: dict[str, str] = {
-    "invalid_auth": "the bot token is not valid (check SLACK_BOT_TOKEN)",
-    "not_authed": "no bot token was sent (check SLACK_BOT_TOKEN)",
-    "account_inactive": "the bot's token belongs to a deleted user or workspace",
-    "token_revoked": "the bot token was revoked",
-    "token_expired": "the bot token expired",
-    "no_permission": "the bot has no permission for this",
-    "missing_scope": "the bot token lacks a scope (needs chat:write, files:write, channels:history)",
-    "not_allowed_token_type": "this needs a bot token (xoxb-)",
-    "channel_not_found": "the channel id does not exist or the bot cannot see it",
-    "not_in_channel": "the bot is not a member of the channel: invite it",
-    "is_archived": "the channel is archived",
-    "restricted_action": "the workspace does not let the bot post there",
-    "restricted_action_read_only_channel": "the channel is read-only",
-    "team_access_not_granted": "the token has no access to this workspace",
-    "ekm_access_denied": "the workspace's EKM denied access",
-    "invalid_arguments": "Slack rejected the request's arguments",
-    "invalid_metadata_format": "Slack rejected the message metadata",
-    "invalid_metadata_schema": "Slack rejected the message metadata",
-    "msg_too_long": "the message is too long",
-    "no_text": "the message has no text",
-    "too_many_attachments": "too many attachments",
-    "duplicate_channel_not_found": "the channel does not exist",
-}
-TRANSIENT_ERRORS = frozenset(
-    {
-        "ratelimited",
-        "internal_error",
-        "fatal_error",
-        "service_unavailable",
-        "request_timeout",
-        "team_added_to_org",
-    }
-)
-_BLOCK_ERRORS = frozenset({"invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long"})
-_ROOT_GONE = frozenset({"message_not_found", "thread_not_found"})
-_CANNOT_EDIT = (
-    frozenset({"cant_update_message", "edit_window_closed", "message_not_editable"}) | _BLOCK_ERRORS
-)
 _REF = re.compile(r"^([A-Z0-9]+):(\d+\.\d+)$")
 _NETWORK_ERRORS = (OSError, http.client.HTTPException)  # OSError: timeouts, URLError, resets, refused
-# Errors of the history look-up that the post itself would hit too: fail now, with the clear reason.
-_FATAL_FOR_LOOKUP = frozenset(
-    {"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "channel_not_found"}
-)
 
 
 class _Failed(Exception):
@@ -209,10 +169,10 @@ class SlackNotifier:
                     blocks=msg.blocks,
                 )
             except _Failed as failed:
-                if failed.code in _ROOT_GONE:
+                if failed.code in ROOT_GONE:
                     log.warning("slack: root %s of group %s is gone; posting a new root", ref, view.group_key)
                     return self._open(view)
-                if failed.code not in _CANNOT_EDIT:
+                if failed.code not in CANNOT_EDIT:
                     raise
                 log.warning(
                     "slack: could not update root %s (%s); replying in its thread only", ref, failed.code
@@ -230,7 +190,7 @@ class SlackNotifier:
                 reply_broadcast=broadcast,
             )
         except _Failed as failed:
-            if failed.code in _ROOT_GONE:
+            if failed.code in ROOT_GONE:
                 log.warning("slack: thread %s of group %s is gone; posting a new root", ref, view.group_key)
                 return self._open(view)
             raise
@@ -261,7 +221,7 @@ class SlackNotifier:
         try:
             return self._call("chat.postMessage", self._client.chat_postMessage, blocks=msg.blocks, **args)
         except _Failed as failed:
-            if failed.code not in _BLOCK_ERRORS:
+            if failed.code not in BLOCK_ERRORS:
                 raise
             # A Block Kit bug of ours must not swallow the alert: send the plain text instead.
             log.error("slack: Block Kit rejected (%s); posting the plain text instead", failed.code)
@@ -278,7 +238,7 @@ class SlackNotifier:
                 include_all_metadata=True,
             )
         except _Failed as failed:
-            if failed.code in _FATAL_FOR_LOOKUP or _rate_limited(failed):
+            if failed.code in FATAL_FOR_LOOKUP or _rate_limited(failed):
                 raise  # the post would fail the same way; a 429 is retried after Retry-After
             log.warning(
                 "slack: could not check for an earlier post (%s); posting anyway", failed.result.error
@@ -345,38 +305,13 @@ class SlackNotifier:
         try:
             return fn(**kwargs)
         except SlackApiError as exc:
-            result, code = self._classify(method, exc.response)
+            result, code = classify(method, exc.response, self.channel, self._redact)
             raise _Failed(result, code) from None
         except SlackClientError as exc:
             raise _Failed(SendResult.permanent(self._redact(f"slack {method}: {exc}"))) from None
         except _NETWORK_ERRORS as exc:
             text = self._redact(f"slack {method}: {type(exc).__name__}: {_describe(exc)}")
             raise _Failed(SendResult.transient(text)) from None
-
-    def _classify(self, method: str, resp: SlackResponse) -> tuple[SendResult, str | None]:
-        status = resp.status_code
-        data = resp.data if isinstance(resp.data, dict) else {}
-        code = data.get("error")
-        retry_after = _retry_after(resp.headers)
-        if status == 429 or code == "ratelimited":
-            return SendResult.transient(f"slack {method}: rate limited (HTTP {status})", retry_after), code
-        if status >= 500:
-            return SendResult.transient(f"slack {method}: HTTP {status}", retry_after), code
-        if status == 200 and code:
-            if code in PERMANENT_ERRORS:
-                hint = PERMANENT_ERRORS[code]
-                if code in ("channel_not_found", "not_in_channel"):
-                    hint += f" ({self.channel})"
-                if code == "missing_scope" and data.get("needed"):
-                    hint += f"; needed: {data['needed']}"
-                return SendResult.permanent(self._redact(f"slack {method}: {code}: {hint}")), code
-            note = "" if code in TRANSIENT_ERRORS else " (unknown error code, retrying)"
-            return SendResult.transient(self._redact(f"slack {method}: {code}{note}"), retry_after), code
-        if status == 408:
-            return SendResult.transient(f"slack {method}: HTTP 408"), code
-        return SendResult.permanent(
-            self._redact(f"slack {method}: HTTP {status} {code or ''}".rstrip())
-        ), code
 
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "xoxb-***") if self._secret else text
@@ -387,17 +322,6 @@ def _key_of(message: Mapping[str, Any]) -> str | None:
     if md.get("event_type") != EVENT_TYPE:
         return None
     return (md.get("event_payload") or {}).get("key")
-
-
-def _retry_after(headers: Mapping[str, Any] | None) -> float | None:
-    for k, v in (headers or {}).items():
-        if str(k).lower() == "retry-after":
-            v = v[0] if isinstance(v, list | tuple) else v
-            try:
-                return max(0.0, float(v))
-            except (TypeError, ValueError):
-                return None
-    return None
 
 
 def _rate_limited(failed: _Failed) -> bool:
@@ -412,3 +336,30 @@ def _default_plotter() -> Callable[..., bytes]:
     from alerts.plot import render_png
 
     return render_png
+
+
+class SlackReceiver(ReceiverConfig):
+    """A Slack channel, through a bot token from SLACK_BOT_TOKEN (never in this file)."""
+
+    kind: Literal["slack"]
+    channel: str = Field(description="channel id, e.g. C0123456789 (the bot must be a member)")
+    base_url: str | None = Field(default=None, description="Slack API base URL; only for tests and proxies")
+    timeout: Duration = 10.0
+    plots: bool = True
+    actions: bool = Field(
+        default=True, description="Acknowledge / Silence buttons (needs the interactivity URL)"
+    )
+
+
+def _build(config: SlackReceiver, context: BuildContext) -> SlackNotifier:
+    return SlackNotifier(
+        config.channel,
+        token=context.secret("SLACK_BOT_TOKEN"),
+        base_url=config.base_url,
+        timeout=config.timeout,
+        plots=config.plots,
+        actions=config.actions,
+    )
+
+
+register("slack", SlackReceiver, _build)

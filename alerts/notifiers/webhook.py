@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+from pydantic import Field
 
-from alerts.notifiers.base import SendResult
+from alerts.durations import Duration
+from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import GroupView
 
 PERMANENT = {400, 401, 403, 404, 405, 410, 413, 422}
@@ -43,14 +46,22 @@ class WebhookNotifier:
         if r.status_code < 300:
             return SendResult.sent()
         if r.status_code == 429:
-            return SendResult.transient("webhook rate limited (429)", retry_after=_retry_after(r))
+            return SendResult.transient("webhook rate limited (429)", retry_after=retry_after(r.headers))
         if r.status_code in PERMANENT:
             return SendResult.permanent(f"webhook refused: HTTP {r.status_code}")
         return SendResult.transient(f"webhook failed: HTTP {r.status_code}")
 
 
-def _retry_after(r: httpx.Response) -> float | None:
-    try:
-        return float(r.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
+class WebhookReceiver(ReceiverConfig):
+    """POSTs a JSON document per notification (Alertmanager-webhook-like) to ``url``."""
+
+    kind: Literal["webhook"]
+    url: HttpUrl = Field(description="where to POST, e.g. https://hooks.example.com/herowatch")
+    timeout: Duration = 10.0
+
+
+def _build(config: WebhookReceiver, context: BuildContext) -> WebhookNotifier:
+    return WebhookNotifier(config.url, timeout=config.timeout)
+
+
+register("webhook", WebhookReceiver, _build)

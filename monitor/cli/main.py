@@ -165,8 +165,11 @@ def serve(
     try:
         cfg, _ = _load(config)
         service = build_service(cfg, settings, SystemClock(), base_dir=config.parent, config_path=str(config))
-    except ConfigError as exc:
-        raise _fail(exc.render()) from None
+    except ConfigError as exc:  # found while building (a receiver's secret is missing): with its line
+        from monitor.config.yamlpos import add_lines
+
+        located = add_lines(exc, config.read_text(encoding="utf-8")) if exc.path == str(config) else exc
+        raise _fail(located.render()) from None
     except SchemaNotReady as exc:
         raise _fail(str(exc)) from None
     _serve(service, settings, settings.host, settings.port)

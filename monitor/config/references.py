@@ -1,6 +1,7 @@
 """Checks across a watch config's parts, made after each part is valid on its own: every name a route,
-the watchdog or an inhibit rule refers to exists, and watch names are unique. Each problem names the
-field that holds the bad reference, so the user is sent to its line, not to the top of the file."""
+the watchdog or an inhibit rule refers to exists, and watch and receiver names are unique. Each problem
+names the field that holds the bad reference, so the user is sent to its line, not to the top of the
+file."""
 
 from __future__ import annotations
 
@@ -17,7 +18,18 @@ def reference_problems(cfg: WatchConfig) -> list[Problem]:
                 Problem(None, f"watch[{i}].name", f"{w.name!r} is already the name of watch[{first[w.name]}]")
             )
         first.setdefault(w.name, i)
-    known = sorted({r.name for r in cfg.receivers})
+    named: dict[str, int] = {}
+    for i, r in enumerate(cfg.receivers):
+        if r.name in named:
+            problems.append(
+                Problem(
+                    None,
+                    f"receivers[{i}].name",
+                    f"{r.name!r} is already the name of receivers[{named[r.name]}]",
+                )
+            )
+        named.setdefault(r.name, i)
+    known = sorted(named)
 
     def unknown(name: str) -> str:
         return f"{name!r} is not a receiver; known: {', '.join(known) or 'none (add one under receivers)'}"

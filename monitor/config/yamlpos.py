@@ -12,7 +12,6 @@ from monitor.config.errors import ConfigError, Problem
 
 Path_ = tuple[str | int, ...]
 MAX_ALIAS_VALUES = 100_000  # values that aliases may add to a document ("billion laughs" stop here)
-_UNION_TAGS = {"console", "dashboard", "slack", "webhook", "unknown"}  # receiver kinds in error locations
 
 
 class _Loader(yaml.SafeLoader):
@@ -142,12 +141,8 @@ def problems_from(
     problems = []
     skip = set(strip)
     for err in exc.errors(include_url=False):
-        # Drop pydantic's union-member and validator tags (e.g. 'function-after[...]'), keep data keys.
-        loc = tuple(
-            p
-            for p in err["loc"]
-            if isinstance(p, int) or (p not in skip and "[" not in str(p) and p not in _UNION_TAGS)
-        )
+        # Drop pydantic's validator tags (e.g. 'function-after[...]'), keep data keys.
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or (p not in skip and "[" not in str(p)))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = f"unknown field (check the spelling; {hint})"

@@ -10,7 +10,9 @@ So a message that failed and is retried, or rows merged into it, can never lose 
 - a resolution: only of an alert that was announced, and only once (never "RESOLVED" for something
   nobody was told);
 - an acknowledgement of an announced alert: an ``update`` (the root shows who took it);
-- a reminder: the announced alerts that still fire, are not acknowledged and not muted.
+- a reminder: the announced alerts that still fire, are not acknowledged and not muted;
+- a refresh (for a receiver that forgets what it is not re-told, e.g. Alertmanager): the announced
+  alerts that still fire and are not muted, acknowledged or not. It changes nothing and notifies nobody.
 
 Nothing worth telling: None (the rows are recorded as dropped, with the reason).
 """
@@ -49,6 +51,7 @@ class Composer:
         members = groups_repo.members(s, group.id)
         carrier = rows[-1]
         repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
+        refresh = not repeat and all(r.kind in ("refresh", "repeat") for r in rows)
         acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
         send_resolved = bool((group.timing or {}).get("send_resolved", True))
         told: list[tuple[Alert, GroupMember]] = []
@@ -58,6 +61,8 @@ class Composer:
             announced = member.announced_at is not None
             if repeat:
                 news = alert.state == "firing" and announced and not alert.acked_at
+            elif refresh:
+                news = alert.state == "firing" and announced
             elif alert.state == "firing":  # news until a sent message told of it
                 news = not announced or alert.id in acked
             else:  # a resolution is news only for what was announced, once
@@ -75,6 +80,8 @@ class Composer:
         kind: Kind
         if repeat:
             kind = "repeat"
+        elif refresh:
+            kind = "refresh"
         elif group.root_ref is None and not any(m.announced_at for _, m in members):
             kind = "open"
         elif new:
@@ -87,6 +94,8 @@ class Composer:
             for a, m in members
             if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
         ]
+        lead_new = _lead(new) if new else None
+        plot = plot_for(s, lead_new, now) if lead_new is not None else None
         view = GroupView(
             key=carrier.idempotency_key,
             receiver=group.receiver,
@@ -96,9 +105,10 @@ class Composer:
             alerts=tuple(shown),
             changed=frozenset(str(i) for i in told_ids),
             root_ref=group.root_ref,
-            links=self._links(s, group, shown),
+            links=self._links(s, group, shown, lead_new if plot is not None else None),
             actions=bool((self.actions or {}).get(group.receiver, False)),
-            plot=plot_for(s, _lead(new), now) if new else None,
+            plot=plot,
+            episode=group.id,
         )
         return Composed(
             view,
@@ -106,14 +116,19 @@ class Composer:
             resolved=[a.id for a, _ in told if a.state == "resolved"],
         )
 
-    def _links(self, s: Session, group: AlertGroup, shown: Sequence[AlertView]) -> dict[str, str]:
+    def _links(
+        self, s: Session, group: AlertGroup, shown: Sequence[AlertView], plotted: Alert | None
+    ) -> dict[str, str]:
         run_id = (group.labels or {}).get("run") or (shown[0].run if shown else None)
         run = s.get(Run, run_id) if run_id else None
         links = {}
+        base = (self.external_url or "").rstrip("/")
         if run is not None and run.url:
             links["wandb_url"] = run.url
-        if run is not None and self.external_url:
-            links["dashboard_url"] = f"{self.external_url.rstrip('/')}/runs/{run.id}"
+        if run is not None and base:
+            links["dashboard_url"] = f"{base}/runs/{run.id}"
+        if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
+            links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
 
 

@@ -5,7 +5,8 @@
 3. mute (``mute``): silences and inhibition;
 4. compose (``compose``): the group's due rows into one ``GroupView``, or nothing worth telling;
 5. send (``alerts.outbox.Dispatcher`` -> a notifier), retried with backoff by the dispatcher;
-6. record (here): sent, with what it told of which alerts; a finished episode closes.
+6. record (here): sent, with what it told of which alerts; a finished episode closes. A ``refresh``
+   (the same alerts told again to a receiver that forgets) leaves the group's timers alone.
 
 ``Pipeline`` is the ``OutboxStore`` the dispatcher drives: it claims and records; it never sends.
 """
@@ -74,10 +75,8 @@ class Pipeline:
                     s.flush()
                     self._close_if_finished(s, group, now)
                     continue
-                carrier.payload = {
-                    **(carrier.payload or {}),
-                    "told": {"announced": composed.announced, "resolved": composed.resolved},
-                }
+                told = {"announced": composed.announced, "resolved": composed.resolved}
+                carrier.payload = {**(carrier.payload or {}), "told": {**told, "kind": composed.view.kind}}
                 claimed.append(ClaimedNotification(carrier.id, carrier.attempts, composed.view))
         return claimed
 
@@ -88,6 +87,8 @@ class Pipeline:
             if row.group_id is None:
                 return
             told = (row.payload or {}).get("told") or {}
+            if told.get("kind") != "refresh":  # a refresh tells nothing new: the group's timers keep running
+                groups_repo.record_message(s, row.group_id, now, ref)
             groups_repo.mark_told(
                 s, row.group_id, told.get("announced") or [], told.get("resolved") or [], now
             )

@@ -1,10 +1,12 @@
 """Notifications nobody's state change causes, planned periodically by one replica at a time:
 reminders for groups that keep firing (``repeat_interval``, not for acknowledged alerts), the
-announcement of an alert whose silence ended while it still fires, and the watchdog's heartbeat."""
+announcement of an alert whose silence ended while it still fires, refreshes for receivers that
+forget what they are not re-told (``refresh``: receiver -> seconds, from ``Notifier.refresh_every``:
+Alertmanager resolves an alert it has not heard of for a while), and the watchdog's heartbeat."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy.orm import Session
 
@@ -14,16 +16,21 @@ from alerts.model import Severity
 from alerts.views import AlertView
 from monitor.delivery.mute import Mutes
 from monitor.storage import groups_repo, outbox_store
+from monitor.storage.models import AlertGroup
 
 
-def plan(s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> int:
+def plan(
+    s: Session, now: float, inhibit_rules: Sequence[InhibitRule], refresh: Mapping[str, float] | None = None
+) -> int:
     made = 0
     mutes = Mutes.load(s, now, inhibit_rules)
     for group in groups_repo.sent_groups(s):
-        if groups_repo.has_backlog(s, group.id):
-            continue
         members = groups_repo.members(s, group.id)
         live = [(a, m) for a, m in members if a.state == "firing" and mutes.reason(a.labels) is None]
+        # Before the backlog check: a change waiting for group_interval must not let the receiver forget.
+        made += _refresh(s, group, live, (refresh or {}).get(group.receiver), now)
+        if groups_repo.has_backlog(s, group.id):
+            continue
         for alert, member in live:
             if member.announced_at is None:  # muted when it fired; its silence is over now
                 made += _row(s, f"announce:{alert.id}:{group.id}", now, group, alert.id, "change")
@@ -32,6 +39,17 @@ def plan(s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> int:
         if repeat_due(now, group.last_sent_at, timing, bool(reminded), acked=False):
             made += _row(s, f"repeat:{group.id}:{group.last_sent_at:.3f}", now, group, None, "repeat")
     return made
+
+
+def _refresh(s: Session, group: AlertGroup, live: list, every: float | None, now: float) -> int:
+    """A refresh when the receiver last heard of the group ``every`` seconds ago and something it was
+    told still fires (unmuted). One at a time: its key names the last delivery it follows."""
+    if not every or not any(m.announced_at is not None for _, m in live):
+        return 0
+    last = groups_repo.last_delivery(s, group.id) or group.last_sent_at
+    if now - last < every:
+        return 0
+    return _row(s, f"refresh:{group.id}:{last:.3f}", now, group, None, "refresh")
 
 
 def _row(s: Session, key: str, now: float, group: object, alert_id: int | None, kind: str) -> int:
@@ -58,6 +76,7 @@ def heartbeat(s: Session, receiver: str, interval: float, now: float) -> None:
         labels={"alertname": "Watchdog"},
         summary="herowatch is alive (dead man's switch)",
         started_at=now,
+        holds_for=2 * interval,  # a receiver that times alerts out (Alertmanager) keeps it firing till then
     )
     outbox_store.enqueue_once(
         s,

@@ -88,6 +88,26 @@ def mark_told(s: Session, group_id: int, announced: list[int], resolved: list[in
         )
 
 
+def record_message(s: Session, group_id: int, now: float, ref: str | None) -> None:
+    """A message of the group went out: its timers count from now; ``ref`` is the receiver's thread root
+    (a re-posted root replaces the old one)."""
+    group = s.get(AlertGroup, group_id)
+    if group is None:
+        return
+    group.last_sent_at = now
+    if ref:
+        group.root_ref = ref
+
+
+def last_delivery(s: Session, group_id: int) -> float | None:
+    """When the group's receiver last got any message of it (refreshes included)."""
+    return s.scalar(
+        select(func.max(Notification.sent_at)).where(
+            Notification.group_id == group_id, Notification.status == "sent"
+        )
+    )
+
+
 def groups_with_alerts(s: Session, alert_ids: list[int]) -> list[AlertGroup]:
     """The open episodes that hold any of these alerts."""
     if not alert_ids:

@@ -123,11 +123,6 @@ def mark_sent(s: Session, id: int, now: float, ref: str | None) -> Notification:
     row.status, row.sent_at, row.external_ref = "sent", now, ref
     row.attempts += 1
     row.claim_expires_at, row.last_error = None, None
-    if row.group_id is not None:
-        group = s.get(AlertGroup, row.group_id)
-        group.last_sent_at = now
-        if ref:  # the receiver's thread root: a re-posted root replaces the old one
-            group.root_ref = ref
     return row
 
 

@@ -1,13 +1,14 @@
-"""``/api/alerts``: alert instances with filters, and acknowledging one."""
+"""``/api/alerts``: alert instances with filters, acknowledging one, and its picture."""
 
 from __future__ import annotations
 
 from itertools import islice
 from typing import Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from monitor.delivery.oncall import ActionError, ack_alert
+from monitor.delivery.plots import plot_for
 from monitor.storage import views
 from monitor.web import status
 from monitor.web.auth import require_read, require_write
@@ -68,3 +69,26 @@ def acknowledge(alert_id: db_id, body: AckIn, ctx: ApiContext = Depends(context)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
         return status.alert_out(row, views.active_silence_specs(s, now), now)
+
+
+@router.get(
+    "/api/alerts/{alert_id}/plot.png",
+    response_class=Response,
+    summary="The alert's picture (PNG), as notifications show it",
+    description="Its metric around the event, or the run's progress with the stall shaded, drawn from "
+    "the stored series now. Receivers that link images (PagerDuty) point here. 404 when the alert has "
+    "no picture.",
+    responses={200: {"content": {"image/png": {}}}, 404: {"model": ErrorOut}},
+    dependencies=[Depends(require_read)],
+)
+def plot_png(alert_id: db_id, ctx: ApiContext = Depends(context)) -> Response:
+    from alerts.plot import render_png  # matplotlib: loaded when a picture is asked for
+
+    with ctx.sessions() as s:
+        row = views.get_alert(s, alert_id)
+        if row is None:
+            raise HTTPException(404, f"no alert with id {alert_id}")
+        plot = plot_for(s, row, ctx.now())
+    if plot is None:
+        raise HTTPException(404, f"alert {alert_id} has no picture")
+    return Response(render_png(plot), media_type="image/png", headers={"Cache-Control": "max-age=60"})
