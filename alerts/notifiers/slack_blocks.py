@@ -261,6 +261,12 @@ def reply_message(view: GroupView) -> Message:
         head = f":large_green_circle: *Resolved* — {names}; all alerts cleared."
     elif resolved:
         head = f":large_green_circle: *Resolved*: {names} ({state_counts(view.alerts)})."
+    elif all(a.acked_by for a in changed):
+        who = ", ".join(sorted({_user(a.acked_by) for a in changed}))
+        names = ", ".join(esc(a.alertname) for a in changed)
+        head = f":eyes: *Acknowledged* by {who}: no reminders for {names}."
+        text = f"Acknowledged by {', '.join(sorted({str(a.acked_by) for a in changed}))}: {news.alertname}"
+        return Message(text=clip(esc(text), 3000), blocks=[_section(head), _section(_alert_lines(changed))])
     else:
         head = f":arrows_counterclockwise: *Update* — {state_counts(view.alerts)}."
     return Message(text=headline(view, news), blocks=[_section(head), _section(_alert_lines(changed))])

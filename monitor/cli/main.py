@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from monitor import __version__
+from monitor.cli.alert import alert_app
 from monitor.cli.db import db_app
 from monitor.cli.replay import replay_command
 from monitor.cli.rules import rules_app
@@ -32,6 +33,7 @@ app = typer_app(
 app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
+app.add_typer(alert_app, name="alert")
 app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
     replay_command
 )
