@@ -53,4 +53,10 @@ DEFAULT_INHIBIT_RULES: tuple[tuple[list[str], list[str], list[str]], ...] = (
     ),
     # A source that cannot be read explains missing telemetry.
     (['alertname="source_unavailable"'], ['alertname=~"telemetry_gone|.*_absent"'], ["run"]),
+    # Most runs of a watch blind alike: the watch's one watching_blind message stands for theirs.
+    (
+        ['alertname="watching_blind"', 'scope="watch"'],
+        ['alertname="watching_blind"', 'scope!="watch"'],
+        ["watch"],
+    ),
 )

@@ -61,6 +61,11 @@ class Watch(Strict):
         description="the trainer whose metric names the runs log (megatron, huggingface, ...): mapped "
         "to the names the rules use; auto: detected from each run's keys; none: used as they are",
     )
+    metrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="run key -> the name the rules use, e.g. {objective: train/loss}: for keys no "
+        "profile knows (applied before the profile's own mapping)",
+    )
     sim: SimTarget | None = None
     wandb: WandbTarget | None = None
     prometheus: PrometheusTarget | None = None

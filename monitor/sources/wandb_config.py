@@ -92,6 +92,12 @@ class WandbTarget(BaseModel):
         default=4, ge=1, le=64, description="requests in flight to this server (set by its first watch)"
     )
 
+    def promises(self) -> frozenset[str]:
+        """What this source delivers for every run (coverage): the step counter and the run state."""
+        from monitor.rules.base import STATE, STEP
+
+        return frozenset({STEP, STATE})
+
     @field_validator("name_pattern")
     @classmethod
     def _regex(cls, v: str | None) -> str | None:

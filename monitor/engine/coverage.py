@@ -1,0 +1,287 @@
+"""Coverage: per run and input, when a value last arrived; per rule, whether it can see.
+
+Every rule declares its inputs (``Detector.feeds``: metric names, the step clock ``STEP``, the run state
+``STATE``, any data ``ANY``). ``Arrivals`` (kept by ``RunRules``, saved with the detector state) records
+for each input of the run its first and last arrival and its recent gaps. ``judge`` turns that, at
+``now``, into a state per rule and input, learned from the run itself:
+
+- ``covered``  the input arrives (or came, and has not stopped for long);
+- ``warming``  the run is young: it has logged fewer than ``MIN_ROWS`` steps since it was first seen
+  (or, with no step clock, rows), or the input is expected only at evals or saves and none came yet;
+- ``blind``    the run is running and an input it needs never arrived though the run is past warming,
+  or the input stopped for far longer than its own cadence (``STOP_FACTOR`` x its median gap, and at
+  least twice its longest recent gap) while the run went on logging;
+- ``unknown``  every source that delivers the input cannot be read now (``source_unavailable`` says so);
+- ``unused``   the input is not expected of this run: the rule is optional (``expect: optional``) and
+  the run never logged it, or it is the step clock / state and no source of the watch provides them;
+- ``ended``    the run finished, crashed or was killed: nothing more is expected.
+
+Which inputs a run must send: a rule's metric with ``expect: always`` (the default), every alias a
+source of the watch promises to query (``promised``, e.g. Prometheus aliases), and the step clock and
+state when a source provides them. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.rules.base import ANY, STATE, STEP
+from monitor.samples import TERMINAL_STATES
+
+MIN_ROWS = 20  # logged steps (or rows) without an input before it counts as never sent
+STOP_FACTOR = 10.0  # an input silent this many times its own median gap has stopped
+MIN_GAPS = 3  # gaps needed before an input's cadence is trusted
+GAPS_KEPT = 16
+SPECIAL = (STEP, STATE, ANY)
+ORDER = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "unused": 4, "ended": 5}
+
+
+class Seen:
+    """Arrivals of one input: first and last time, how many distinct times, the recent gaps."""
+
+    __slots__ = ("first", "last", "count", "gaps")
+
+    def __init__(self, t: float) -> None:
+        self.first = self.last = t
+        self.count = 1
+        self.gaps: deque[float] = deque(maxlen=GAPS_KEPT)
+
+    def add(self, t: float) -> None:
+        if t > self.last:
+            self.gaps.append(t - self.last)
+            self.last = t
+            self.count += 1
+
+    def limit(self) -> float | None:
+        """How long this input may be silent before it has stopped (None: its cadence is not known)."""
+        if len(self.gaps) < MIN_GAPS:
+            return None
+        return max(STOP_FACTOR * statistics.median(self.gaps), 2.0 * max(self.gaps))
+
+    def cadence(self) -> float | None:
+        return statistics.median(self.gaps) if self.gaps else None
+
+    def export(self) -> list:
+        return [self.first, self.last, self.count, list(self.gaps)]
+
+    @classmethod
+    def restore(cls, data: Any) -> Seen:
+        first, last, count, gaps = data
+        seen = cls(float(first))
+        seen.last, seen.count = float(last), int(count)
+        seen.gaps.extend(float(g) for g in gaps if math.isfinite(float(g)))
+        return seen
+
+
+@dataclass(eq=False)
+class Arrivals:
+    """What arrived for one run, per input the run's rules feed on. Fed every sample (cheap)."""
+
+    tracked: frozenset[str]
+    seen: dict[str, Seen] = field(default_factory=dict)
+    state: str | None = None
+    _plans: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+
+    def _see(self, name: str, t: float) -> None:
+        s = self.seen.get(name)
+        if s is None:
+            self.seen[name] = Seen(t)
+        else:
+            s.add(t)
+
+    def observe(self, t: float, names: tuple[str, ...], step: int | None, state: str | None) -> None:
+        if state is not None:
+            self.state = state
+            self._see(STATE, t)
+        if step is None and not names:
+            return
+        self._see(ANY, t)
+        if step is not None:
+            self._see(STEP, t)
+        plan = self._plans.get(names)
+        if plan is None:
+            plan = tuple(n for n in names if n in self.tracked)
+            if len(self._plans) >= 256:
+                self._plans.clear()
+            self._plans[names] = plan
+        for name in plan:
+            self._see(name, t)
+
+    def export(self) -> dict:
+        return {"state": self.state, "seen": {k: v.export() for k, v in self.seen.items()}}
+
+    def restore(self, data: Mapping | None) -> None:
+        if not isinstance(data, Mapping):
+            return
+        state = data.get("state")
+        self.state = str(state) if state is not None else self.state
+        for name, raw in (data.get("seen") or {}).items():
+            try:
+                self.seen.setdefault(str(name), Seen.restore(raw))
+            except (TypeError, ValueError):
+                continue
+
+
+# ---- judging ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputState:
+    name: str
+    state: str
+    last_at: float | None
+    count: int
+    why: str
+
+
+@dataclass(frozen=True)
+class RuleState:
+    rule: str
+    kind: str
+    severity: str
+    state: str
+    inputs: tuple[InputState, ...]
+
+
+@dataclass(frozen=True)
+class RunCoverage:
+    run: str
+    now: float
+    state: str  # the worst over its rules: blind, warming, unknown, covered (or ended)
+    rules: tuple[RuleState, ...]
+
+    def blind(self) -> list[RuleState]:
+        return [r for r in self.rules if r.state == "blind"]
+
+    def blind_inputs(self) -> dict[str, list[str]]:
+        """input -> the rules it leaves blind, in rule order."""
+        out: dict[str, list[str]] = {}
+        for r in self.rules:
+            for i in r.inputs:
+                if i.state == "blind":
+                    out.setdefault(i.name, []).append(r.rule)
+        return out
+
+    def input(self, name: str) -> InputState | None:
+        return next((i for r in self.rules for i in r.inputs if i.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "at": self.now,
+            "rules": [
+                {
+                    "rule": r.rule,
+                    "kind": r.kind,
+                    "severity": r.severity,
+                    "state": r.state,
+                    "inputs": [
+                        {
+                            "name": i.name,
+                            "state": i.state,
+                            "last_at": i.last_at,
+                            "count": i.count,
+                            "why": i.why,
+                        }
+                        for i in r.inputs
+                    ],
+                }
+                for r in self.rules
+            ],
+        }
+
+
+def _ago(seconds: float) -> str:
+    from monitor.durations import format_duration
+
+    return format_duration(max(0.0, seconds))
+
+
+def _expected(name: str, expect: str, promised: frozenset[str]) -> str:
+    if name in SPECIAL:
+        return "always" if name in promised else "optional"
+    return "always" if name in promised else expect
+
+
+def _input_state(
+    name: str,
+    expect: str,
+    arrivals: Arrivals,
+    now: float,
+    unavailable_feeds: frozenset[str],
+    for_: float,
+) -> InputState:
+    seen = arrivals.seen.get(name)
+    last, count = (seen.last, seen.count) if seen is not None else (None, 0)
+    if arrivals.state in TERMINAL_STATES:
+        return InputState(name, "ended", last, count, f"the run is {arrivals.state}")
+    if name in unavailable_feeds:
+        return InputState(name, "unknown", last, count, "its source cannot be read now")
+    ref = arrivals.seen.get(STEP) or arrivals.seen.get(ANY)
+    if seen is None:
+        if expect == "optional":
+            return InputState(name, "unused", None, 0, "not logged by this run (optional)")
+        if expect == "periodic":
+            return InputState(name, "warming", None, 0, "expected at evals or saves; none yet")
+        if ref is None:
+            return InputState(name, "warming", None, 0, "no data from the run yet")
+        what = "steps" if STEP in arrivals.seen else "rows"
+        young = ref.count < MIN_ROWS or now - ref.first < for_
+        if young:
+            return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
+        return InputState(
+            name, "blind", None, 0, f"never arrived in {_ago(now - ref.first)} ({ref.count:,} {what} logged)"
+        )
+    limit = seen.limit()
+    idle = now - seen.last
+    if (
+        name not in SPECIAL
+        and limit is not None
+        and idle > limit
+        and ref is not None
+        and ref.last - seen.last > limit
+    ):
+        return InputState(
+            name,
+            "blind",
+            last,
+            count,
+            f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
+        )
+    return InputState(name, "covered", last, count, f"last value {_ago(idle)} ago")
+
+
+def judge(
+    run: str,
+    rules: Iterable[tuple[Any, frozenset[str]]],
+    arrivals: Arrivals,
+    now: float,
+    unavailable_feeds: frozenset[str] = frozenset(),
+    promised: frozenset[str] = frozenset(),
+) -> RunCoverage:
+    """The coverage of a run's rules at ``now``. ``rules``: (RuleSpec, its feeds) per rule;
+    ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
+    the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker)."""
+    out = []
+    memo: dict[tuple[str, str, float], InputState] = {}
+    for spec, feeds in rules:
+        if not feeds:
+            continue  # a rule that is off (a threshold with no bound) needs nothing
+        states = []
+        for name in sorted(feeds):
+            expect = _expected(name, spec.expect, promised)
+            key = (name, expect, spec.for_)
+            st = memo.get(key)
+            if st is None:
+                st = memo[key] = _input_state(name, expect, arrivals, now, unavailable_feeds, spec.for_)
+            states.append(st)
+        worst = min((s.state for s in states), key=ORDER.__getitem__)
+        if worst == "unused" and any(s.state == "covered" for s in states):
+            worst = "covered"
+        out.append(RuleState(spec.name, spec.kind, spec.severity.value, worst, tuple(states)))
+    counted = [r.state for r in out if r.state not in ("unused",)]
+    state = min(counted, key=ORDER.__getitem__) if counted else "unused"
+    return RunCoverage(run, now, state, tuple(out))
