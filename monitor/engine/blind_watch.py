@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from alerts.model import Finding
 from monitor.config.schema import Watch
-from monitor.engine.blindness import Blind, blind_rule, describe, run_finding, watch_finding
+from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding, watch_finding
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.profiles import Vocabulary
@@ -31,11 +31,6 @@ def promised(watch: Watch) -> frozenset[str]:
         if promises is not None:
             out |= promises()
     return frozenset(out)
-
-
-def absent_watched(evaluator: Evaluator, run: str) -> set[str]:
-    """Metrics whose stopping an ``absent`` rule of the run already reports."""
-    return {rule.metric for rule, _ in evaluator.detectors(run) if rule.kind == "absent" and rule.metric}
 
 
 class BlindWatch:
@@ -63,7 +58,9 @@ class BlindWatch:
         cov = self.evaluator.coverage(run, now, unavailable, promised(watch))
         keys = self.vocabulary.keys(run)
         gaps = self.gaps(run)
-        blind = describe(cov, keys, gaps, self.vocabulary.renames(run), absent_watched(self.evaluator, run))
+        blind = describe(
+            cov, keys, gaps, self.vocabulary.renames(run), absent_watched(self.evaluator.detectors(run))
+        )
         self._blind[run] = blind
         finding = self._finding[run] = run_finding(blind, watch.name)
         event = self.evaluator.apply(blind_rule(), run, finding, now)

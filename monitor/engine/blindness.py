@@ -99,11 +99,11 @@ def describe(
     parts = []
     for name, rules in missing.items():
         st = cov.input(name)
-        if st is not None and st.last_at is not None:
-            when = f"stopped {format_duration(max(0.0, cov.now - st.last_at))} ago"
-        else:
-            when = "never arrived" if st is None else st.why
-        part = f"no value of {_name(name)} ({when}; rules {_rules(rules)})"
+        silent = (
+            f" for {format_duration(max(0.0, st.silent_for))}" if st and st.silent_for is not None else ""
+        )
+        why = f"{st.why}; " if st is not None else ""
+        part = f"no value of {_name(name)}{silent} ({why}rules {_rules(rules)})"
         if name in gaps:
             part += f": {gaps[name]}"
         else:
@@ -124,6 +124,11 @@ def describe(
         else:
             text += "; map its keys with metrics: {run_key: " + metric_missing[0] + "} or a metrics_profile"
     return Blind(cov.run, ",".join(sorted(missing)), text)
+
+
+def absent_watched(rules: Iterable[tuple[RuleSpec, object]]) -> set[str]:
+    """Metrics whose stopping an ``absent`` rule of the run already reports (its own alert)."""
+    return {rule.metric for rule, _ in rules if rule.kind == "absent" and rule.metric}
 
 
 def run_finding(blind: Blind | None, watch: str) -> Finding:

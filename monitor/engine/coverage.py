@@ -135,6 +135,7 @@ class InputState:
     last_at: float | None
     count: int
     why: str
+    silent_for: float | None = None  # blind: how long no value came (never: since the run's first data)
 
 
 @dataclass(frozen=True)
@@ -232,9 +233,8 @@ def _input_state(
         young = ref.count < MIN_ROWS or now - ref.first < for_
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
-        return InputState(
-            name, "blind", None, 0, f"never arrived in {_ago(now - ref.first)} ({ref.count:,} {what} logged)"
-        )
+        silent = now - ref.first
+        return InputState(name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent)
     limit = seen.limit()
     idle = now - seen.last
     if (
