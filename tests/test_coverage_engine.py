@@ -148,3 +148,36 @@ def test_most_runs_blind_alike_make_one_message_for_the_watch(db_url, clock):
         "team": "firing",
     }
     service.stop()
+
+
+def test_the_api_and_the_pages_show_the_blind_run(db_url, clock):
+    from tests.dashboard.support import build, client
+
+    service = build(db_url, clock, CONFIG)
+    service.engine.sources["sim"] = Trainers(
+        {"hero-7b": ("objective", "gnorm"), "hero-ok": ("train/loss", "grad/norm/total")}
+    )
+    tick(service, clock, 8 * 60)
+    api = client(service)
+    runs = {r["id"]: r for r in api.get("/api/runs").json()}
+    blind, ok = runs["hero-7b"], runs["hero-ok"]
+    assert blind["health"] == "warning" and blind["problem"] != "Healthy"
+    assert "no value of train/loss" in blind["problem"]
+    assert "loss_spike" in blind["blind_rules"] and ok["blind_rules"] == [] and ok["problem"] == "Healthy"
+
+    cov = api.get("/api/runs/hero-7b/coverage").json()
+    assert cov["state"] == "blind" and cov["at"].endswith("Z")
+    rules = {r["rule"]: r for r in cov["rules"]}
+    (loss,) = rules["loss_spike"]["inputs"]
+    assert loss == {**loss, "name": "train/loss", "state": "blind", "last_at": None, "count": 0}
+    (step,) = [i for i in rules["progress_stalled"]["inputs"] if i["name"] == "@step"]
+    assert step["state"] == "covered" and step["last_at"].endswith("Z") and step["count"] > 40
+    assert "objective" in cov["keys"] and cov["summary"].startswith("no value of train/loss")
+    assert api.get("/api/runs/nobody/coverage").status_code == 404
+    assert "/api/runs/{run_id}/coverage" in api.get("/openapi.json").json()["paths"]
+
+    page = api.get("/runs/hero-7b").text
+    assert 'id="coverage"' in page and "Watching blind." in page and "never" in page
+    overview = api.get("/").text
+    assert overview.count("watching blind: ") == 1 and "hero-7b#coverage" in overview
+    service.stop()
