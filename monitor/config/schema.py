@@ -102,6 +102,15 @@ class Watch(Strict):
             raise ValueError(f"say which source to watch: one of {', '.join(self.source_kinds())}")
         return self
 
+    @model_validator(mode="after")
+    def _read_mapped_keys(self) -> Watch:
+        """A key mapped under ``metrics:`` is read from W&B even when no profile names it."""
+        if self.wandb is not None and self.metrics:
+            extra = [k for k in self.metrics if k not in self.wandb.keys]
+            if extra:
+                self.wandb = self.wandb.model_copy(update={"keys": [*self.wandb.keys, *extra]})
+        return self
+
     @classmethod
     def source_kinds(cls) -> list[str]:
         return [name for name in ("sim", "wandb", "prometheus") if name in cls.model_fields]

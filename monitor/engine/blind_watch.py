@@ -20,6 +20,7 @@ from monitor.profiles import Vocabulary
 from monitor.samples import TERMINAL_STATES
 from monitor.storage import alerts_repo
 
+MAX_LOGGED = 2000  # keys remembered per run
 KEYS_STORED = 40  # run keys kept with the coverage, for the run page's "the run logs ..."
 
 
@@ -40,10 +41,21 @@ class BlindWatch:
         self._gaps: dict[str, dict[str, dict[str, str]]] = {}  # run -> source -> input -> why
         self._blind: dict[str, Blind | None] = {}
         self._finding: dict[str, Finding] = {}  # run or watch -> its latest watching_blind finding
+        self._logged: dict[str, set[str]] = {}  # run -> keys its sources saw it log (read or not)
 
     def note_gaps(self, source: str, gaps: Mapping[str, Mapping[str, str]]) -> None:
         for run, by_input in gaps.items():
             self._gaps.setdefault(run, {})[source] = dict(by_input)
+
+    def note_logged(self, logged: Mapping[str, Iterable[str]]) -> None:
+        for run, keys in logged.items():
+            known = self._logged.setdefault(run, set())
+            if len(known) < MAX_LOGGED:
+                known.update(keys)
+
+    def keys(self, run: str) -> list[str]:
+        """What the run logs, as logged: the keys read (vocabulary) and those its sources saw."""
+        return sorted(set(self.vocabulary.keys(run)) | self._logged.get(run, set()))
 
     def gaps(self, run: str) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -56,7 +68,7 @@ class BlindWatch:
     ) -> tuple[AlertEvent | None, RunCoverage, dict[str, Any]]:
         """The run's coverage now, its ``watching_blind`` event (if its state changed) and what to store."""
         cov = self.evaluator.coverage(run, now, unavailable, promised(watch))
-        keys = self.vocabulary.keys(run)
+        keys = self.keys(run)
         gaps = self.gaps(run)
         blind = describe(
             cov, keys, gaps, self.vocabulary.renames(run), absent_watched(self.evaluator.detectors(run))
@@ -96,3 +108,4 @@ class BlindWatch:
         self._gaps.pop(run, None)
         self._blind.pop(run, None)
         self._finding.pop(run, None)
+        self._logged.pop(run, None)

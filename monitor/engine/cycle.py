@@ -216,6 +216,7 @@ class Engine:
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
             self.blind.note_gaps(kind, res.gaps)
+            self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
                 samples_by_run[sample.run].append(sample)
             if res.error:

@@ -33,6 +33,8 @@ class PollResult:
     # run -> input -> why the source found nothing for it (a query with no series): for coverage.
     # A run with an entry (even empty) replaces what the source said of it before; without, unchanged.
     gaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
+    logged: dict[str, list[str]] = field(default_factory=dict)
 
     def validated(self) -> PollResult:
         """The result with every sample checked and cleaned (``samples.clean``): the boundary where a
@@ -43,7 +45,10 @@ class PollResult:
             str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
             for run, by_alias in dict(self.gaps).items()
         }
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps)
+        logged = {
+            str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
+        }
+        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged)
 
 
 class Source(Protocol):
