@@ -51,8 +51,9 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
-from alerts.notifiers.base import SendResult
+from alerts.notifiers.base import CheckReport, SendResult
 from alerts.notifiers.slack_blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
+from alerts.notifiers.slack_check import check_slack
 from alerts.views import GroupView
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,10 @@ class SlackNotifier:
 
     def __repr__(self) -> str:
         return f"SlackNotifier(channel={self.channel!r})"
+
+    def check(self) -> CheckReport:
+        """Could it deliver? Asked of Slack without posting (``herowatch doctor``, slack_check)."""
+        return check_slack(self._client, self.channel, self.plots)
 
     # ---- the Notifier protocol --------------------------------------------------------------------------
     def send(self, view: GroupView) -> SendResult:

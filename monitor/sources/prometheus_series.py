@@ -23,7 +23,8 @@ import httpx
 
 log = logging.getLogger(__name__)
 
-RECHECK = 300.0  # seconds between two lookups for the same empty query
+RECHECK = 300.0  # at most this long between two lookups for the same empty query
+FIRST_RECHECK = 5.0  # the first lookups come sooner (doubling): a new target may not be scraped yet
 EXAMPLES = 3
 RECENT = 3600.0  # label values of the series seen in the last hour
 _SELECTOR = re.compile(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*\{([^{}]*)\}")
@@ -111,16 +112,18 @@ class EmptyQueries:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}  # (watch, run) -> alias
+        # (watch, run) -> alias -> (first noted, looked up at, why)
+        self._known: dict[tuple[str, str], dict[str, tuple[float, float, str]]] = {}
 
     def note(self, get: Get, watch: str, run: str, empty: Mapping[str, str], now: float) -> dict[str, str]:
         """``empty``: alias -> the query text that matched nothing this poll. Returns alias -> why."""
         with self._lock:
             before = self._known.get((watch, run), {})
-        out: dict[str, tuple[float, str]] = {}
+        out: dict[str, tuple[float, float, str]] = {}
         for alias, query in empty.items():
             old = before.get(alias)
-            if old is not None and now - old[0] < RECHECK:
+            first = old[0] if old is not None else now
+            if old is not None and now - old[1] < min(RECHECK, max(FIRST_RECHECK, old[1] - first)):
                 out[alias] = old
                 continue
             try:
@@ -129,7 +132,7 @@ class EmptyQueries:
                 why = f"the query {query} matches no series (the series lookup failed: {exc})"
             if old is None:
                 log.info("prometheus watch %s, run %s: no series for %s: %s", watch, run, alias, why)
-            out[alias] = (now, why)
+            out[alias] = (first, now, why)
         with self._lock:
             self._known[(watch, run)] = out
-        return {alias: why for alias, (_, why) in out.items()}
+        return {alias: why for alias, (*_, why) in out.items()}
