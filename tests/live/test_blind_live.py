@@ -75,6 +75,7 @@ def test_blind_runs_warn_once_resolve_and_doctor_says_why(tmp_path):
         # doctor against the same set-up, with the bot also out of the channel and a scope missing
         stack.slack.outside.add(CHANNEL)
         stack.slack.scopes.remove("files:write")
+        stack.slack.scopes.remove("channels:read")  # membership is then learnt from not_in_channel
         out = doctor(stack, cfg)
         report = out.stdout
         print(report)
@@ -84,16 +85,18 @@ def test_blind_runs_warn_once_resolve_and_doctor_says_why(tmp_path):
         assert f"FAIL run {NAMES}:" in report and "no value of train/loss" in flat
         assert "fix: add the mapping to the watch (metrics:" in flat
         assert f"FAIL run {PODS}:" in report and "exists for 2 pods" in flat
-        assert (
-            "not_in_channel" in flat and f"invite it: type /invite @herowatch in #{CHANNEL.lower()}" in flat
-        )
+        assert "not_in_channel" in flat and f"invite it: type /invite @herowatch in {CHANNEL}" in flat
         assert "lacks files:write (to attach the plot (plots: true))" in flat
+        assert (
+            f"warn receiver oncall (slack): cannot read {CHANNEL}'s details: the token lacks channels:read"
+            in flat
+        )
         assert f"ok   run {OK}:" in report
         assert "doctor: " in out.stderr, "a progress line while it works"
         doc = json.loads(doctor(stack, cfg, "--json").stdout)
         assert doc["exit"] == 1 and doc["runs"][f"hero/{NAMES}"]["coverage"]["state"] == "blind"
         stack.slack.outside.clear()
-        stack.slack.scopes.append("files:write")
+        stack.slack.scopes.extend(["files:write", "channels:read"])
 
         # the exporter starts exposing the missing pods: that warning resolves
         stack.exporter.add_pod(PODS)
