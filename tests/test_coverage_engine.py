@@ -38,12 +38,15 @@ class Trainers:
 
     kind = "sim"
 
-    def __init__(self, names: dict[str, tuple[str, str]]) -> None:
+    def __init__(self, names: dict[str, tuple[str, str]], watch: str | None = None) -> None:
         self.names = names
         self.values = llmc()
+        self.watch = watch  # only this watch's polls see the runs (None: every watch's)
 
     def poll(self, target, cursors, now):  # noqa: ANN001, ANN201
         out = PollResult()
+        if self.watch is not None and target.watch != self.watch:
+            return out
         for run, (loss_key, gnorm_key) in self.names.items():
             last = (cursors.get(run) or {}).get("t", now - 60.0)
             t = last
