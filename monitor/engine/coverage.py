@@ -16,9 +16,10 @@ for each input of the run its first and last arrival and its recent gaps. ``judg
   the run never logged it, or it is the step clock / state and no source of the watch provides them;
 - ``ended``    the run finished, crashed or was killed: nothing more is expected.
 
-Which inputs a run must send: a rule's metric with ``expect: always`` (the default), every alias a
-source of the watch promises to query (``promised``, e.g. Prometheus aliases), and the step clock and
-state when a source provides them. Pure: no I/O, no clock.
+Which inputs a run must send: a rule's metric with ``expect: always`` (the default) when a trainer's
+tracker feeds the run (a source promises its steps, or steps arrive: a Prometheus-only watch is not
+expected to send a loss), every alias a source of the watch promises to query (``promised``, e.g.
+Prometheus aliases), and the step clock and state when a source provides them. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -201,10 +202,12 @@ def _ago(seconds: float) -> str:
     return format_duration(max(0.0, seconds))
 
 
-def _expected(name: str, expect: str, promised: frozenset[str]) -> str:
-    if name in SPECIAL:
+def _expected(name: str, expect: str, promised: frozenset[str], tracked: bool) -> str:
+    """``tracked``: a trainer's tracker feeds the run (a source promises the step counter, or steps came):
+    without one, nothing sends the trainer's metrics, and a rule on them expects nothing of the run."""
+    if name in SPECIAL or name in promised:
         return "always" if name in promised else "optional"
-    return "always" if name in promised else expect
+    return expect if tracked or expect != "always" else "optional"
 
 
 def _input_state(
@@ -267,12 +270,13 @@ def judge(
     the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker)."""
     out = []
     memo: dict[tuple[str, str, float], InputState] = {}
+    tracked = STEP in promised or STEP in arrivals.seen
     for spec, feeds in rules:
         if not feeds:
             continue  # a rule that is off (a threshold with no bound) needs nothing
         states = []
         for name in sorted(feeds):
-            expect = _expected(name, spec.expect, promised)
+            expect = _expected(name, spec.expect, promised, tracked)
             key = (name, expect, spec.for_)
             st = memo.get(key)
             if st is None:
