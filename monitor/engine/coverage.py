@@ -81,51 +81,79 @@ class Seen:
 
 @dataclass(eq=False)
 class Arrivals:
-    """What arrived for one run, per input the run's rules feed on. Fed every sample (cheap)."""
+    """What arrived for one run, per input the run's rules feed on. Fed every sample, so it keeps one
+    ``Seen`` per shape of sample (the tracked metrics it carries, whether it has a step): a run's rows
+    mostly have one shape, and one update per sample is what the replay budget allows. ``seen()``
+    merges them per input when coverage is judged."""
 
     tracked: frozenset[str]
-    seen: dict[str, Seen] = field(default_factory=dict)
+    shapes: dict[tuple[tuple[str, ...], bool], Seen] = field(default_factory=dict)
+    state_seen: Seen | None = None
     state: str | None = None
-    _plans: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
-
-    def _see(self, name: str, t: float) -> None:
-        s = self.seen.get(name)
-        if s is None:
-            self.seen[name] = Seen(t)
-        else:
-            s.add(t)
+    _plans: dict[tuple[tuple[str, ...], bool], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
 
     def observe(self, t: float, names: tuple[str, ...], step: int | None, state: str | None) -> None:
         if state is not None:
             self.state = state
-            self._see(STATE, t)
+            st = self.state_seen
+            if st is None:
+                self.state_seen = Seen(t)
+            elif t > st.last:  # no gaps kept: the state is never judged as stopped (it is sent on change)
+                st.last = t
+                st.count += 1
         if step is None and not names:
             return
-        self._see(ANY, t)
-        if step is not None:
-            self._see(STEP, t)
-        plan = self._plans.get(names)
-        if plan is None:
-            plan = tuple(n for n in names if n in self.tracked)
+        raw = (names, step is not None)
+        key = self._plans.get(raw)
+        if key is None:
+            key = (tuple(sorted(n for n in names if n in self.tracked)), raw[1])
             if len(self._plans) >= 256:
                 self._plans.clear()
-            self._plans[names] = plan
-        for name in plan:
-            self._see(name, t)
+            self._plans[raw] = key
+        seen = self.shapes.get(key)
+        if seen is None:
+            self.shapes[key] = Seen(t)
+        else:
+            seen.add(t)
+
+    def seen(self) -> dict[str, Seen]:
+        """Per input (metric, ``STEP``, ``STATE``, ``ANY``): its arrivals, merged over the shapes."""
+        parts: dict[str, list[Seen]] = {}
+        for (names, stepped), seen in self.shapes.items():
+            for name in (*names, ANY, *((STEP,) if stepped else ())):
+                parts.setdefault(name, []).append(seen)
+        out = {name: _merge(seens) for name, seens in parts.items()}
+        if self.state_seen is not None:
+            out[STATE] = self.state_seen
+        return out
 
     def export(self) -> dict:
-        return {"state": self.state, "seen": {k: v.export() for k, v in self.seen.items()}}
+        shapes = [[list(names), stepped, seen.export()] for (names, stepped), seen in self.shapes.items()]
+        state_seen = self.state_seen.export() if self.state_seen is not None else None
+        return {"state": self.state, "state_seen": state_seen, "shapes": shapes}
 
     def restore(self, data: Mapping | None) -> None:
         if not isinstance(data, Mapping):
             return
         state = data.get("state")
         self.state = str(state) if state is not None else self.state
-        for name, raw in (data.get("seen") or {}).items():
-            try:
-                self.seen.setdefault(str(name), Seen.restore(raw))
-            except (TypeError, ValueError):
-                continue
+        try:
+            if data.get("state_seen") is not None and self.state_seen is None:
+                self.state_seen = Seen.restore(data["state_seen"])
+            for names, stepped, raw in data.get("shapes") or ():
+                self.shapes.setdefault((tuple(str(n) for n in names), bool(stepped)), Seen.restore(raw))
+        except (TypeError, ValueError):
+            return
+
+
+def _merge(seens: list[Seen]) -> Seen:
+    if len(seens) == 1:
+        return seens[0]
+    newest = max(seens, key=lambda s: s.last)
+    out = Seen(min(s.first for s in seens))
+    out.last, out.count = newest.last, sum(s.count for s in seens)
+    out.gaps.extend(newest.gaps)  # the cadence of the shape that came last
+    return out
 
 
 # ---- judging ------------------------------------------------------------------------------------
@@ -214,17 +242,18 @@ def _input_state(
     name: str,
     expect: str,
     arrivals: Arrivals,
+    merged: Mapping[str, Seen],
     now: float,
     unavailable_feeds: frozenset[str],
     for_: float,
 ) -> InputState:
-    seen = arrivals.seen.get(name)
+    seen = merged.get(name)
     last, count = (seen.last, seen.count) if seen is not None else (None, 0)
     if arrivals.state in TERMINAL_STATES:
         return InputState(name, "ended", last, count, f"the run is {arrivals.state}")
     if name in unavailable_feeds:
         return InputState(name, "unknown", last, count, "its source cannot be read now")
-    ref = arrivals.seen.get(STEP) or arrivals.seen.get(ANY)
+    ref = merged.get(STEP) or merged.get(ANY)
     if seen is None:
         if expect == "optional":
             return InputState(name, "unused", None, 0, "not logged by this run (optional)")
@@ -232,7 +261,7 @@ def _input_state(
             return InputState(name, "warming", None, 0, "expected at evals or saves; none yet")
         if ref is None:
             return InputState(name, "warming", None, 0, "no data from the run yet")
-        what = "steps" if STEP in arrivals.seen else "rows"
+        what = "steps" if STEP in merged else "rows"
         young = ref.count < MIN_ROWS or now - ref.first < for_
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
@@ -270,7 +299,8 @@ def judge(
     the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker)."""
     out = []
     memo: dict[tuple[str, str, float], InputState] = {}
-    tracked = STEP in promised or STEP in arrivals.seen
+    merged = arrivals.seen()
+    tracked = STEP in promised or STEP in merged
     for spec, feeds in rules:
         if not feeds:
             continue  # a rule that is off (a threshold with no bound) needs nothing
@@ -280,7 +310,9 @@ def judge(
             key = (name, expect, spec.for_)
             st = memo.get(key)
             if st is None:
-                st = memo[key] = _input_state(name, expect, arrivals, now, unavailable_feeds, spec.for_)
+                st = memo[key] = _input_state(
+                    name, expect, arrivals, merged, now, unavailable_feeds, spec.for_
+                )
             states.append(st)
         worst = min((s.state for s in states), key=ORDER.__getitem__)
         if worst == "unused" and any(s.state == "covered" for s in states):

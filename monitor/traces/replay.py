@@ -25,7 +25,8 @@ from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
 
 DEFAULT_INTERVAL = 15.0
-COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run (it changes slowly)
+COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
+COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ class Replayer:
         self._unavailable: dict[str, frozenset[str]] = {}
         self._source_rule = lambda kind: source_rule(kind, unavailable_after)
         self._coverage_at: dict[str, float] = {}  # run -> when its coverage is judged next
-        self._coverage_every = COVERAGE_TICKS * self.interval
+        self._coverage_every: dict[str, float] = {}  # run -> how long until the next judgement
+        self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
 
     def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
         blind = self._unavailable.get(self._scope.get(run, ""))
@@ -158,10 +160,17 @@ class Replayer:
         if blind:
             events += self._check_sources(self._scope[run], now)
         if now >= self._coverage_at.get(run, -math.inf):
-            self._coverage_at[run] = now + self._coverage_every
-            event = self._check_coverage(run, now, blind or frozenset())[2]
+            cov, said, event = self._check_coverage(run, now, blind or frozenset())
             if event is not None:
                 events.append(event)
+            # judged often while it changes (a young run), rarely while it does not: it costs ~0.3 ms
+            base = COVERAGE_TICKS * self.interval
+            key = (cov.state, said.reason if said else None)  # which inputs are missing, not for how long
+            every = self._coverage_every.get(run, base)
+            settled = cov.state != "warming" and self._coverage_said.get(run) == key
+            every = min(max(COVERAGE_MAX, base), 2 * every) if settled else base
+            self._coverage_said[run], self._coverage_every[run] = key, every
+            self._coverage_at[run] = now + every
         return events
 
     def _check_coverage(
