@@ -9,6 +9,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# Feeds that are not metric names: the step counter, the run's state, any sample at all. Rules say which
+# feeds they need (Detector.feeds), sources which they deliver (SourceTarget.promises).
+STEP, STATE, ANY = "@step", "@state", "@any"
+
 TERMINAL_STATES = frozenset({"crashed", "failed", "killed", "finished"})
 
 # How non-finite numbers are spelled where JSON cannot hold them (W&B history, trace files).

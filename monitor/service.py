@@ -28,6 +28,7 @@ from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline
 from monitor.delivery.send_stats import SendLatency
+from monitor.engine import blindness
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file, pack_inhibit_rules
@@ -115,7 +116,12 @@ def inhibit_configs(cfg: WatchConfig) -> list:
 
 
 def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
-    return [InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in inhibit_configs(cfg)]
+    """The config's (or its packs') inhibit rules, and herowatch's own: a watch-wide watching_blind
+    stands for its runs' messages."""
+    configured = [
+        InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in inhibit_configs(cfg)
+    ]
+    return [*configured, InhibitRule.parse(*blindness.INHIBIT)]
 
 
 def matcher_problems(cfg: WatchConfig) -> list[Problem]:

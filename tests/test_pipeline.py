@@ -304,8 +304,9 @@ def test_the_packs_in_force_bring_their_inhibit_rules_and_a_config_can_replace_t
     from monitor.config import parse_config
     from monitor.service import build_inhibit_rules
 
-    [rule] = build_inhibit_rules(parse_config("rules: {packs: [hero]}\n"))
+    rule, blind = build_inhibit_rules(parse_config("rules: {packs: [hero]}\n"))
     crashed = {"alertname": "run_crashed", "run": "r"}
     assert rule.inhibits(crashed, {"alertname": "progress_stalled", "run": "r"})
     assert not rule.inhibits(crashed, {"alertname": "progress_stalled", "run": "other"})
-    assert build_inhibit_rules(parse_config("rules: {packs: [hero]}\ninhibit_rules: []\n")) == []
+    only_own = build_inhibit_rules(parse_config("rules: {packs: [hero]}\ninhibit_rules: []\n"))
+    assert only_own == [blind], "herowatch's own (a watch-wide watching_blind) always applies"

@@ -289,18 +289,26 @@ def test_label_values_are_escaped(prom: PrometheusServer, source: PrometheusSour
 def test_empty_query_is_not_an_error(
     prom: PrometheusServer, source: PrometheusSource, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="monitor.sources.prometheus_source")
+    caplog.set_level(logging.INFO, logger="monitor.sources.prometheus_series")
     queries = {"nothing": 'no_such_metric{job="{job}"}', "weird": 'test_weird{job="{job}"}'}
     tgt = target(prom.url, runs=[B], queries=queries, lookback="1m")
     result = ok(source.poll(tgt, {}, now=at(60)))
     assert [s.t for s in result.samples] == [at(58), at(59), at(60)]
     assert all("nothing" not in s.metrics for s in result.samples)
     assert "no series for nothing" in caplog.text
+    # the poll says why, for the watching_blind warning: the metric does not exist at all
+    assert "no_such_metric has no series at all" in result.gaps[B]["nothing"]
+    assert "weird" not in result.gaps[B]
     weird = series_of(result, B, "weird")  # NaN and infinities are kept as floats
     assert weird[at(58)] == math.inf and weird[at(59)] == -math.inf and math.isnan(weird[at(60)])
     # a run with no data at all: no samples, still no error, and the cursor moves on
     lonely = ok(source.poll(target(prom.url, runs=["nobody"], lookback="1m"), {}, now=at(60)))
     assert lonely.samples == [] and lonely.cursors == {"nobody": {"t": at(60)}}
+    # its pods are not in Prometheus under its name: the hint names the pods that are
+    oom = lonely.gaps["nobody"]["oom_kills_total"]
+    assert 'the query container_oom_events_total{pod=~"nobody-.*"} matches no series' in oom
+    assert "container_oom_events_total exists for 3 pods (e.g. llama-70b-worker-0" in oom
+    assert 'your selector pod=~"nobody-.*" matches none' in oom
 
 
 def test_promql_error_is_reported_and_not_retried(prom: PrometheusServer, source: PrometheusSource) -> None:

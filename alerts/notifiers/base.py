@@ -5,7 +5,7 @@ whether a failure is worth retrying. Muting, deduplication, grouping and throttl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from alerts.views import GroupView
@@ -57,3 +57,32 @@ def retry_after(headers: Mapping[str, Any] | None) -> float | None:
             except (TypeError, ValueError):
                 return None
     return None
+
+
+@dataclass(frozen=True)
+class CheckProblem:
+    """Something that keeps a receiver from delivering (``fatal``), or from being verified."""
+
+    what: str
+    fix: str
+    fatal: bool = True
+
+
+@dataclass
+class CheckReport:
+    """What ``herowatch doctor`` learned of one receiver without sending anything: facts verified and
+    problems, each with its fix."""
+
+    facts: list[str] = field(default_factory=list)
+    problems: list[CheckProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.fatal for p in self.problems)
+
+
+class Checkable(Protocol):
+    """A notifier that can say whether it could deliver, without creating a message or an incident
+    (optional: ``herowatch doctor`` asks every receiver whose notifier has ``check``)."""
+
+    def check(self) -> CheckReport: ...

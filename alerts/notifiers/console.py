@@ -8,7 +8,7 @@ from typing import Literal, TextIO
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
-from alerts.notifiers.base import SendResult
+from alerts.notifiers.base import CheckProblem, CheckReport, SendResult
 from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
 
@@ -35,6 +35,14 @@ class ConsoleNotifier:
         if a.acked_by:
             parts.append(f"  acknowledged by {a.acked_by}")
         return "\n".join(parts)
+
+    def check(self) -> CheckReport:
+        stream = self._stream or sys.stdout
+        if getattr(stream, "closed", False):
+            return CheckReport(
+                problems=[CheckProblem("the output stream is closed", "run herowatch with a stdout")]
+            )
+        return CheckReport(facts=["prints to the process's standard output"])
 
     def send(self, view: GroupView) -> SendResult:
         stream = self._stream or sys.stdout

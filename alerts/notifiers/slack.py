@@ -53,9 +53,10 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
 from alerts.durations import Duration
-from alerts.notifiers.base import SendResult
+from alerts.notifiers.base import CheckReport, SendResult
 from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.notifiers.slack_blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
+from alerts.notifiers.slack_check import check_slack
 from alerts.notifiers.slack_errors import BLOCK_ERRORS, CANNOT_EDIT, FATAL_FOR_LOOKUP, ROOT_GONE, classify
 from alerts.views import GroupView
 
@@ -122,6 +123,10 @@ class SlackNotifier:
 
     def __repr__(self) -> str:
         return f"SlackNotifier(channel={self.channel!r})"
+
+    def check(self) -> CheckReport:
+        """Could it deliver? Asked of Slack without posting (``herowatch doctor``, slack_check)."""
+        return check_slack(self._client, self.channel, self.plots)
 
     # ---- the Notifier protocol --------------------------------------------------------------------------
     def send(self, view: GroupView) -> SendResult:

@@ -8,7 +8,7 @@ import httpx
 from pydantic import Field
 
 from alerts.durations import Duration
-from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.base import CheckProblem, CheckReport, SendResult, retry_after
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import GroupView
 
@@ -35,6 +35,33 @@ class WebhookNotifier:
             "links": dict(view.links),
             "alerts": [a.to_dict() for a in view.alerts],
         }
+
+    def check(self) -> CheckReport:
+        """Is the URL reachable? An OPTIONS request: no notification is posted, no incident opened.
+        Any HTTP answer but 404/410 counts (many endpoints refuse OPTIONS with 405)."""
+        rep = CheckReport()
+        try:
+            r = self._client.options(self.url)
+        except httpx.TimeoutException:
+            rep.problems.append(
+                CheckProblem(f"{self.url} does not answer in time", "check the URL and the network path")
+            )
+            return rep
+        except httpx.HTTPError as exc:
+            rep.problems.append(
+                CheckProblem(
+                    f"{self.url} cannot be reached ({type(exc).__name__})",
+                    "check the URL and the network path",
+                )
+            )
+            return rep
+        if r.status_code in (404, 410):
+            rep.problems.append(
+                CheckProblem(f"{self.url} answers HTTP {r.status_code}", "check the URL's path")
+            )
+        else:
+            rep.facts.append(f"{self.url} answers (HTTP {r.status_code} to OPTIONS)")
+        return rep
 
     def send(self, view: GroupView) -> SendResult:
         try:

@@ -114,6 +114,28 @@ def check_config(
         typer.echo("\n".join(lines(cfg, rules.rules, _settings(database_url).database_url)))
 
 
+@app.command()
+def doctor(
+    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON document instead of the report"),
+) -> None:
+    """Check a set-up before trusting it: connect to every source and receiver as `serve` would.
+
+    W&B: the entity and project answer, the runs the watch picks up, each run's keys against every
+    rule's inputs (with the detected trainer profile). Prometheus: each query per run, and why one
+    matches no series. Slack: the token, the bot's membership of the channel, the scopes it lacks.
+    Webhooks: reachable (nothing is posted). Exit 0 when everything the watched runs need is there,
+    1 when a run would be watched blind or a receiver cannot deliver, 2 for an unusable config.
+    """
+    try:
+        cfg, rules = _load(config)
+    except ConfigError as exc:
+        raise _fail(exc.render()) from None
+    from monitor.cli.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(cfg, rules, _settings(), as_json))
+
+
 @app.command("example-config")
 def example_config() -> None:
     """Print a commented example watch config to start from."""

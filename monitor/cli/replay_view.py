@@ -75,6 +75,29 @@ def _heading(s: RunSummary, specs: Mapping[str, RuleSpec], width: int) -> list[s
     return [_wrap(lines[0], width, ""), *lines[1:]]
 
 
+_COVERAGE_WORDS = (
+    ("covered", "covered"),
+    ("warming", "warming up"),
+    ("blind", "blind"),
+    ("unknown", "unknown (source unreadable)"),
+    ("unused", "not logged (optional)"),
+    ("ended", "ended"),
+)
+
+
+def coverage_lines(s: RunSummary, width: int) -> list[str]:
+    """What the run's rules could see at the end of the trace, and the watching_blind text if any."""
+    cov = s.coverage
+    if cov is None:
+        return []
+    counts = {word: sum(1 for r in cov.rules if r.state == state) for state, word in _COVERAGE_WORDS}
+    said = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
+    lines = [_wrap(f"coverage at the end: {said or 'no rules'}", width, "  ")]
+    if s.blind is not None:
+        lines.append(_wrap(f"watching blind: {s.blind.text}", width, "  "))
+    return lines
+
+
 def print_report(
     events: Sequence[ReplayEvent],
     summaries: Mapping[str, RunSummary],
@@ -111,5 +134,7 @@ def print_report(
             said = said.removeprefix(f"{e.run}: ")
             if said:
                 typer.echo(_wrap(said, width, " " * 12))
+        for line in coverage_lines(s, width):
+            typer.secho(line, fg=typer.colors.YELLOW if line.startswith("  watching blind") else None)
     if not events:
         typer.echo("no alert transitions")

@@ -63,6 +63,11 @@ class WatchBase(Strict):
         description="the trainer whose metric names the runs log (megatron, huggingface, ...): mapped "
         "to the names the rules use; auto: detected from each run's keys; none: used as they are",
     )
+    metrics: dict[str, str] = Field(
+        default_factory=dict,
+        description="run key -> the name the rules use, e.g. {objective: train/loss}: for keys no "
+        "profile knows (applied before the profile's own mapping)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -93,6 +98,14 @@ class WatchBase(Strict):
     def _one_source(self) -> WatchBase:
         if not self.targets():
             raise ValueError(f"say which source to watch: one of {', '.join(self.source_kinds())}")
+        return self
+
+    @model_validator(mode="after")
+    def _read_mapped_keys(self) -> WatchBase:
+        """A key mapped under ``metrics:`` is read by the sources even when no profile names it."""
+        if self.metrics:
+            for kind, target in self.targets().items():
+                setattr(self, kind, target.reading(list(self.metrics)))
         return self
 
     @classmethod

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from alerts.clock import Clock
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
+from monitor.engine.blind_watch import BlindWatch
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.polling import WatchPoller, stuck_after
 from monitor.engine.recording import Recorder
@@ -82,6 +83,7 @@ class Engine:
         self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
         self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
+        self.blind = BlindWatch(self.evaluator, self.vocabulary)  # coverage and watching_blind
         self._polls_since_checkpoint: dict[str, int] = defaultdict(int)
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
@@ -130,6 +132,7 @@ class Engine:
         self.evaluator.drop(run)
         self._stats.pop(run, None)
         self._polls_since_checkpoint.pop(run, None)
+        self.blind.forget(run)
         for st in self.step_times.values():
             st.forget(run)
 
@@ -212,6 +215,8 @@ class Engine:
             self.last_poll_at[kind] = now
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
+            self.blind.note_gaps(kind, res.gaps)
+            self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
                 samples_by_run[sample.run].append(sample)
             if res.error:
@@ -233,7 +238,9 @@ class Engine:
             self.remember(run)
             run.last_polled_at = now
             samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
-            samples = self.vocabulary.translate(run_id, samples, watch.metrics_profile, run.stats)
+            samples = self.vocabulary.translate(
+                run_id, samples, watch.metrics_profile, run.stats, watch.metrics
+            )
             runs_repo.record_samples(s, run, samples)
             self._run_state[run_id] = run.state
             report.samples += len(samples)
@@ -249,13 +256,22 @@ class Engine:
             )
             if skew is not None:
                 events.append(skew)
+            blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable)
+            if blind is not None:
+                events.append(blind)
+            run.stats = {**run.stats, "coverage": coverage}
             self.recorder.record(s, events, now)
             self.recorder.refresh(s, run_id, now)
+            self.blind.refresh(s, run_id)
             report.events.extend(events)
             self._polls_since_checkpoint[run_id] += 1
             if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
                 self.adoption.save_state(s, [run_id], now)
         report.events.extend(self._check_health(s, watch, now))
+        blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
+        self.recorder.record(s, [blind] if blind is not None else [], now)
+        self.blind.refresh(s, watch.name)
+        report.events.extend([blind] if blind is not None else [])
         for kind, res in results.items():
             if not res.error:
                 runs_repo.save_cursors(s, kind, res.cursors, now)

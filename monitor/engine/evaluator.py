@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from alerts.lifecycle import AlertStatus, Transition, advance
 from alerts.model import AlertState, Finding, Severity, fingerprint
+from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
@@ -149,7 +150,7 @@ class Evaluator:
             key = (
                 existing.key if existing is not None else AlertKey(_orphan_rule(rule), run, dict(labels), fp)
             )
-            if not rule.startswith(("source_", "clock_")):
+            if not rule.startswith(("source_", "clock_", "watching_")):  # herowatch's own: re-applied
                 rr.orphans.add(fp)
         self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
         if slot is not None:
@@ -165,6 +166,8 @@ class Evaluator:
         if sample.source_error is not None:
             return  # an outage is the caller's to tell (``evaluate(..., unavailable)``), not news
         step = sample.step
+        names = tuple(sample.metrics)
+        rr.arrivals.observe(sample.t, names, step, sample.state)
         if sample.t < rr.newest:
             if step is None or step <= rr.top_step:
                 return  # re-delivered or late: the run is already past it (not a rewind, not news)
@@ -172,7 +175,6 @@ class Evaluator:
             rr.newest = sample.t
         if step is not None and step > rr.top_step:
             rr.top_step = step
-        names = tuple(sample.metrics)
         rr.provided(sample, names)
         for observe, det, slot in rr.plan(names):
             observe(sample)
@@ -350,6 +352,20 @@ class Evaluator:
         out = {k: rule.render(k, **values) for k in rule.annotations}
         out.setdefault("summary", f"{run}: {rule.name}: {finding.reason}")
         return out
+
+    # ---- coverage ------------------------------------------------------------------------------
+    def coverage(
+        self,
+        run: str,
+        now: float,
+        unavailable: frozenset[str] = frozenset(),
+        promised: frozenset[str] = frozenset(),
+    ) -> RunCoverage:
+        """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
+        rr = self._run(run)
+        return judge(
+            run, [(s.rule, s.feeds) for s in rr.slots], rr.arrivals, now, rr.unreadable(unavailable), promised
+        )
 
     # ---- detector state across restarts ----------------------------------------------------------
     def export_state(self, run: str) -> dict | None:

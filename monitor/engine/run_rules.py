@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.engine.coverage import Arrivals
 from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
@@ -49,6 +50,7 @@ class RunRules:
     providers: dict[str, set[str]] = field(default_factory=dict)  # feed -> sources that delivered it
     _provided: set[tuple] = field(default_factory=set)
     orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
+    arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
 
     @classmethod
     def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:
@@ -78,6 +80,7 @@ class RunRules:
                 else:
                     leaders[share] = slot.det
         rr = cls(slots, every, by_metric, clocked)
+        rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
         rr.dirty = list(slots)  # evaluate everything once
         for slot in slots:
             slot.queued = True
@@ -124,6 +127,12 @@ class RunRules:
                 return True
         return False
 
+    def unreadable(self, unavailable: frozenset[str]) -> frozenset[str]:
+        """The feeds whose every source cannot be read now."""
+        if not unavailable:
+            return frozenset()
+        return frozenset(f for f, sources in self.providers.items() if sources and sources <= unavailable)
+
     def queue(self, slot: Slot) -> None:
         if not slot.queued:
             slot.queued = True
@@ -145,6 +154,7 @@ class RunRules:
             "newest": snapshot.encode(self.newest),
             "top_step": snapshot.encode(self.top_step),
             "providers": {k: sorted(v) for k, v in self.providers.items()},
+            "arrivals": self.arrivals.export(),
             "detectors": detectors,
         }
 
@@ -169,6 +179,7 @@ class RunRules:
             self.top_step = float(snapshot.decode(data.get("top_step", -math.inf)))
         except (snapshot.SnapshotError, TypeError, ValueError):
             pass
+        self.arrivals.restore(data.get("arrivals"))
         for feed, sources in (data.get("providers") or {}).items():
             self.providers.setdefault(feed, set()).update(str(s) for s in sources)
         for slot in self.slots:

@@ -29,12 +29,16 @@ def _fold(values: list[float], how: str) -> float:
 class Translation:
     """One run's translation: a trainer profile (or none) plus the overlays."""
 
-    def __init__(self, profiles: Iterable[Profile]) -> None:
+    def __init__(self, profiles: Iterable[Profile], custom: Mapping[str, str] | None = None) -> None:
+        profiles = list(profiles)
         self.names = tuple(p.name for p in profiles)
         self.rename: dict[str, str] = {}
         self.rank: dict[str, int] = {}  # key -> precedence among keys of one canonical name
         self.factor: dict[str, float] = {}
         patterns: list[Pattern] = []
+        for key, name in (custom or {}).items():  # the watch's own ``metrics:`` mapping wins
+            self.rename[key] = name
+            self.rank[key] = len(self.rank)
         for p in profiles:
             for key, canonical in p.keys.items():
                 if key not in self.rename:
@@ -104,9 +108,10 @@ class Translation:
         return sample if metrics is sample.metrics else replace(sample, metrics=metrics)
 
 
-def translation(profile: str | None) -> Translation:
-    """The translation for a trainer profile name (None: only the overlays; "none": nothing at all)."""
+def translation(profile: str | None, custom: Mapping[str, str] | None = None) -> Translation:
+    """The translation for a trainer profile name (None: only the overlays; "none": nothing at all but
+    ``custom``, a watch's own ``metrics:`` mapping, which comes first)."""
     if profile == "none":
-        return Translation(())
+        return Translation((), custom)
     chosen = [PROFILES[profile]] if profile is not None else []
-    return Translation([*chosen, *overlays()])
+    return Translation([*chosen, *overlays()], custom)

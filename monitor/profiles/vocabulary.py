@@ -26,13 +26,14 @@ def choices() -> list[str]:
 
 
 class _Run:
-    __slots__ = ("choice", "seen", "detection", "translation", "fast")
+    __slots__ = ("choice", "custom", "seen", "detection", "translation", "fast")
 
-    def __init__(self, choice: str) -> None:
+    def __init__(self, choice: str, custom: Mapping[str, str] | None = None) -> None:
         self.choice = choice
+        self.custom = dict(custom or {})
         self.seen: set[str] = set()
         self.detection: Detection | None = None
-        self.translation: Translation = translation(None if choice == AUTO else choice)
+        self.translation: Translation = translation(None if choice == AUTO else choice, self.custom)
         self.fast: set[str] = set()  # keys already seen that pass unchanged: a sample of only these is done
 
     def learn(self, keys: Iterable[str]) -> None:
@@ -44,7 +45,7 @@ class _Run:
         before = self.detection.profile if self.detection else None
         self.detection = found
         if found.profile != before:
-            self.translation = translation(found.profile)
+            self.translation = translation(found.profile, self.custom)
             self.fast = set()
 
     def apply(self, sample: Sample) -> Sample:
@@ -63,10 +64,12 @@ class Vocabulary:
     def __init__(self) -> None:
         self._runs: dict[str, _Run] = {}
 
-    def _run(self, run: str, choice: str, stored: Mapping[str, Any] | None) -> _Run:
+    def _run(
+        self, run: str, choice: str, stored: Mapping[str, Any] | None, custom: Mapping[str, str] | None = None
+    ) -> _Run:
         state = self._runs.get(run)
-        if state is None or state.choice != choice:
-            state = self._runs[run] = _Run(choice)
+        if state is None or state.choice != choice or state.custom != dict(custom or {}):
+            state = self._runs[run] = _Run(choice, custom)
             seed = stored.get("metrics_profile") if stored else None
             if isinstance(seed, Mapping):
                 state.learn(str(k) for k in seed.get("keys") or ())
@@ -78,9 +81,11 @@ class Vocabulary:
         samples: list[Sample],
         choice: str = AUTO,
         stored: Mapping[str, Any] | None = None,
+        custom: Mapping[str, str] | None = None,
     ) -> list[Sample]:
-        """The run's samples with canonical metric names. ``stored``: the run's saved stats (a restart)."""
-        state = self._run(run, choice, stored)
+        """The run's samples with canonical metric names. ``stored``: the run's saved stats (a restart);
+        ``custom``: the watch's own ``metrics:`` mapping (run key -> the rules' name)."""
+        state = self._run(run, choice, stored, custom)
         for sample in samples:  # learn every key first: a batch is translated with one verdict
             if sample.metrics and not state.seen.issuperset(sample.metrics):
                 state.learn(sample.metrics)
@@ -98,6 +103,18 @@ class Vocabulary:
         if state is None:
             return None
         return describe(state.choice, state.detection, state.seen)
+
+    def keys(self, run: str) -> list[str]:
+        """Every key the run has logged, as logged (before any mapping)."""
+        state = self._runs.get(run)
+        return sorted(state.seen) if state is not None else []
+
+    def renames(self, run: str) -> dict[str, str]:
+        """Run key -> the name the rules see it under, for the keys the run's translation renames."""
+        state = self._runs.get(run)
+        if state is None:
+            return {}
+        return {k: state.translation.rename[k] for k in state.seen if k in state.translation.rename}
 
     def forget(self, run: str) -> None:
         self._runs.pop(run, None)

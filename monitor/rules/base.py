@@ -31,13 +31,11 @@ from typing import ClassVar, Generic, TypeVar
 from alerts.model import Finding
 from monitor.rules import snapshot
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import ANY, STATE, STEP, Sample  # noqa: F401 - the feeds, re-exported
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
 RUNNING_OR_UNKNOWN = frozenset({None, "running", "unknown"})  # a state reported as unknown is no news
-# Feeds that are not metric names: the step counter, the run's state, any sample at all.
-STEP, STATE, ANY = "@step", "@state", "@any"
 
 
 class Detector(ABC, Generic[SpecT]):

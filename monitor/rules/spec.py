@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -22,6 +22,12 @@ class RuleSpec(BaseModel):
     for_: Duration = Field(default=0.0, alias="for")
     keep_firing_for: Duration = 0.0
     severity: Severity = Severity.WARNING
+    expect: Literal["always", "periodic", "optional"] = Field(
+        default="always",
+        description="whether every run must send the rule's inputs: always (a run that never does is "
+        "watched blind: watching_blind says so), periodic (at evals or saves: judged once it has come), "
+        "optional (only runs that log it; judged once it has come)",
+    )
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 

@@ -30,13 +30,25 @@ class PollResult:
     cursors: dict[str, Cursor] = field(default_factory=dict)
     error: str | None = None  # the source could not be read: its runs' data is unknown, not stalled
     requests: int = 0
+    # run -> input -> why the source found nothing for it (a query with no series): for coverage.
+    # A run with an entry (even empty) replaces what the source said of it before; without, unchanged.
+    gaps: dict[str, dict[str, str]] = field(default_factory=dict)
+    # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
+    logged: dict[str, list[str]] = field(default_factory=dict)
 
     def validated(self) -> PollResult:
         """The result with every sample checked and cleaned (``samples.clean``): the boundary where a
         source's data enters herowatch. Unusable samples are dropped."""
         samples = [c for s in self.samples if (c := clean(s)) is not None]
         runs = [r for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= 200]
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests)
+        gaps = {
+            str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
+            for run, by_alias in dict(self.gaps).items()
+        }
+        logged = {
+            str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
+        }
+        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged)
 
 
 class Source(Protocol):

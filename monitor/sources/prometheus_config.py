@@ -181,6 +181,10 @@ class PrometheusTarget(SourceTarget):
         default=21600.0, description="a counter series unseen this long is no longer followed"
     )
 
+    def promises(self) -> frozenset[str]:
+        """What this source queries for every run (coverage): its aliases."""
+        return frozenset(self.all_queries())
+
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:

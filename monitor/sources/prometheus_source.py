@@ -15,7 +15,8 @@ leave holes. The cursor keeps the last timestamp read and the state of the count
 Failures: a refused connection, a timeout, HTTP 429/5xx are retried ``retries`` times with exponential
 backoff and jitter; a PromQL error (HTTP 400/422) is not. If any query of a poll fails, the poll
 returns ``PollResult(error=...)`` with no samples and no cursor moved: the next poll reads the same
-span again. A query that returns no series is not a failure: that alias has no value (logged).
+span again. A query that returns no series is not a failure: that alias has no value; the poll
+result says why (``gaps``, from ``prometheus_series``) and coverage warns that its rules are blind.
 When no run has anything new to read (polled faster than ``step``), one ``vector(1)`` query is
 sent anyway, so that an unreachable server is always reported.
 """
@@ -47,6 +48,7 @@ from monitor.sources.prometheus_config import (
     TemplateError,
     render,
 )
+from monitor.sources.prometheus_series import EmptyQueries, Get, http_get
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,7 @@ class PrometheusSource:
         self._client = httpx.Client(follow_redirects=False)
         self._lock = threading.Lock()
         self._limits: dict[str, threading.Semaphore] = {}
-        self._empty: dict[tuple[str, str], frozenset[str]] = {}
+        self._empty = EmptyQueries()  # why a query matches no series (prometheus_series)
         self._rng = random.Random()
 
     # ---- the Source interface -------------------------------------------------------------------
@@ -231,6 +233,7 @@ class PrometheusSource:
         if not requests:  # nothing new on the grid yet: still make sure the server answers
             probe = {"query": "vector(1)", "time": f"{now:.3f}", "timeout": f"{cfg.timeout:g}"}
             requests.append(_Request(_PROBE, _PROBE, "/api/v1/query", probe))
+        texts = {(r.run, r.alias): r.params["query"] for r in requests if r.run != _PROBE}
         answers = self._run_all(cfg, requests, counter)
         if isinstance(answers, str):
             return PollResult(error=answers, requests=counter.value)
@@ -247,6 +250,10 @@ class PrometheusSource:
                         error=f"prometheus watch {target.watch}, run {run!r}: {exc}", requests=counter.value
                     )
                 result.samples.extend(samples)
+                empty = {
+                    a: q for (r, a), q in texts.items() if r == run and not any(v for _, v in answers[(r, a)])
+                }
+                result.gaps[run] = self._empty.note(self._lookup(cfg), target.watch, run, empty, now)
             result.cursors[run] = cursor
             if run in cfg.runs:
                 labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(run, {})}
@@ -299,11 +306,9 @@ class PrometheusSource:
         cfg: PrometheusTarget = target.config
         rows: dict[float, dict[str, float]] = defaultdict(dict)
         counters = dict(cursor.get("counters") or {})
-        empty: list[str] = []
         for alias, spec in queries.items():
             series = answers[(run, alias)]
             if not any(values for _, values in series):
-                empty.append(alias)
                 continue
             if spec.kind == "gauge":
                 for _, values in series:
@@ -321,7 +326,6 @@ class PrometheusSource:
                 )
                 for t, v in points:
                     rows[t][alias] = v
-        self._note_empty(target.watch, run, empty)
         samples = [
             Sample(t=t, run=run, step=None, metrics=rows[t], source=SOURCE) for t in sorted(rows) if rows[t]
         ]
@@ -331,21 +335,13 @@ class PrometheusSource:
             new_cursor["counters"] = counters
         return samples, new_cursor
 
-    def _note_empty(self, watch: str, run: str, empty: list[str]) -> None:
-        now_empty = frozenset(empty)
-        with self._lock:
-            before = self._empty.get((watch, run))
-            self._empty[(watch, run)] = now_empty
-        if now_empty and now_empty != before:
-            log.info(
-                "prometheus watch %s, run %s: no series for %s", watch, run, ", ".join(sorted(now_empty))
-            )
-        elif now_empty:
-            log.debug(
-                "prometheus watch %s, run %s: no series for %s", watch, run, ", ".join(sorted(now_empty))
-            )
-
     # ---- HTTP -----------------------------------------------------------------------------------
+    def _lookup(self, cfg: PrometheusTarget) -> Get:
+        headers = {**cfg.headers, "Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return http_get(self._client, cfg.url, headers, cfg.timeout)
+
     def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
         """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""
         with self._lock:

@@ -29,6 +29,10 @@ class SourceTarget(BaseModel):
     def for_discovery(self) -> SourceTarget:
         return self
 
+    def reading(self, keys: list[str]) -> SourceTarget:
+        """These settings, also reading ``keys`` (names the watch maps under ``metrics:``)."""
+        return self
+
 
 @dataclass(frozen=True)
 class SourceKind:

@@ -72,6 +72,12 @@ class SimTarget(SourceTarget):
         description="the incidents happen again every this long (the demo loops through them)",
     )
 
+    def promises(self) -> frozenset[str]:
+        """What this source delivers for every run (coverage): the step counter and the run state."""
+        from monitor.samples import STATE, STEP
+
+        return frozenset({STEP, STATE})
+
     @model_validator(mode="after")
     def _repeatable(self) -> SimTarget:
         if self.repeat_every is None:

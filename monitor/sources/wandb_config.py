@@ -94,6 +94,12 @@ class WandbTarget(SourceTarget):
         default=4, ge=1, le=64, description="requests in flight to this server (set by its first watch)"
     )
 
+    def promises(self) -> frozenset[str]:
+        """What this source delivers for every run (coverage): the step counter and the run state."""
+        from monitor.samples import STATE, STEP
+
+        return frozenset({STEP, STATE})
+
     @field_validator("name_pattern")
     @classmethod
     def _regex(cls, v: str | None) -> str | None:
@@ -152,6 +158,10 @@ class WandbTarget(SourceTarget):
 
     def for_discovery(self) -> WandbTarget:
         return self.model_copy(update={"warmup_steps": 1})
+
+    def reading(self, keys: list[str]) -> WandbTarget:
+        extra = [k for k in keys if k not in self.keys]
+        return self.model_copy(update={"keys": [*self.keys, *extra]}) if extra else self
 
 
 register(

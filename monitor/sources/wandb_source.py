@@ -298,6 +298,7 @@ class WandbSource:
                         settled.rewound_to,
                     )
                 out.samples.extend(to_samples(settled.rows, run_id, keys, now))
+                out.logged[run_id] = sorted({k for row in settled.rows for k in row if not k.startswith("_")})
                 cursor = settled.cursor
             else:
                 cursor.pop("deleted", None)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alerts.model import AlertState
+from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
+from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rule
 from monitor.profiles import AUTO, Vocabulary
@@ -23,6 +25,8 @@ from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
 
 DEFAULT_INTERVAL = 15.0
+COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
+COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class RunSummary:
     fired: Counter[str] = field(default_factory=Counter)  # severity -> alerts that fired
     rules_fired: Counter[str] = field(default_factory=Counter)  # rule -> times it fired
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coverage: RunCoverage | None = None  # which rules could see, at the end
+    blind: Blind | None = None  # its watching_blind text, if any rule could not
 
     @property
     def worst(self) -> str | None:
@@ -144,13 +150,41 @@ class Replayer:
         self._states: dict[str, str | None] = {}
         self._unavailable: dict[str, frozenset[str]] = {}
         self._source_rule = lambda kind: source_rule(kind, unavailable_after)
+        self._coverage_at: dict[str, float] = {}  # run -> when its coverage is judged next
+        self._coverage_every: dict[str, float] = {}  # run -> how long until the next judgement
+        self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
 
     def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
         blind = self._unavailable.get(self._scope.get(run, ""))
         events = self.evaluator.evaluate(run, now, blind) if blind else self.evaluator.evaluate(run, now)
         if blind:
             events += self._check_sources(self._scope[run], now)
+        if now >= self._coverage_at.get(run, -math.inf):
+            cov, said, event = self._check_coverage(run, now, blind or frozenset())
+            if event is not None:
+                events.append(event)
+            # judged often while it changes (a young run), rarely while it does not: it costs ~0.3 ms
+            base = COVERAGE_TICKS * self.interval
+            key = (cov.state, said.reason if said else None)  # which inputs are missing, not for how long
+            every = self._coverage_every.get(run, base)
+            settled = cov.state != "warming" and self._coverage_said.get(run) == key
+            every = min(max(COVERAGE_MAX, base), 2 * every) if settled else base
+            self._coverage_said[run], self._coverage_every[run] = key, every
+            self._coverage_at[run] = now + every
         return events
+
+    def _check_coverage(
+        self, run: str, now: float, unavailable: frozenset[str]
+    ) -> tuple[RunCoverage, Blind | None, AlertEvent | None]:
+        """The run's coverage and ``watching_blind``, as the live engine judges them after a poll."""
+        ev = self.evaluator
+        cov = ev.coverage(run, now, unavailable)
+        voc = self.vocabulary
+        keys = voc.keys(run) if voc is not None else []
+        renames = voc.renames(run) if voc is not None else {}
+        blind = describe(cov, keys, None, renames, absent_watched(ev.detectors(run)))
+        watch = self._scope.get(run, "trace")
+        return cov, blind, ev.apply(blind_rule(), run, run_finding(blind, watch), now)
 
     def _sources(self, sample: Sample) -> None:
         """Source errors and recoveries, as the live engine's polls see them."""
@@ -244,6 +278,9 @@ class Replayer:
             summary.samples, summary.last_t = clock.samples, clock.t
             summary.first_step, summary.last_step = clock.first_step, clock.last_step
             summary.stats = self.evaluator.stats(run)
+            summary.coverage, summary.blind, event = self._check_coverage(run, clock.t, frozenset())
+            if event is not None:
+                self._record(run, [event])
         self.events.sort(key=lambda e: e.t)  # stable: each run's events stay in order
         return self.events
 

@@ -100,6 +100,37 @@ class MetricsProfileOut(BaseModel):
     explain: str = ""
 
 
+CoverageState = Literal["covered", "warming", "blind", "unknown", "unused", "ended"]
+
+
+class InputCoverageOut(BaseModel):
+    name: str = Field(description="a metric name, or @step (the step counter), @state, @any (any data)")
+    state: CoverageState
+    last_at: str | None = Field(description="when its last value arrived; null: never")
+    count: int = Field(description="distinct times a value arrived")
+    why: str = Field(description="the state in words")
+
+
+class RuleCoverageOut(BaseModel):
+    rule: str
+    kind: str
+    severity: str
+    state: CoverageState = Field(description="the worst of its inputs'")
+    inputs: list[InputCoverageOut]
+
+
+class CoverageOut(BaseModel):
+    """Which of a run's rules can see: per rule and input, when a value last arrived (docs/rules.md)."""
+
+    run: str
+    state: CoverageState | None = Field(description="the worst over its rules; null before the first poll")
+    at: str | None = Field(description="when it was judged (the run's last poll)")
+    summary: str | None = Field(description="the watching_blind text while any rule is blind")
+    keys: list[str] = Field(description="metric keys the run logs, as logged (the first 40)")
+    gaps: dict[str, str] = Field(description="input -> why its source found nothing (a query with no series)")
+    rules: list[RuleCoverageOut]
+
+
 class RunOut(BaseModel):
     id: str
     watch: str
@@ -128,6 +159,9 @@ class RunOut(BaseModel):
     silenced_alerts: int = Field(description="firing or pending alerts muted by a silence")
     metrics_profile: MetricsProfileOut | None = Field(
         default=None, description="the trainer vocabulary applied to the run's metric names"
+    )
+    blind_rules: list[str] = Field(
+        default_factory=list, description="rules that get no data from this run (watched blind)"
     )
     goodput: GoodputSummary | None
 

@@ -131,10 +131,28 @@ class Verdict:
     problem: str
 
 
+def blind_rules(stats: dict[str, Any]) -> list[str]:
+    """The rules the run's last poll found blind (``engine.coverage``, stored with the stats)."""
+    cov = stats.get("coverage") if isinstance(stats, dict) else None
+    if not isinstance(cov, dict):
+        return []
+    return [
+        str(r.get("rule"))
+        for r in cov.get("rules") or ()
+        if isinstance(r, dict) and r.get("state") == "blind"
+    ]
+
+
 def assess(
-    run: Run, alerts: Sequence[AlertOut], report: dict[str, Any] | None, now: float, interval: float
+    run: Run,
+    alerts: Sequence[AlertOut],
+    report: dict[str, Any] | None,
+    now: float,
+    interval: float,
+    stats: dict[str, Any] | None = None,
 ) -> Verdict:
-    """The run's health colour and what is wrong, in words, most urgent first."""
+    """The run's health colour and what is wrong, in words, most urgent first. A run whose rules
+    cannot see is never Healthy: nothing would page if it were not."""
     firing = sorted((a for a in alerts if a.state == "firing"), key=alert_order)
     loud = [a for a in firing if a.severity in ("critical", "warning")]
     if loud:
@@ -162,6 +180,10 @@ def assess(
         return Verdict("ended", f"Run {run.state} at step {run.last_step}")
     if run.last_seen_at is None:
         return Verdict("unknown", "No data yet")
+    blind = blind_rules(stats or {}) if run.state not in ENDED_STATES else []
+    if blind:
+        said = ((stats or {}).get("coverage") or {}).get("summary") or ", ".join(blind)
+        return Verdict("warning", f"Watching blind: {said}")
     if firing:
         return Verdict("ok", f"Info: {firing[0].summary}")
     return Verdict("ok", "Healthy")
@@ -176,7 +198,7 @@ def run_fields(
     interval: float,
 ) -> dict[str, Any]:
     latest = stats.get("latest") or {}
-    verdict = assess(run, alerts, report, now, interval)
+    verdict = assess(run, alerts, report, now, interval, stats)
     stopped = report is not None and any(
         i.get("ongoing") and i["kind"] in ("stall", "down", "restart") for i in report["incidents"]
     )
@@ -211,6 +233,7 @@ def run_fields(
         "pending_alerts": dict(pending),
         "silenced_alerts": sum(1 for a in alerts if a.silenced),
         "metrics_profile": stats.get("metrics_profile"),
+        "blind_rules": blind_rules(stats),
     }
 
 

@@ -60,6 +60,7 @@ class Harness:
                     "_step": self.step[r] + i,
                     "_timestamp": start + 10 * (i + 1),
                     "train/loss": 2.0,
+                    "grad/norm/total": 0.5,  # the hero pack expects a grad norm of every run
                     "global_step": self.step[r] + i,
                 }
                 for i in range(n)

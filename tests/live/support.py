@@ -53,11 +53,14 @@ def real_losses() -> list[tuple[float, float]]:
 class Trainer(threading.Thread):
     """Logs a step every ``STEP`` seconds for each run; a run can be hung (no more steps) and resumed."""
 
-    def __init__(self, wandb: WandbStandin, runs: list[str]) -> None:
+    def __init__(
+        self, wandb: WandbStandin, runs: list[str], names: dict[str, tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(daemon=True)
         self.wandb, self.runs, self.hung, self.stop = wandb, runs, set(), threading.Event()
         self.step = dict.fromkeys(runs, 0)
         self.values = real_losses()
+        self.names = names or {}  # run -> the keys it logs its loss and grad norm under
 
     def run(self) -> None:
         while not self.stop.wait(STEP):
@@ -68,7 +71,8 @@ class Trainer(threading.Thread):
                 self.step[r] += 1
                 s = self.step[r]
                 loss, gnorm = self.values[s % len(self.values)]
-                row = {"_step": s, "_timestamp": time.time(), "train/loss": loss, "grad/norm/total": gnorm}
+                lk, gk = self.names.get(r, ("train/loss", "grad/norm/total"))
+                row = {"_step": s, "_timestamp": time.time(), lk: loss, gk: gnorm}
                 self.wandb.log(PROJECT, r, [row])
 
 
@@ -86,12 +90,16 @@ class Exporter:
         )
         self.sm = Gauge("DCGM_FI_PROF_SM_ACTIVE", "SM activity", ["pod", "gpu"], registry=self.registry)
         for r in runs:
-            self.ooms.labels(f"{r}-0", "trainer").inc(0)
-            self.restarts.labels(f"{r}-0", "trainer").set(0)
-            for gpu in range(2):
-                self.sm.labels(f"{r}-0", str(gpu)).set(0.95)
+            self.add_pod(r)
         self.port = free_port()
         self.server, self.thread = start_http_server(self.port, addr="127.0.0.1", registry=self.registry)
+
+    def add_pod(self, run: str) -> None:
+        """The run's pod appears in the metrics (a new run, or an exporter fixed)."""
+        self.ooms.labels(f"{run}-0", "trainer").inc(0)
+        self.restarts.labels(f"{run}-0", "trainer").set(0)
+        for gpu in range(2):
+            self.sm.labels(f"{run}-0", str(gpu)).set(0.95)
 
     def oom(self, run: str) -> None:
         self.ooms.labels(f"{run}-0", "trainer").inc()
@@ -172,7 +180,7 @@ class Stack:
         self.tmp, self.runs, self.db_url = tmp, runs, db_url
         self.procs: list[Herowatch] = []
 
-    def write_config(self, rules: str, unavailable_after: str = "8s") -> Path:
+    def write_config(self, rules: str, unavailable_after: str = "8s", extra: str = "") -> Path:
         cfg = self.tmp / "herowatch.yaml"
         cfg.write_text(
             f"""
@@ -187,7 +195,8 @@ watch:
       lookback: 2m
       timeout: 2s
       retries: 0
-    rules:
+      queries: {{xid_errors_total: null, host_memory_available_bytes: null}}  # not exported here
+{extra}    rules:
       overrides:
 {rules}
 receivers:
@@ -221,7 +230,13 @@ route: {{receiver: oncall, group_by: [run], group_wait: 0s, group_interval: 1s, 
 
 
 @contextmanager
-def live_stack(tmp: Path, runs: list[str], db_url: str) -> Iterator[Stack]:
+def live_stack(
+    tmp: Path,
+    runs: list[str],
+    db_url: str,
+    names: dict[str, tuple[str, str]] | None = None,
+    pods: list[str] | None = None,
+) -> Iterator[Stack]:
     stack = Stack(tmp, runs, db_url)
     with (
         WandbStandin(KEY, entity=ENTITY, clock=time.time()) as wandb,
@@ -230,7 +245,7 @@ def live_stack(tmp: Path, runs: list[str], db_url: str) -> Iterator[Stack]:
         stack.wandb, stack.slack = wandb, slack
         for r in runs:
             wandb.add_run(PROJECT, r, tags=["hero"], state="running")
-        stack.exporter = Exporter(runs)
+        stack.exporter = Exporter(runs if pods is None else pods)
         prom = PrometheusServer(
             tmp / "prometheus",
             [
@@ -243,7 +258,7 @@ def live_stack(tmp: Path, runs: list[str], db_url: str) -> Iterator[Stack]:
         )
         stack.prometheus = prom
         prom.start()
-        stack.trainer = Trainer(wandb, runs)
+        stack.trainer = Trainer(wandb, runs, names)
         stack.trainer.start()
         try:
             yield stack

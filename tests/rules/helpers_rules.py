@@ -50,6 +50,17 @@ def steps(
     ]
 
 
+def with_grad_norm(samples: Iterable[Sample], value: float = 0.5) -> list[Sample]:
+    """The rows with a steady grad norm too: the hero pack expects one from every run (a loss-only trace
+    leaves its grad-norm rules blind, and watching_blind says so)."""
+    return [
+        Sample(s.t, s.run, s.step, {**s.metrics, "grad/norm/total": value}, s.state)
+        if s.step is not None
+        else s
+        for s in samples
+    ]
+
+
 def feed(det, samples: Iterable[Sample]) -> None:
     for s in samples:
         det.observe(s)

@@ -9,7 +9,7 @@ import pytest
 
 from monitor.samples import Sample
 from monitor.traces.replay import Replayer, replay
-from tests.rules.helpers_rules import T0, hero, steps
+from tests.rules.helpers_rules import T0, hero, steps, with_grad_norm
 
 MIN = 60.0
 
@@ -23,8 +23,8 @@ def test_a_stall_fires_at_the_right_time_between_samples():
 
 
 def test_a_run_that_goes_silent_while_others_go_on_is_caught():
-    quiet = steps([2.0] * 30, every=10.0, run="quiet")
-    busy = steps([2.0] * 400, every=10.0, run="busy")
+    quiet = with_grad_norm(steps([2.0] * 30, every=10.0, run="quiet"))
+    busy = with_grad_norm(steps([2.0] * 400, every=10.0, run="busy"))
     result = replay(sorted(quiet + busy, key=lambda s: s.t), hero())
     by_run = {(e.run, e.rule) for e in result.firing()}
     assert by_run == {("quiet", "telemetry_gone"), ("quiet", "progress_stalled")}
@@ -34,8 +34,8 @@ def test_a_run_that_goes_silent_while_others_go_on_is_caught():
 
 
 def test_lines_unordered_across_runs_give_the_same_events():
-    a = steps([2.0] * 100 + [float("nan")] + [2.0] * 20, every=10.0, run="a")
-    b = steps([2.0] * 50, every=20.0, run="b") + [Sample(T0 + 1000, "b", state="failed")]
+    a = with_grad_norm(steps([2.0] * 100 + [float("nan")] + [2.0] * 20, every=10.0, run="a"))
+    b = with_grad_norm(steps([2.0] * 50, every=20.0, run="b")) + [Sample(T0 + 1000, "b", state="failed")]
     ordered = sorted(a + b, key=lambda s: s.t)
     shuffled = a[:40] + b + a[40:]  # each run still in time order
     key = [(e.t, e.run, e.rule, e.state) for e in replay(ordered, hero()).events]
@@ -61,7 +61,7 @@ def test_a_run_going_back_in_time_is_refused():
 
 
 def test_events_carry_the_jsonl_fields():
-    rows = steps([2.0] * 20 + [float("inf")], every=10.0)
+    rows = with_grad_norm(steps([2.0] * 20 + [float("inf")], every=10.0))
     (event,) = [e for e in replay(rows, hero()).events if e.state == "firing"]
     doc = event.to_json()
     assert {k: doc[k] for k in ("run", "rule", "kind", "metric", "severity", "state", "step", "value")} == {

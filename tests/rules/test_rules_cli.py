@@ -12,7 +12,7 @@ from monitor.cli.replay import replay_command
 from monitor.cli.rules import rules_app
 from monitor.samples import Sample
 from monitor.traces.trace import TraceWriter
-from tests.rules.helpers_rules import T0, steps
+from tests.rules.helpers_rules import T0, steps, with_grad_norm
 
 runner = CliRunner()
 replay_app = typer.Typer()
@@ -133,7 +133,7 @@ def write(path: Path, samples) -> Path:
 
 
 def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
-    trace = write(tmp_path / "t.jsonl", steps([2.0] * 20 + [float("nan")] + [2.0] * 100))
+    trace = write(tmp_path / "t.jsonl", with_grad_norm(steps([2.0] * 20 + [float("nan")] + [2.0] * 100)))
     r = replay("--trace", str(trace), "--format", "jsonl")
     assert r.exit_code == 0, r.output
     docs = [json.loads(line) for line in r.output.splitlines()]
@@ -157,7 +157,8 @@ def test_replay_jsonl_prints_one_transition_per_line(tmp_path: Path):
 
 
 def test_replay_report_has_a_heading_per_run(tmp_path: Path):
-    trace = write(tmp_path / "t.jsonl", steps([2.0] * 50, run="a") + [Sample(T0 + 600, "b", state="failed")])
+    a = with_grad_norm(steps([2.0] * 50, run="a"))
+    trace = write(tmp_path / "t.jsonl", a + [Sample(T0 + 600, "b", state="failed")])
     r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     heads = [line for line in r.output.splitlines() if line and not line.startswith(" ")]
@@ -167,8 +168,13 @@ def test_replay_report_has_a_heading_per_run(tmp_path: Path):
 
 
 def test_replay_fail_on_and_overrides(tmp_path: Path):
-    trace = write(tmp_path / "t.jsonl", steps([3e5] * 200, metric="throughput/tokens_per_second"))
-    assert replay("--trace", str(trace), "--fail-on", "warning").exit_code == 0  # the floor is off
+    rows = steps([3e5] * 200, metric="throughput/tokens_per_second")
+    trace = write(tmp_path / "t.jsonl", rows)
+    r = replay("--trace", str(trace), "--fail-on", "warning")  # the floor is off: only the loss is missed
+    assert r.exit_code == 1 and "watching_blind" in r.output and "no value of train/loss" in r.output
+    logged = [Sample(s.t, s.run, s.step, {**s.metrics, "train/loss": 2.0}, s.state) for s in rows]
+    trace = write(tmp_path / "t.jsonl", with_grad_norm(logged))
+    assert replay("--trace", str(trace), "--fail-on", "warning").exit_code == 0
     r = replay("--trace", str(trace), "--fail-on", "warning", "--set", "tokens_per_second_low.below=350000")
     assert (
         r.exit_code == 1 and "tokens_per_second_low" in r.output and "at warning or worse fired" in r.output
@@ -290,3 +296,22 @@ def test_a_failing_stall_check_does_not_say_progress_resumed_for_a_stuck_run(tmp
     said = next(line for line in r.output.splitlines() if "the rule says:" in line)
     assert "resumed" not in said and "stepping" not in said
     assert said.strip() == "the rule says: last step 60 10m ago, within the limit 15m", said
+
+
+def test_replay_of_an_unknown_vocabulary_prints_the_blind_rules(tmp_path: Path):
+    trace = tmp_path / "unknown.jsonl"
+    with TraceWriter(trace) as w:
+        for i in range(300):
+            metrics = {"objective": 2.5 - i / 1000, "gnorm": 0.4, "tps": 410_000.0}
+            w.write(Sample(t=T0 + 2 * i, run="hero-7b", step=i, metrics=metrics, state="running"))
+    r = runner.invoke(replay_app, ["replay", "--trace", str(trace)], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "firing   warning  watching_blind" in out
+    tail = out[out.index("coverage at the end:") :]
+    assert "blind" in tail.splitlines()[0] and "not logged (optional)" in tail.splitlines()[0]
+    flat = " ".join(tail.split())
+    assert "watching blind: no value of train/loss" in flat and "loss_spike" in flat
+    assert "the run logs 'objective'" in flat
+    assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total}" in flat
+    assert all(len(line) <= 80 for line in out.splitlines())

@@ -45,7 +45,10 @@ def sft_run(seed: int, incident: Callable[[int, dict, int], None] | None = None,
         if incident is not None:
             incident(i, m, steps)
         names = keys or {k: k for k in m}
-        out.append(Sample(T0 + i * every, "sft", i, {names[k]: v for k, v in m.items()}, "running"))
+        row = {names[k]: v for k, v in m.items()}
+        if keys is not None:  # the Hugging Face Trainer logs these with every loss (its markers)
+            row.update({"train/learning_rate": 2e-5, "train/epoch": i / per_epoch})
+        out.append(Sample(T0 + i * every, "sft", i, row, "running"))
     return out
 
 

@@ -8,6 +8,12 @@ HTTP 200 with ``{"ok": false, "error": "<code>"}`` (``not_authed``, ``invalid_au
 ``invalid_metadata_format``, ``invalid_arguments``, ``file_not_found``), rate limits are HTTP 429 with
 ``Retry-After``.
 
+Scopes and membership (for ``herowatch doctor``): the token's ``scopes`` are sent in the
+``X-OAuth-Scopes`` header of every answer, as Slack does; a method whose scope the token lacks answers
+``missing_scope`` with ``needed`` and ``provided``; the bot is a member of every channel except those in
+``outside``, where posting and reading history answer ``not_in_channel``. ``conversations.info`` (with
+``is_member``, ``is_private``) and ``conversations.members`` answer too.
+
 Methods: ``auth.test``, ``chat.postMessage`` (``thread_ts``, ``reply_broadcast``, ``metadata``; a light
 Block Kit check: block types, text lengths, button values), ``chat.update``, ``conversations.history``
 and ``conversations.replies`` (newest first / thread order, ``limit``, ``cursor``, ``oldest``/``latest``,
@@ -39,6 +45,19 @@ log = logging.getLogger("standin.slack")
 
 DEFAULT_TOKEN = "xoxb-test-standin-0000"
 UPLOAD = "upload"  # the pseudo-method name of the upload POST, for faults and the call record
+# method -> the scope it needs (Slack's method pages); a token has all of them unless a test says not
+SCOPE_OF = {
+    "chat.postMessage": "chat:write",
+    "chat.update": "chat:write",
+    "conversations.history": "channels:history",
+    "conversations.replies": "channels:history",
+    "conversations.info": "channels:read",
+    "conversations.members": "channels:read",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+}
+ALL_SCOPES = ("channels:history", "channels:read", "chat:write", "files:write")
+MEMBERSHIP = frozenset({"chat.postMessage", "chat.update", "conversations.history", "conversations.replies"})
 
 
 @dataclass
@@ -153,6 +172,9 @@ class SlackStandin:
         self._file_ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._port = 0
+        self.scopes: list[str] = list(ALL_SCOPES)
+        self.outside: set[str] = set()  # channels the bot was never invited to
+        self.private: set[str] = set()
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start(self) -> SlackStandin:
@@ -282,8 +304,31 @@ class SlackStandin:
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
         if handler is None:
             raise SlackError("unknown_method")
+        scope = SCOPE_OF.get(method)
+        if scope is not None and scope not in self.scopes:
+            raise SlackError("missing_scope", needed=scope, provided=",".join(self.scopes))
+        if method in MEMBERSHIP and body.get("channel") in self.outside:
+            raise SlackError("not_in_channel")
         with self._lock:
             return {"ok": True, **handler(body)}
+
+    def _m_conversations_info(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(body)
+        private = channel in self.private
+        return {
+            "channel": {
+                "id": channel,
+                "name": channel.lower(),
+                "is_channel": not private,
+                "is_private": private,
+                "is_member": channel not in self.outside,
+            }
+        }
+
+    def _m_conversations_members(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(body)
+        members = [] if channel in self.outside else [self.bot_user]
+        return {"members": members, "response_metadata": {"next_cursor": ""}}
 
     def _m_auth_test(self, body: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -515,6 +560,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             for k, v in headers.items():
                 self.send_header(k, v)
+            self.send_header("X-OAuth-Scopes", ",".join(self.standin.scopes))
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client timed out and went away

@@ -8,8 +8,9 @@ from monitor.storage import views
 from monitor.web import status
 from monitor.web.auth import require_read
 from monitor.web.context import ApiContext, context
+from monitor.web.coverage import coverage_out
 from monitor.web.run_detail import MAX_POINTS, run_detail
-from monitor.web.schemas import ErrorOut, RunDetail, RunOut
+from monitor.web.schemas import CoverageOut, ErrorOut, RunDetail, RunOut
 
 router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
 
@@ -29,6 +30,25 @@ def list_runs(
     with ctx.sessions() as s:
         runs = status.overview(ctx, s).runs
     return sorted(runs, key=status.urgency) if order == "urgency" else runs
+
+
+@router.get(
+    "/api/runs/{run_id:path}/coverage",
+    response_model=CoverageOut,
+    summary="Which of a run's rules can see",
+    description="Per rule and input (a metric, a Prometheus alias, the step counter, the run state): "
+    "when a value last arrived and whether the rule is covered, warming up, blind (an input it needs "
+    "never arrived, or stopped for far longer than its own cadence), unknown (its source cannot be "
+    "read) or unused (an optional input this run does not log). `summary` is the watching_blind text, "
+    "`keys` what the run logs, `gaps` why a source found nothing (a Prometheus query with no series).",
+    responses={404: {"model": ErrorOut, "description": "no such run"}},
+)
+def get_coverage(run_id: str, ctx: ApiContext = Depends(context)) -> CoverageOut:
+    with ctx.sessions() as s:
+        run = views.get_run(s, run_id)
+        if run is None:
+            raise HTTPException(404, f"no run with id {run_id!r}")
+        return coverage_out(run)
 
 
 @router.get(

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from monitor.storage import views
 from monitor.web import status
 from monitor.web.context import ApiContext, context
+from monitor.web.coverage import coverage_out
 from monitor.web.dashboard.charts import chart_payload
 from monitor.web.dashboard.templating import short_duration
 from monitor.web.run_detail import run_detail
@@ -174,9 +175,13 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         if row is None:
             return None
         run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
+        coverage = coverage_out(row)
     bar = goodput_bar(run)
+    order = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "ended": 4, "unused": 5}
     return {
         "run": run,
+        "coverage": coverage,
+        "cov_rules": sorted(coverage.rules, key=lambda r: order.get(r.state, 9)),
         "charts": chart_payload(run, ctx.now()),
         "story": story(run),
         "bar_all": bar,

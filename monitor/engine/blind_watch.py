@@ -1,0 +1,111 @@
+"""The live engine's side of coverage: what its sources say they could not find, each run's coverage
+after every poll, and the ``watching_blind`` alerts (``blindness``) applied through the evaluator like
+``source_unavailable`` and ``clock_skew``. The coverage is stored with the run's stats for the API and
+the run page; the arrivals it is judged from are part of the detector snapshot (``RunRules``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from alerts.model import Finding
+from monitor.config.schema import Watch
+from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding, watch_finding
+from monitor.engine.coverage import RunCoverage
+from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.profiles import Vocabulary
+from monitor.samples import TERMINAL_STATES
+from monitor.storage import alerts_repo
+
+MAX_LOGGED = 2000  # keys remembered per run
+KEYS_STORED = 40  # run keys kept with the coverage, for the run page's "the run logs ..."
+
+
+def promised(watch: Watch) -> frozenset[str]:
+    """What the watch's sources deliver for every run: step and state, the aliases they query."""
+    out: set[str] = set()
+    for cfg in watch.targets().values():
+        promises = getattr(cfg, "promises", None)
+        if promises is not None:
+            out |= promises()
+    return frozenset(out)
+
+
+class BlindWatch:
+    def __init__(self, evaluator: Evaluator, vocabulary: Vocabulary) -> None:
+        self.evaluator = evaluator
+        self.vocabulary = vocabulary
+        self._gaps: dict[str, dict[str, dict[str, str]]] = {}  # run -> source -> input -> why
+        self._blind: dict[str, Blind | None] = {}
+        self._finding: dict[str, Finding] = {}  # run or watch -> its latest watching_blind finding
+        self._logged: dict[str, set[str]] = {}  # run -> keys its sources saw it log (read or not)
+
+    def note_gaps(self, source: str, gaps: Mapping[str, Mapping[str, str]]) -> None:
+        for run, by_input in gaps.items():
+            self._gaps.setdefault(run, {})[source] = dict(by_input)
+
+    def note_logged(self, logged: Mapping[str, Iterable[str]]) -> None:
+        for run, keys in logged.items():
+            known = self._logged.setdefault(run, set())
+            if len(known) < MAX_LOGGED:
+                known.update(keys)
+
+    def keys(self, run: str) -> list[str]:
+        """What the run logs, as logged: the keys read (vocabulary) and those its sources saw."""
+        return sorted(set(self.vocabulary.keys(run)) | self._logged.get(run, set()))
+
+    def gaps(self, run: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for by_input in self._gaps.get(run, {}).values():
+            out.update(by_input)
+        return out
+
+    def check_run(
+        self, watch: Watch, run: str, now: float, unavailable: frozenset[str]
+    ) -> tuple[AlertEvent | None, RunCoverage, dict[str, Any]]:
+        """The run's coverage now, its ``watching_blind`` event (if its state changed) and what to store."""
+        cov = self.evaluator.coverage(run, now, unavailable, promised(watch))
+        keys = self.keys(run)
+        gaps = self.gaps(run)
+        blind = describe(
+            cov, keys, gaps, self.vocabulary.renames(run), absent_watched(self.evaluator.detectors(run))
+        )
+        self._blind[run] = blind
+        finding = self._finding[run] = run_finding(blind, watch.name)
+        event = self.evaluator.apply(blind_rule(), run, finding, now)
+        stored = {
+            **cov.to_json(),
+            "summary": blind.text if blind is not None else None,
+            "gaps": gaps,
+            "keys": keys[:KEYS_STORED],
+        }
+        return event, cov, stored
+
+    def check_watch(
+        self, watch: Watch, runs: Iterable[str], states: Mapping[str, str | None], now: float
+    ) -> AlertEvent | None:
+        """The watch's ``watching_blind`` event, if most of its running runs are blind alike."""
+        running = [r for r in runs if states.get(r) not in TERMINAL_STATES]
+        blinds = [b for r in running if (b := self._blind.get(r)) is not None]
+        finding = self._finding[watch.name] = watch_finding(watch.name, len(running), blinds)
+        return self.evaluator.apply(blind_rule(), watch.name, finding, now)
+
+    def refresh(self, s: Session, scope: str) -> None:
+        """Keep a firing ``watching_blind``'s text true as rules go blind or see again (run or watch)."""
+        rule = blind_rule()
+        finding = self._finding.get(scope)
+        if finding is None or not finding.active:
+            return
+        alert = next((a for a in self.evaluator.open_alerts(scope) if a.key.rule.name == rule.name), None)
+        if alert is not None and alert.ref is not None:
+            text = self.evaluator.annotations(rule, scope, finding)
+            alerts_repo.refresh_annotations(s, alert.ref, text, finding.value, None)
+
+    def forget(self, run: str) -> None:
+        self._gaps.pop(run, None)
+        self._blind.pop(run, None)
+        self._finding.pop(run, None)
+        self._logged.pop(run, None)

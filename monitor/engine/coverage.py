@@ -1,0 +1,323 @@
+"""Coverage: per run and input, when a value last arrived; per rule, whether it can see.
+
+Every rule declares its inputs (``Detector.feeds``: metric names, the step clock ``STEP``, the run state
+``STATE``, any data ``ANY``). ``Arrivals`` (kept by ``RunRules``, saved with the detector state) records
+for each input of the run its first and last arrival and its recent gaps. ``judge`` turns that, at
+``now``, into a state per rule and input, learned from the run itself:
+
+- ``covered``  the input arrives (or came, and has not stopped for long);
+- ``warming``  the run is young: it has logged fewer than ``MIN_ROWS`` steps since it was first seen
+  (or, with no step clock, rows), or the input is expected only at evals or saves and none came yet;
+- ``blind``    the run is running and an input it needs never arrived though the run is past warming,
+  or the input stopped for far longer than its own cadence (``STOP_FACTOR`` x its median gap, and at
+  least twice its longest recent gap) while the run went on logging;
+- ``unknown``  every source that delivers the input cannot be read now (``source_unavailable`` says so);
+- ``unused``   the input is not expected of this run: the rule is optional (``expect: optional``) and
+  the run never logged it, or it is the step clock / state and no source of the watch provides them;
+- ``ended``    the run finished, crashed or was killed: nothing more is expected.
+
+Which inputs a run must send: a rule's metric with ``expect: always`` (the default) when a trainer's
+tracker feeds the run (a source promises its steps, or steps arrive: a Prometheus-only watch is not
+expected to send a loss), every alias a source of the watch promises to query (``promised``, e.g.
+Prometheus aliases), and the step clock and state when a source provides them. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.rules.base import ANY, STATE, STEP
+from monitor.samples import TERMINAL_STATES
+
+MIN_ROWS = 20  # logged steps (or rows) without an input before it counts as never sent
+STOP_FACTOR = 10.0  # an input silent this many times its own median gap has stopped
+MIN_GAPS = 3  # gaps needed before an input's cadence is trusted
+GAPS_KEPT = 16
+SPECIAL = (STEP, STATE, ANY)
+ORDER = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "unused": 4, "ended": 5}
+
+
+class Seen:
+    """Arrivals of one input: first and last time, how many distinct times, the recent gaps."""
+
+    __slots__ = ("first", "last", "count", "gaps")
+
+    def __init__(self, t: float) -> None:
+        self.first = self.last = t
+        self.count = 1
+        self.gaps: deque[float] = deque(maxlen=GAPS_KEPT)
+
+    def add(self, t: float) -> None:
+        if t > self.last:
+            self.gaps.append(t - self.last)
+            self.last = t
+            self.count += 1
+
+    def limit(self) -> float | None:
+        """How long this input may be silent before it has stopped (None: its cadence is not known)."""
+        if len(self.gaps) < MIN_GAPS:
+            return None
+        return max(STOP_FACTOR * statistics.median(self.gaps), 2.0 * max(self.gaps))
+
+    def cadence(self) -> float | None:
+        return statistics.median(self.gaps) if self.gaps else None
+
+    def export(self) -> list:
+        return [self.first, self.last, self.count, list(self.gaps)]
+
+    @classmethod
+    def restore(cls, data: Any) -> Seen:
+        first, last, count, gaps = data
+        seen = cls(float(first))
+        seen.last, seen.count = float(last), int(count)
+        seen.gaps.extend(float(g) for g in gaps if math.isfinite(float(g)))
+        return seen
+
+
+@dataclass(eq=False)
+class Arrivals:
+    """What arrived for one run, per input the run's rules feed on. Fed every sample, so it keeps one
+    ``Seen`` per shape of sample (the tracked metrics it carries, whether it has a step): a run's rows
+    mostly have one shape, and one update per sample is what the replay budget allows. ``seen()``
+    merges them per input when coverage is judged."""
+
+    tracked: frozenset[str]
+    shapes: dict[tuple[tuple[str, ...], bool], Seen] = field(default_factory=dict)
+    state_seen: Seen | None = None
+    state: str | None = None
+    _plans: dict[tuple[tuple[str, ...], bool], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+
+    def observe(self, t: float, names: tuple[str, ...], step: int | None, state: str | None) -> None:
+        if state is not None:
+            self.state = state
+            st = self.state_seen
+            if st is None:
+                self.state_seen = Seen(t)
+            elif t > st.last:  # no gaps kept: the state is never judged as stopped (it is sent on change)
+                st.last = t
+                st.count += 1
+        if step is None and not names:
+            return
+        raw = (names, step is not None)
+        key = self._plans.get(raw)
+        if key is None:
+            key = (tuple(sorted(n for n in names if n in self.tracked)), raw[1])
+            if len(self._plans) >= 256:
+                self._plans.clear()
+            self._plans[raw] = key
+        seen = self.shapes.get(key)
+        if seen is None:
+            self.shapes[key] = Seen(t)
+        else:
+            seen.add(t)
+
+    def seen(self) -> dict[str, Seen]:
+        """Per input (metric, ``STEP``, ``STATE``, ``ANY``): its arrivals, merged over the shapes."""
+        parts: dict[str, list[Seen]] = {}
+        for (names, stepped), seen in self.shapes.items():
+            for name in (*names, ANY, *((STEP,) if stepped else ())):
+                parts.setdefault(name, []).append(seen)
+        out = {name: _merge(seens) for name, seens in parts.items()}
+        if self.state_seen is not None:
+            out[STATE] = self.state_seen
+        return out
+
+    def export(self) -> dict:
+        shapes = [[list(names), stepped, seen.export()] for (names, stepped), seen in self.shapes.items()]
+        state_seen = self.state_seen.export() if self.state_seen is not None else None
+        return {"state": self.state, "state_seen": state_seen, "shapes": shapes}
+
+    def restore(self, data: Mapping | None) -> None:
+        if not isinstance(data, Mapping):
+            return
+        state = data.get("state")
+        self.state = str(state) if state is not None else self.state
+        try:
+            if data.get("state_seen") is not None and self.state_seen is None:
+                self.state_seen = Seen.restore(data["state_seen"])
+            for names, stepped, raw in data.get("shapes") or ():
+                self.shapes.setdefault((tuple(str(n) for n in names), bool(stepped)), Seen.restore(raw))
+        except (TypeError, ValueError):
+            return
+
+
+def _merge(seens: list[Seen]) -> Seen:
+    if len(seens) == 1:
+        return seens[0]
+    newest = max(seens, key=lambda s: s.last)
+    out = Seen(min(s.first for s in seens))
+    out.last, out.count = newest.last, sum(s.count for s in seens)
+    out.gaps.extend(newest.gaps)  # the cadence of the shape that came last
+    return out
+
+
+# ---- judging ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputState:
+    name: str
+    state: str
+    last_at: float | None
+    count: int
+    why: str
+    silent_for: float | None = None  # blind: how long no value came (never: since the run's first data)
+
+
+@dataclass(frozen=True)
+class RuleState:
+    rule: str
+    kind: str
+    severity: str
+    state: str
+    inputs: tuple[InputState, ...]
+
+
+@dataclass(frozen=True)
+class RunCoverage:
+    run: str
+    now: float
+    state: str  # the worst over its rules: blind, warming, unknown, covered (or ended)
+    rules: tuple[RuleState, ...]
+
+    def blind(self) -> list[RuleState]:
+        return [r for r in self.rules if r.state == "blind"]
+
+    def blind_inputs(self) -> dict[str, list[str]]:
+        """input -> the rules it leaves blind, in rule order."""
+        out: dict[str, list[str]] = {}
+        for r in self.rules:
+            for i in r.inputs:
+                if i.state == "blind":
+                    out.setdefault(i.name, []).append(r.rule)
+        return out
+
+    def input(self, name: str) -> InputState | None:
+        return next((i for r in self.rules for i in r.inputs if i.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "at": self.now,
+            "rules": [
+                {
+                    "rule": r.rule,
+                    "kind": r.kind,
+                    "severity": r.severity,
+                    "state": r.state,
+                    "inputs": [
+                        {
+                            "name": i.name,
+                            "state": i.state,
+                            "last_at": i.last_at,
+                            "count": i.count,
+                            "why": i.why,
+                        }
+                        for i in r.inputs
+                    ],
+                }
+                for r in self.rules
+            ],
+        }
+
+
+def _ago(seconds: float) -> str:
+    from monitor.durations import format_duration
+
+    return format_duration(max(0.0, seconds))
+
+
+def _expected(name: str, expect: str, promised: frozenset[str], tracked: bool) -> str:
+    """``tracked``: a trainer's tracker feeds the run (a source promises the step counter, or steps came):
+    without one, nothing sends the trainer's metrics, and a rule on them expects nothing of the run."""
+    if name in SPECIAL or name in promised:
+        return "always" if name in promised else "optional"
+    return expect if tracked or expect != "always" else "optional"
+
+
+def _input_state(
+    name: str,
+    expect: str,
+    arrivals: Arrivals,
+    merged: Mapping[str, Seen],
+    now: float,
+    unavailable_feeds: frozenset[str],
+    for_: float,
+) -> InputState:
+    seen = merged.get(name)
+    last, count = (seen.last, seen.count) if seen is not None else (None, 0)
+    if arrivals.state in TERMINAL_STATES:
+        return InputState(name, "ended", last, count, f"the run is {arrivals.state}")
+    if name in unavailable_feeds:
+        return InputState(name, "unknown", last, count, "its source cannot be read now")
+    ref = merged.get(STEP) or merged.get(ANY)
+    if seen is None:
+        if expect == "optional":
+            return InputState(name, "unused", None, 0, "not logged by this run (optional)")
+        if expect == "periodic":
+            return InputState(name, "warming", None, 0, "expected at evals or saves; none yet")
+        if ref is None:
+            return InputState(name, "warming", None, 0, "no data from the run yet")
+        what = "steps" if STEP in merged else "rows"
+        young = ref.count < MIN_ROWS or now - ref.first < for_
+        if young:
+            return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
+        silent = now - ref.first
+        return InputState(name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent)
+    limit = seen.limit()
+    idle = now - seen.last
+    if (
+        name not in SPECIAL
+        and limit is not None
+        and idle > limit
+        and ref is not None
+        and ref.last - seen.last > limit
+    ):
+        return InputState(
+            name,
+            "blind",
+            last,
+            count,
+            f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
+        )
+    return InputState(name, "covered", last, count, f"last value {_ago(idle)} ago")
+
+
+def judge(
+    run: str,
+    rules: Iterable[tuple[Any, frozenset[str]]],
+    arrivals: Arrivals,
+    now: float,
+    unavailable_feeds: frozenset[str] = frozenset(),
+    promised: frozenset[str] = frozenset(),
+) -> RunCoverage:
+    """The coverage of a run's rules at ``now``. ``rules``: (RuleSpec, its feeds) per rule;
+    ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
+    the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker)."""
+    out = []
+    memo: dict[tuple[str, str, float], InputState] = {}
+    merged = arrivals.seen()
+    tracked = STEP in promised or STEP in merged
+    for spec, feeds in rules:
+        if not feeds:
+            continue  # a rule that is off (a threshold with no bound) needs nothing
+        states = []
+        for name in sorted(feeds):
+            expect = _expected(name, spec.expect, promised, tracked)
+            key = (name, expect, spec.for_)
+            st = memo.get(key)
+            if st is None:
+                st = memo[key] = _input_state(
+                    name, expect, arrivals, merged, now, unavailable_feeds, spec.for_
+                )
+            states.append(st)
+        worst = min((s.state for s in states), key=ORDER.__getitem__)
+        if worst == "unused" and any(s.state == "covered" for s in states):
+            worst = "covered"
+        out.append(RuleState(spec.name, spec.kind, spec.severity.value, worst, tuple(states)))
+    counted = [r.state for r in out if r.state not in ("unused",)]
+    state = min(counted, key=ORDER.__getitem__) if counted else "unused"
+    return RunCoverage(run, now, state, tuple(out))

@@ -1,0 +1,53 @@
+"""A run's coverage as the API shows it: which rules can see, per input when a value last arrived,
+from what the engine stored with the run's stats at its last poll (``engine.coverage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alerts.clock import isoformat
+from monitor.storage.models import Run
+from monitor.web.schemas import CoverageOut, InputCoverageOut, RuleCoverageOut
+
+STATES = ("covered", "warming", "blind", "unknown", "unused", "ended")
+
+
+def _state(v: Any) -> str:
+    return v if v in STATES else "unknown"
+
+
+def coverage_out(run: Run) -> CoverageOut:
+    cov = (run.stats or {}).get("coverage")
+    if not isinstance(cov, dict):
+        return CoverageOut(run=run.id, state=None, at=None, summary=None, keys=[], gaps={}, rules=[])
+    rules = []
+    for r in cov.get("rules") or ():
+        inputs = [
+            InputCoverageOut(
+                name=str(i.get("name")),
+                state=_state(i.get("state")),
+                last_at=isoformat(i["last_at"]) if isinstance(i.get("last_at"), int | float) else None,
+                count=int(i.get("count") or 0),
+                why=str(i.get("why") or ""),
+            )
+            for i in r.get("inputs") or ()
+        ]
+        rules.append(
+            RuleCoverageOut(
+                rule=str(r.get("rule")),
+                kind=str(r.get("kind")),
+                severity=str(r.get("severity")),
+                state=_state(r.get("state")),
+                inputs=inputs,
+            )
+        )
+    at = cov.get("at")
+    return CoverageOut(
+        run=run.id,
+        state=_state(cov.get("state")),
+        at=isoformat(at) if isinstance(at, int | float) else None,
+        summary=cov.get("summary"),
+        keys=[str(k) for k in cov.get("keys") or ()],
+        gaps={str(k): str(v) for k, v in (cov.get("gaps") or {}).items()},
+        rules=rules,
+    )
