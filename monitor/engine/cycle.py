@@ -24,10 +24,12 @@ from alerts.clock import Clock
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.engine.fleet import FleetStep
 from monitor.engine.polling import WatchPoller, stuck_after
 from monitor.engine.recording import Recorder
 from monitor.engine.source_health import source_rule
 from monitor.engine.step_times import StepTimes, skew_rule
+from monitor.fleet.frame import FleetFrame
 from monitor.rules.loader import RuleSet
 from monitor.runs.run_stats import RunStats
 from monitor.samples import TERMINAL_STATES, RunInfo, Sample
@@ -77,7 +79,8 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self.evaluator = Evaluator(self._rules_for_run, self._labels)
-        self.recorder = Recorder(self.evaluator, planner)
+        self.fleet = FleetStep(self._rules_for_run)
+        self.recorder = Recorder(self.evaluator, planner, self.fleet.hints)
         self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
         self._polls_since_checkpoint: dict[str, int] = defaultdict(int)
@@ -128,6 +131,7 @@ class Engine:
         self.evaluator.drop(run)
         self._stats.pop(run, None)
         self._polls_since_checkpoint.pop(run, None)
+        self.fleet.forget(run)
         for st in self.step_times.values():
             st.forget(run)
 
@@ -206,8 +210,11 @@ class Engine:
         report: CycleReport,
     ) -> None:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
+        frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
         for kind, res in results.items():
             self.last_poll_at[kind] = now
+            for frame in res.fleet:
+                frames_by_run[frame.run].append(frame)
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
             for sample in self.step_times[watch.name].correct(res.samples, now):
@@ -220,7 +227,8 @@ class Engine:
                 self.last_error[kind] = None
         s.flush()
         unavailable = self.pollers[watch.name].health.unavailable(now)
-        run_ids = set(known) | set(samples_by_run) | {r for res in results.values() for r in res.cursors}
+        run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
+        run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
         for run_id in sorted(run_ids):
             run = s.get(Run, run_id)
@@ -230,7 +238,9 @@ class Engine:
                 s.flush()
             self.remember(run)
             run.last_polled_at = now
-            samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
+            samples = samples_by_run.get(run_id, [])
+            samples += self.fleet.ingest(s, watch, run_id, frames_by_run.get(run_id, ()))
+            samples = sorted(samples, key=lambda x: x.t)
             runs_repo.record_samples(s, run, samples)
             self._run_state[run_id] = run.state
             report.samples += len(samples)

@@ -10,6 +10,7 @@ from monitor.rules import (  # noqa: F401
     spike,
     stall,
     state,
+    straggler,
     telemetry,
     threshold,
 )

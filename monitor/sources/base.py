@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from monitor.fleet.frame import FleetFrame, clean_frame
 from monitor.samples import RunInfo, Sample, clean
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
@@ -30,13 +31,16 @@ class PollResult:
     cursors: dict[str, Cursor] = field(default_factory=dict)
     error: str | None = None  # the source could not be read: its runs' data is unknown, not stalled
     requests: int = 0
+    fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
 
     def validated(self) -> PollResult:
-        """The result with every sample checked and cleaned (``samples.clean``): the boundary where a
-        source's data enters herowatch. Unusable samples are dropped."""
+        """The result with every sample and fleet frame checked and cleaned (``samples.clean``,
+        ``fleet.frame.clean_frame``): the boundary where a source's data enters herowatch. Unusable
+        samples and frames are dropped."""
         samples = [c for s in self.samples if (c := clean(s)) is not None]
         runs = [r for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= 200]
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests)
+        fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
+        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, fleet)
 
 
 class Source(Protocol):

@@ -14,7 +14,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from monitor import __version__
-from monitor.web.api import alerts, errors, health, metrics, runs, silences, slack
+from monitor.web.api import alerts, errors, fleet, health, metrics, runs, silences, slack
 from monitor.web.api.context import ApiContext
 from monitor.web.api.slack_replay import ReplayGuard
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
@@ -90,7 +90,7 @@ def create_app(
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = ReplayGuard()
     errors.install(app)
-    for module in (health, runs, alerts, silences, metrics, slack):
+    for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)
     settings = ctx.settings
