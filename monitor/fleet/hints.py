@@ -25,7 +25,7 @@ from monitor.fleet.units import fmt, resolution
 HINTED_KINDS = frozenset({"stall", "telemetry_gone", "drop", "straggler"})
 MAX_HOSTS = 3  # hosts named on one alert
 PER_HOST = 2  # odd readings named per host
-MIN_WINDOW = 120.0  # seconds: a shorter window is widened to this
+MIN_WINDOW = 60.0  # seconds: a shorter window is widened to this
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,12 @@ class MetricWindow:
 def window_for(
     kind: str, finding_value: float | None, rule: Any, now: float, longest: float
 ) -> tuple[float, float]:
-    """The span to compare members over: the stall (or silence) so far for ``stall`` and
-    ``telemetry_gone``, else the rule's recent window plus its ``for``; at least ``MIN_WINDOW`` and at
-    most ``longest`` (the raster's fine tier)."""
+    """The span to compare members over: for ``stall`` and ``telemetry_gone`` the later half of the
+    stall (or silence) so far (its first minutes still carry the last steps' traffic, and rates lag),
+    else the rule's recent window plus its ``for``; at least ``MIN_WINDOW`` and at most ``longest``
+    (the raster's fine tier)."""
     if kind in ("stall", "telemetry_gone") and finding_value:
-        seconds = float(finding_value)
+        seconds = float(finding_value) / 2
     else:
         seconds = float(getattr(rule, "window", 0.0) or 0.0) + float(getattr(rule, "for_", 0.0) or 0.0)
     seconds = min(max(seconds, MIN_WINDOW), max(longest, MIN_WINDOW))

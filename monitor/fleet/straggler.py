@@ -2,14 +2,18 @@
 
 At every timestamp of a fleet metric each member gets its score against the fleet (``score.spread``:
 distance from the fleet median in robust sigmas). A member's drift is its mean score over the recent
-``window`` minus its mean score over the ``baseline`` before that (past scores clipped to +-``CLIP``
-so that one old excursion does not dominate). Rank 0, a pipeline stage or a GPU in a hot slot that
-has always read differently drifts by about 0; a GPU that starts throttling drifts by its new
-distance. The oddest drift in the rule's direction is the track's output, unless more than ``most``
-of the fleet drifted at least ``z / 2`` at once (the fleet changed: not one straggler).
+``window`` minus its own normal score: the mean of its scores before the window (a running mean over
+the first ``baseline``, then an exponential average with that time constant; past scores clipped to
++-``CLIP``). Rank 0, a pipeline stage or a GPU in a hot slot that has always read differently drifts
+by about 0; a GPU that starts throttling drifts by its new distance. While a member is off its normal
+(drift at least ``z / 2``) its normal is frozen: a GPU that stays slow stays a straggler instead of
+becoming the new normal, and one that recovers drifts back to 0.
 
-Memory: one score per member and timestamp of the last ``window + baseline``; work: O(members) per
-timestamp. The state is rebuilt from the stored raster after a restart (``monitor.engine.fleet``).
+The oddest drift in the rule's direction is the track's output, unless more than ``most`` of the fleet
+is off its normal at once (the fleet changed: not one straggler).
+
+Memory: the scores of the last ``window`` and one normal per member; work: O(members) per timestamp.
+After a restart of herowatch the track is rebuilt from the stored raster (``monitor.engine.fleet``).
 """
 
 from __future__ import annotations
@@ -64,13 +68,16 @@ class StragglerTrack:
         self.least = least  # the unit's resolution (``units.resolution``)
         self.members: list[Member] = []
         self._index: dict[Member, int] = {}
-        self._cols: deque[_Column] = deque()
-        self._nwin = 0  # the last _nwin columns are in the window, the others in the baseline
+        self._cols: deque[_Column] = deque()  # the window
         self.level = 0.0
         self.newest = -math.inf
-        self._win = _Sums()
-        self._base = _Sums()
-        self._win_median = 0.0
+        self._sum = array("d")  # per member, over the window: score sum and count, value sum
+        self._n = array("d")
+        self._vsum = array("d")
+        self._median = 0.0  # sum of the window's fleet medians
+        self._normal = array("d")  # per member: its normal score, and how many scores taught it
+        self._taught = array("d")
+        self._off = array("b")  # per member: off its normal now (its normal is frozen)
 
     def add(self, t: float, members: Sequence[Member], values: Sequence[float]) -> Drift:
         """Take one timestamp's values (in ``members`` order) and return the drift at ``t``."""
@@ -82,6 +89,11 @@ class StragglerTrack:
                 self._index[m] = len(self.members)
                 self.members.append(m)
         n = len(self.members)
+        if len(self._sum) < n:
+            extra = n - len(self._sum)
+            for a in (self._sum, self._n, self._vsum, self._normal, self._taught):
+                a.extend([0.0] * extra)
+            self._off.extend([0] * extra)
         row = array("d", [math.nan]) * n
         for m, v in zip(members, values, strict=False):
             row[self._index[m]] = v
@@ -91,76 +103,53 @@ class StragglerTrack:
             return Drift(t, 0.0)
         col = _Column(t, array("d", scores(row, sp)), row, sp.median)
         self._cols.append(col)
-        self._nwin += 1
-        self._win.add(col, n, clip=None)
-        self._win_median += col.median
-        while self._nwin and self._cols[len(self._cols) - self._nwin].t <= t - self.window:
-            old = self._cols[len(self._cols) - self._nwin]
-            self._win.sub(old, clip=None)
-            self._win_median -= old.median
-            self._base.add(old, n, clip=CLIP)
-            self._nwin -= 1
-        while self._cols and self._cols[0].t <= t - self.window - self.baseline:
-            self._base.sub(self._cols.popleft(), clip=CLIP)
+        self._window(col, 1.0)
+        while self._cols and self._cols[0].t <= t - self.window:
+            old = self._cols.popleft()
+            self._window(old, -1.0)
+            self._teach(old)
         return self._drift(t)
+
+    def _window(self, col: _Column, sign: float) -> None:
+        s, n, vs = self._sum, self._n, self._vsum
+        for i, (score, value) in enumerate(zip(col.scores, col.values, strict=True)):
+            if score == score:
+                s[i] += sign * score
+                n[i] += sign
+                vs[i] += sign * value
+        self._median += sign * col.median
+
+    def _teach(self, col: _Column) -> None:
+        """A column leaving the window teaches the normal of every member that is not off it."""
+        cap = max(1.0, self.baseline / self.step)
+        normal, taught, off = self._normal, self._taught, self._off
+        for i, score in enumerate(col.scores):
+            if score != score or off[i]:
+                continue
+            k = taught[i] + 1.0
+            normal[i] += (max(-CLIP, min(CLIP, score)) - normal[i]) / min(k, cap)
+            taught[i] = k
 
     def _drift(self, t: float) -> Drift:
         need_win = max(1.0, 0.5 * self.window / self.step)
         need_base = max(1.0, 0.5 * self.baseline / self.step)
-        best, best_i, count, members = 0.0, -1, 0, 0
-        w, b = self._win, self._base
-        for i in range(min(len(w.n), len(b.n))):
-            if w.n[i] < need_win or b.n[i] < need_base:
+        best, best_i, moved, members = 0.0, -1, 0, 0
+        s, n, normal, taught, off = self._sum, self._n, self._normal, self._taught, self._off
+        for i in range(len(s)):
+            if n[i] < need_win or taught[i] < need_base:
                 continue
             members += 1
-            drift = w.sum[i] / w.n[i] - b.sum[i] / b.n[i]
+            drift = s[i] / n[i] - normal[i]
+            off[i] = abs(drift) >= self.z / 2
+            moved += off[i]
             if self.direction == "below":
                 drift = -drift
             elif self.direction == "either":
                 drift = abs(drift)
             if drift > best:
                 best, best_i = drift, i
-            if drift >= self.z / 2:
-                count += 1
-        if best_i < 0 or members < 5:
+        if best_i < 0 or members < 5 or moved > max(1, math.floor(self.most * members)):
             return Drift(t, 0.0)
-        # Many members moving half as far together is the fleet changing, not one falling behind.
-        if count > max(1, math.floor(self.most * members)):
-            return Drift(t, 0.0)
-        value = w.vsum[best_i] / w.vn[best_i] if w.vn[best_i] else math.nan
-        median = self._win_median / self._nwin if self._nwin else math.nan
+        value = self._vsum[best_i] / n[best_i]
+        median = self._median / len(self._cols)
         return Drift(t, best, member_name(self.members[best_i], self.device_word), value, median)
-
-
-class _Sums:
-    """Per member: sum and count of scores (and of values) over a set of columns."""
-
-    def __init__(self) -> None:
-        self.sum = array("d")
-        self.n = array("d")
-        self.vsum = array("d")
-        self.vn = array("d")
-
-    def _grow(self, n: int) -> None:
-        extra = n - len(self.sum)
-        if extra > 0:
-            for a in (self.sum, self.n, self.vsum, self.vn):
-                a.extend([0.0] * extra)
-
-    def add(self, col: _Column, n: int, clip: float | None) -> None:
-        self._grow(n)
-        self._apply(col, 1.0, clip)
-
-    def sub(self, col: _Column, clip: float | None) -> None:
-        self._apply(col, -1.0, clip)
-
-    def _apply(self, col: _Column, sign: float, clip: float | None) -> None:
-        s, n, vs, vn = self.sum, self.n, self.vsum, self.vn
-        for i, (score, value) in enumerate(zip(col.scores, col.values, strict=True)):
-            if score == score:
-                if clip is not None:
-                    score = max(-clip, min(clip, score))
-                s[i] += sign * score
-                n[i] += sign
-                vs[i] += sign * value
-                vn[i] += sign

@@ -21,17 +21,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.orm import Session
 
 from monitor.fleet.frame import FleetFrame, Member
-from monitor.fleet.score import magnitude
 from monitor.storage.cells import Cells
 from monitor.storage.models import FleetColumn, FleetRaster
 
 log = logging.getLogger(__name__)
 
 FINE, COARSE = 0, 1
+_WARNED: set[tuple[str, str, int]] = set()  # members over the limit: said once per run, metric and count
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,8 @@ def ingest(session: Session, run_id: str, frames: Sequence[FleetFrame], limits: 
     fresh: list[dict] = []
     for meta, f, index in plans:
         n = len(meta.members)
+        rows = np.asarray(f.values, dtype=np.float64).reshape(len(f.members), len(f.times))
+        at = np.asarray(index, dtype=np.int64)
         columns: dict[float, Cells] = {}
         for j, t in enumerate(f.times):
             x0 = math.floor(t / meta.step) * meta.step
@@ -91,11 +94,8 @@ def ingest(session: Session, run_id: str, frames: Sequence[FleetFrame], limits: 
                 row = existing.get((f.metric, x0))
                 cells = columns[x0] = Cells.from_bytes(row.data, row.n) if row is not None else Cells(n)
                 cells.grow(n)
-            for i, values in zip(index, f.values, strict=True):
-                v = values[j]
-                if i >= 0 and v == v:
-                    cells.fold(i, v)
-            meta.level = max(meta.level or 0.0, magnitude([row[j] for row in f.values]))
+            cells.fold(at, rows[:, j])
+            meta.level = max(meta.level or 0.0, magnitude(rows[:, j]))
             meta.newest = t if meta.newest is None else max(meta.newest, t)
         for x0, cells in columns.items():
             row = existing.get((f.metric, x0))
@@ -120,6 +120,15 @@ def ingest(session: Session, run_id: str, frames: Sequence[FleetFrame], limits: 
     return len(fresh)
 
 
+def magnitude(values: np.ndarray) -> float:
+    """``score.magnitude`` of one column: max(|median|, p95 - p5) of the members' values."""
+    v = values[~np.isnan(values)]
+    if not len(v):
+        return 0.0
+    p05, p50, p95 = np.percentile(v, [5, 50, 95])
+    return float(max(abs(p50), p95 - p05))
+
+
 def _index(meta: FleetRaster, frame: FleetFrame, cap: int) -> list[int]:
     """Row index of each of the frame's members in the raster (-1: over the member limit)."""
     known = {m: i for i, m in enumerate(_members(meta))}
@@ -137,8 +146,9 @@ def _index(meta: FleetRaster, frame: FleetFrame, cap: int) -> list[int]:
         out.append(i)
     if len(members) != len(meta.members or []):
         meta.members = members  # a new list: the JSON column sees the change
-    if dropped:
-        log.warning("fleet %s of run %s: %d members over the limit of %d not stored",
+    if dropped and (meta.run_id, meta.metric, dropped) not in _WARNED:
+        _WARNED.add((meta.run_id, meta.metric, dropped))
+        log.warning("fleet %s of run %s: %d members over the limit of %d are not stored (fleet.max_members)",
                     meta.metric, meta.run_id, dropped, cap)  # fmt: skip
     return out
 

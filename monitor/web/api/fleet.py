@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from alerts.durations import parse_duration
 from monitor.fleet.frame import member_name
-from monitor.fleet.units import UNITS
+from monitor.fleet.units import UNITS, resolution
 from monitor.storage import raster, views
 from monitor.storage.cells import Cells
 from monitor.web.api.auth import require_read
@@ -72,16 +73,16 @@ def _since(text: str | None, now: float) -> float | None:
 
 
 def _rows(columns: list[Cells], n: int, stat: str) -> list[list[float | None]]:
-    def r(v: float) -> float | None:
-        return None if v != v or math.isinf(v) else float(f"{v:.4g}")
-
-    out: list[list[float | None]] = [[None] * len(columns) for _ in range(n)]
-    for j, c in enumerate(columns):
-        values = getattr(c, stat)
-        for i in range(min(n, len(c))):
-            if c.count[i]:
-                out[i][j] = r(values[i])
-    return out
+    """[member][column], rounded to 4 significant digits of the largest value (a colour needs no
+    more), None where there is no value."""
+    if not columns:
+        return [[] for _ in range(n)]
+    m = np.stack([c.values(stat, n) for c in columns], axis=1)
+    finite = np.isfinite(m)
+    top = float(np.max(np.abs(m[finite]))) if finite.any() else 0.0
+    digits = max(0, 3 - math.floor(math.log10(top))) if top > 0 else 4
+    rounded = np.round(np.where(finite, m, 0.0), digits)
+    return np.where(finite, rounded, None).tolist()
 
 
 @router.get(
@@ -142,7 +143,7 @@ def get_fleet(
         unit=view.unit,
         unit_label=unit_label,
         device_word=view.device_word,
-        scale=fixed or _scale(out["mean"] or out["max"] or out["min"] or []),
+        scale=_scale(view.columns, n, view.unit, fixed),
         metrics=listed,
         members=[
             FleetMemberOut(host=h, device=d, name=member_name((h, d), view.device_word))
@@ -156,9 +157,23 @@ def get_fleet(
     )
 
 
-def _scale(rows: list[list[float | None]]) -> tuple[float, float] | None:
-    values = [v for row in rows for v in row if v is not None]
-    if not values:
+def _scale(
+    columns: list[Cells], n: int, unit: str, fixed: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """The colour range: the means' own min..max, so that one odd row stands out, widened to at least
+    10x the unit's resolution (so that noise in a healthy fleet stays pale), kept within ``fixed``."""
+    if not columns:
         return None
-    lo, hi = min(values), max(values)
-    return (lo, hi if hi > lo else lo + 1.0)
+    m = np.stack([c.values("mean", n) for c in columns])
+    if not np.isfinite(m).any():
+        return fixed
+    lo, hi = float(np.nanmin(m)), float(np.nanmax(m))
+    least = 10 * resolution(unit) or max(abs(hi), abs(lo), 1.0) * 1e-6
+    if hi - lo < least:
+        mid = (hi + lo) / 2
+        lo, hi = mid - least / 2, mid + least / 2
+    if fixed is not None:
+        span = min(hi - lo, fixed[1] - fixed[0])
+        lo = min(max(lo, fixed[0]), fixed[1] - span)
+        hi = lo + span
+    return (float(f"{lo:.4g}"), float(f"{hi:.4g}"))

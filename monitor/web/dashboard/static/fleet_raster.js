@@ -6,6 +6,7 @@
   "use strict";
   var box = document.getElementById("fleet");
   if (!box || !window.fetch) return;
+  var frame = box.querySelector(".fleet-frame");
   var canvas = box.querySelector("canvas.fleet-raster");
   var tip = box.querySelector(".fleet-tip");
   var status = box.querySelector(".fleet-status");
@@ -36,9 +37,9 @@
     if (unit === "megahertz") return Math.round(v) + " MHz";
     return Math.abs(v) >= 1e3 ? si(v, "") : v.toPrecision(4);
   }
-  function clock(t, withDate) {
+  function clock(t, withDate, withSeconds) {
     var s = new Date(t * 1000).toISOString();
-    return (withDate ? s.slice(5, 10) + " " : "") + s.slice(11, 16);
+    return (withDate ? s.slice(5, 10) + " " : "") + s.slice(11, withSeconds ? 19 : 16);
   }
   function colourOf(v, lo, hi) {
     if (v == null) return NONE;
@@ -49,7 +50,7 @@
   function layout(d) {
     var rows = d.members.length;
     var rowPx = Math.max(1, Math.min(12, Math.floor(720 / Math.max(1, rows))));
-    var cssW = Math.max(320, Math.floor(box.clientWidth) - 2);
+    var cssW = Math.max(320, Math.floor(frame.clientWidth));
     return { rows: rows, rowPx: rowPx, cssW: cssW, plotW: cssW - LEFT - RIGHT, cssH: TOP + rows * rowPx + BOTTOM };
   }
 
@@ -153,8 +154,9 @@
     if (x < LEFT || x >= LEFT + L.plotW || i < 0 || i >= L.rows) { tip.hidden = true; return; }
     var t0 = d.starts[0], span = d.ends[d.ends.length - 1] - t0;
     var t = t0 + (x - LEFT) / L.plotW * span, j = columnAt(d, t), m = d.members[i];
-    tip.textContent = m.name + " · " + (j < 0 ? clock(t, true) : clock(d.starts[j], true) + "–" + clock(d.ends[j], false)) +
-      " UTC · " + d.label + " " + fmt(j < 0 ? null : d.mean[i][j], d.unit);
+    var fine = j >= 0 && d.ends[j] - d.starts[j] < 120;
+    var when = j < 0 ? clock(t, true) : clock(d.starts[j], true, fine) + "–" + clock(d.ends[j], false, fine);
+    tip.textContent = m.name + " · " + when + " UTC · " + d.label + " " + fmt(j < 0 ? null : d.mean[i][j], d.unit);
     tip.hidden = false;
     var left = Math.min(x + 14, r.width - tip.offsetWidth - 4);
     tip.style.left = Math.max(0, left) + "px";
@@ -163,7 +165,7 @@
 
   function load(metric) {
     state.metric = metric;
-    var cols = Math.max(60, Math.min(600, Math.floor((box.clientWidth - LEFT) / 2)));
+    var cols = Math.max(60, Math.min(600, Math.floor((frame.clientWidth - LEFT) / 2)));
     var url = box.dataset.src + "?metric=" + encodeURIComponent(metric) + "&columns=" + cols + "&stats=mean";
     fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) {
