@@ -36,6 +36,7 @@ def test_registry_has_every_kind():
         "state",
         "regression",
         "absent",
+        "straggler",
     }
 
 
