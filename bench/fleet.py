@@ -35,7 +35,7 @@ from monitor.settings import Settings  # noqa: E402
 from monitor.sources.base import Target  # noqa: E402
 from monitor.sources.prometheus_config import PrometheusTarget  # noqa: E402
 from monitor.sources.prometheus_source import PrometheusSource  # noqa: E402
-from monitor.storage import migrate, raster  # noqa: E402
+from monitor.storage import migrate, raster, raster_read  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
 from monitor.storage.models import FleetColumn, FleetRaster, Run  # noqa: E402
 from tests.fleet.exporter import GPUS, HOSTS, FleetCollector, FleetExporter, Scenario  # noqa: E402
@@ -174,12 +174,12 @@ def week(days: float, db_url: str | None, tmp: Path) -> None:
             raster.ingest(s, RUN, frames_for(hour, t0, rng), raster.RasterLimits())
         if (hour + 1) % 24 == 0:
             with sessions() as s:
-                sizes.append(raster.stored_bytes(s, RUN))
+                sizes.append(raster_read.stored_bytes(s, RUN))
             print(f"  day {len(sizes)}: raster {mib(sizes[-1])}", flush=True)
     took = time.perf_counter() - started
     with sessions() as s:
-        metas = raster.rasters_of(s, RUN)
-        size = raster.stored_bytes(s, RUN)
+        metas = raster_read.rasters_of(s, RUN)
+        size = raster_read.stored_bytes(s, RUN)
         columns = sum(m.fine + m.coarse for m in metas)
     samples = SERIES * hours * 3600 / STEP
     raw = samples * 4  # float32 per sample, no timestamps, no labels: the least an unbounded store keeps

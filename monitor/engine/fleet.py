@@ -25,7 +25,7 @@ from monitor.fleet.units import fmt, resolution
 from monitor.rules.spec import RuleSpec
 from monitor.rules.straggler import StragglerSpec, derived_metric
 from monitor.samples import Sample
-from monitor.storage import raster
+from monitor.storage import raster, raster_read
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,8 @@ class FleetStep:
             f.device_word,
             resolution(f.unit),
         )
-        members, columns = raster.fine_columns(s, run, rule.metric, f.times[0] - rule.window - rule.baseline)
+        since = f.times[0] - rule.window - rule.baseline
+        members, columns = raster_read.fine_columns(s, run, rule.metric, since)
         for t, values in columns:
             if t < f.times[0]:
                 track.add(t, members, values)
@@ -118,7 +119,7 @@ class FleetStep:
         recent = self._limits.get(run, raster.RasterLimits()).recent
         t0, t1 = window_for(rule.kind, event.finding.value, rule, now, recent)
         try:
-            views = raster.window(s, run, t0, t1 + 1e-6)
+            views = raster_read.window(s, run, t0, t1 + 1e-6)
         except Exception:  # a hint is a courtesy: never let it stop an alert from being recorded
             log.exception("fleet hints for %s on run %s", rule.name, run)
             return None

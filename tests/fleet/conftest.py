@@ -26,9 +26,12 @@ import httpx
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import ManualClock
 from monitor.service import Service
+from monitor.storage.db import make_engine, make_sessionmaker
+from monitor.storage.models import Run
 from monitor.web.app import create_app
 from tests.conftest import _fresh_pg_database
 from tests.dashboard.conftest import artifacts, browser, free_port, page  # noqa: F401 - shared fixtures
@@ -115,6 +118,17 @@ def _ingested(prom: PrometheusServer, exporters: list[FleetExporter]) -> None:
         wait_for(lambda q=q: prom.query(q, at=last) or None, 30, f"{sc.run}'s fleet in Prometheus")
         got = float(prom.query(q, at=last)[0]["value"][1])
         assert got == TICKS, f"{sc.run}: {got:g} of {TICKS} ticks ingested (a scrape timed out?)"
+
+
+@pytest.fixture
+def fleet_db(migrated_url: str) -> Iterator[sessionmaker[Session]]:
+    """A migrated database (SQLite, then PostgreSQL) holding the run ``r`` a raster is kept for."""
+    db = make_engine(migrated_url)
+    sessions = make_sessionmaker(db)
+    with sessions.begin() as s:
+        s.add(Run(id="r", watch="w", source="prometheus", first_seen_at=0.0, labels={}, restarts=0))
+    yield sessions
+    db.dispose()
 
 
 @pytest.fixture(scope="package")

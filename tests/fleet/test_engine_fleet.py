@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from alerts.lifecycle import AlertStatus, Transition
 from alerts.model import AlertState, Finding
 from monitor.config.schema import Watch
@@ -16,8 +14,6 @@ from monitor.engine.fleet import FleetStep
 from monitor.fleet.frame import FleetFrame
 from monitor.rules.loader import load_pack
 from monitor.rules.straggler import StragglerSpec
-from monitor.storage.db import make_engine, make_sessionmaker
-from monitor.storage.models import Run
 
 T0 = 118_666_666 * 15.0
 MEMBERS = tuple((f"node-{h:02d}", str(g)) for h in range(16) for g in range(8))  # 128 GPUs
@@ -40,20 +36,10 @@ def frame(k0: int, n: int, slow_from: int | None = None) -> FleetFrame:
     return FleetFrame("r", "sm_active", "SM active", "ratio", "GPU", 15.0, MEMBERS, times, rows)
 
 
-@pytest.fixture
-def sessions(migrated_url: str):  # noqa: ANN201
-    db = make_engine(migrated_url)
-    s = make_sessionmaker(db)
-    with s.begin() as session:
-        session.add(Run(id="r", watch="w", source="prometheus", first_seen_at=T0, labels={}, restarts=0))
-    yield s
-    db.dispose()
-
-
-def test_the_drift_survives_a_restart_through_the_stored_raster(sessions):
+def test_the_drift_survives_a_restart_through_the_stored_raster(fleet_db):
     step = FleetStep(lambda run: [RULE])
     for k0 in range(0, 60, 4):  # 15 minutes, a poll a minute; node-09 GPU 5 slows down at minute 12
-        with sessions.begin() as s:
+        with fleet_db.begin() as s:
             samples = step.ingest(s, WATCH, "r", [frame(k0, 4, slow_from=48)])
     assert [round(x.t) for x in samples] == [round(T0 + 15 * k) for k in range(56, 60)]
     last = samples[-1]
@@ -61,15 +47,15 @@ def test_the_drift_survives_a_restart_through_the_stored_raster(sessions):
     assert last.labels["value"] == "0.85" and last.labels["median"] == "0.97"
 
     restarted = FleetStep(lambda run: [RULE])  # a new process: no track in memory
-    with sessions.begin() as s:
+    with fleet_db.begin() as s:
         (first,) = restarted.ingest(s, WATCH, "r", [frame(60, 1, slow_from=48)])
     assert first.metrics["fleet/gpu_straggler"] > 6, "rebuilt from the raster, not warming up for 10 minutes"
     assert first.labels["member"] == "node-09 GPU 5"
 
 
-def test_hints_are_computed_when_a_hinted_alert_fires(sessions):
+def test_hints_are_computed_when_a_hinted_alert_fires(fleet_db):
     step = FleetStep(lambda run: [])
-    with sessions.begin() as s:
+    with fleet_db.begin() as s:
         step.ingest(s, WATCH, "r", [frame(0, 40, slow_from=20)])
     stall = next(r for r in load_pack("hero") if r.kind == "stall")
     tr = Transition(AlertState.PENDING, AlertState.FIRING, T0 + 600, "held")
@@ -80,7 +66,7 @@ def test_hints_are_computed_when_a_hinted_alert_fires(sessions):
         Finding(True, value=300.0),
         {},
     )
-    with sessions() as s:
+    with fleet_db() as s:
         hints = step.hints(s, event, T0 + 585)
         assert hints["window"] == [T0 + 435, T0 + 585]
         (item,) = hints["items"]

@@ -6,13 +6,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from sqlalchemy import func, select
 
 from monitor.fleet.frame import FleetFrame
-from monitor.storage import raster
-from monitor.storage.db import make_engine, make_sessionmaker
-from monitor.storage.models import FleetColumn, Run
+from monitor.storage import raster, raster_read
+from monitor.storage.models import FleetColumn
 
 T0 = 118_666_666 * 15.0  # on the 15 s grid, as a range query's timestamps are
 STEP = 15.0
@@ -32,52 +30,42 @@ def frame(k0: int, n: int) -> FleetFrame:
     return FleetFrame("r", "sm_active", "SM active", "ratio", "GPU", STEP, MEMBERS, times, values)
 
 
-@pytest.fixture
-def sessions(migrated_url: str):  # noqa: ANN201
-    db = make_engine(migrated_url)
-    s = make_sessionmaker(db)
-    with s.begin() as session:
-        session.add(Run(id="r", watch="w", source="prometheus", first_seen_at=T0, labels={}, restarts=0))
-    yield s
-    db.dispose()
-
-
-def test_two_days_fit_the_bound_and_keep_their_extremes(sessions):
+def test_two_days_fit_the_bound_and_keep_their_extremes(fleet_db):
     hour = int(3600 / STEP)
     for k0 in range(0, 48 * hour, hour):  # two days, an hour a poll
-        with sessions.begin() as s:
+        with fleet_db.begin() as s:
             raster.ingest(s, "r", [frame(k0, hour)], LIMITS)
-    with sessions() as s:
-        (meta,) = raster.rasters_of(s, "r")
+    with fleet_db() as s:
+        (meta,) = raster_read.rasters_of(s, "r")
         stored = s.scalar(select(func.count()).select_from(FleetColumn))
         assert meta.coarse <= LIMITS.columns and meta.fine <= 40 + 4
         assert stored == meta.fine + meta.coarse
         assert len(meta.members) == 10, "members over max_members are not stored"
-        assert raster.stored_bytes(s, "r") == stored * 10 * 16
-        view = raster.read(s, "r", "sm_active")
+        assert raster_read.stored_bytes(s, "r") == stored * 10 * 16
+        view = raster_read.read(s, "r", "sm_active")
         assert view.spans[0][0] <= T0 and view.spans[-1][1] >= T0 + 48 * 3600 - STEP
         assert all(a[1] <= b[0] for a, b in zip(view.spans, view.spans[1:], strict=False)), "no overlap"
         maxes = np.nanmax(np.stack([c.values("max", 10) for c in view.columns]), axis=0)
         means = [c.values("mean", 10) for c in view.columns]
         assert maxes[3] == 9.0, "a 15 s spike survives two days of merging"
         assert np.allclose(np.nanmean(np.stack(means), axis=0)[[0, 5, 9]], [0.0, 5.0, 9.0])
-        merged = raster.read(s, "r", "sm_active", max_columns=8)
+        merged = raster_read.read(s, "r", "sm_active", max_columns=8)
         assert len(merged.columns) <= 8 and max(c.values("max", 10)[3] for c in merged.columns) == 9.0
 
 
-def test_a_window_is_every_members_mean_over_it(sessions):
-    with sessions.begin() as s:
+def test_a_window_is_every_members_mean_over_it(fleet_db):
+    with fleet_db.begin() as s:
         raster.ingest(s, "r", [frame(0, 40)], LIMITS)
         late = frame(40, 8)
         late = FleetFrame(
             **{**late.__dict__, "values": tuple(tuple(v + 1.0 for v in row) for row in late.values)}
         )
         raster.ingest(s, "r", [late], LIMITS)
-    with sessions() as s:
-        (view,) = raster.window(s, "r", T0 + 40 * STEP, T0 + 48 * STEP)
+    with fleet_db() as s:
+        (view,) = raster_read.window(s, "r", T0 + 40 * STEP, T0 + 48 * STEP)
         assert view.members[:2] == [("node-0", "0"), ("node-0", "1")]
         assert view.columns[0].means(10)[:3] == [1.0, 2.0, 3.0]
-        assert raster.window(s, "nope", T0, T0 + 60) == []
-        members, columns = raster.fine_columns(s, "r", "sm_active", T0 + 44 * STEP)
+        assert raster_read.window(s, "nope", T0, T0 + 60) == []
+        members, columns = raster_read.fine_columns(s, "r", "sm_active", T0 + 44 * STEP)
         assert len(members) == 10 and [t for t, _ in columns] == [T0 + k * STEP for k in range(44, 48)]
         assert not any(math.isnan(v) for _, vs in columns for v in vs)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from alerts.durations import parse_duration
 from monitor.fleet.frame import member_name
 from monitor.fleet.units import UNITS, resolution
-from monitor.storage import raster, views
+from monitor.storage import raster_read, views
 from monitor.storage.cells import Cells
 from monitor.web.api.auth import require_read
 from monitor.web.api.context import ApiContext, context
@@ -118,7 +118,7 @@ def get_fleet(
     with ctx.sessions() as s:
         if views.get_run(s, run_id) is None:
             raise HTTPException(404, f"no run with id {run_id!r}")
-        metas = raster.rasters_of(s, run_id)
+        metas = raster_read.rasters_of(s, run_id)
         if not metas:
             raise HTTPException(404, f"run {run_id!r} has no fleet data (a Prometheus watch with fleet: set)")
         names = [m.metric for m in metas]
@@ -127,7 +127,7 @@ def get_fleet(
             raise HTTPException(
                 404, f"run {run_id!r} has no fleet metric {name!r}; it has {', '.join(names)}"
             )
-        view = raster.read(s, run_id, name, t0, t1, columns)
+        view = raster_read.read(s, run_id, name, t0, t1, columns)
         listed = [
             FleetMetricOut(name=m.metric, label=m.label, unit=m.unit, members=len(m.members or []))
             for m in metas

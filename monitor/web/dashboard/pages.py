@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from monitor.storage import raster, views
+from monitor.storage import raster_read, views
 from monitor.web.api import status
 from monitor.web.api.context import ApiContext, context
 from monitor.web.api.run_detail import run_detail
@@ -150,7 +150,7 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         if row is None:
             return None
         run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
-        fleet = [{"metric": m.metric, "label": m.label} for m in raster.rasters_of(s, run_id)]
+        fleet = [{"metric": m.metric, "label": m.label} for m in raster_read.rasters_of(s, run_id)]
     bar = goodput_bar(run)
     return {
         "run": run,
