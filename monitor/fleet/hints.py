@@ -52,7 +52,7 @@ def window_for(
         seconds = float(finding_value) / 2
     else:
         seconds = float(getattr(rule, "window", 0.0) or 0.0) + float(getattr(rule, "for_", 0.0) or 0.0)
-    seconds = min(max(seconds, MIN_WINDOW), max(longest, MIN_WINDOW))
+    seconds = round(min(max(seconds, MIN_WINDOW), max(longest, MIN_WINDOW)))
     return now - seconds, now
 
 

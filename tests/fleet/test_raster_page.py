@@ -3,6 +3,8 @@ drawn pixels, its name under the pointer, legible in light and dark (screenshots
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 # Per drawn row, the mean colour of the raster's right-most fifth (the end of the run); the row farthest
@@ -90,4 +92,19 @@ def test_switching_to_a_host_metric_shows_the_host_still_reading(served, page, a
     expect(page.locator("#fleet .fleet-tip")).to_contain_text("a-node-17")
     expect(page.locator("#fleet .fleet-tip")).to_contain_text("GB/s")
     page.screenshot(path=str(artifacts / "fleet-raster-network.png"), full_page=True)
+    assert page.errors == [] and page.dialogs == []
+
+
+def test_the_alerts_page_says_who_stands_out_or_that_nobody_does(served, page, artifacts):
+    page.goto(served.url + "/alerts")
+    stalled = page.locator("#group-firing li.alert", has_text="progress_stalled")
+    a = stalled.filter(has=page.locator("a.run-link", has_text="run-a"))  # (a): the host still reading
+    expect(a.locator(".hints-title")).to_contain_text("Stands out from the fleet")
+    rx = re.compile(r"^a-node-17: network rx 1\.\d+ GB/s, fleet median")
+    expect(a.locator("li.hint")).to_have_text([rx])
+    c = stalled.filter(has=page.locator("a.run-link", has_text="run-c"))
+    expect(c.locator(".hint-none")).to_contain_text("Nothing stands out: 704 GPUs on 88 hosts")
+    b = page.locator("#group-firing li.alert", has_text="gpu_straggler")
+    expect(b.locator("li.hint").first).to_contain_text("b-node-42 GPU 3")
+    page.screenshot(path=str(artifacts / "fleet-alerts.png"), full_page=True)
     assert page.errors == [] and page.dialogs == []
