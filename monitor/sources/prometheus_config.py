@@ -42,6 +42,9 @@ with ``null``):
     ``host_memory_available_bytes``  gauge: the lowest MemAvailable over the run's nodes (node-exporter's
                                      ``node_memory_MemAvailable_bytes``): the node closest to the OOM killer.
 
+Per-GPU and per-host series for the fleet raster and culprit hints: ``fleet`` (``fleet_config``; off
+unless set, ``fleet: {}`` for the dcgm-exporter and node-exporter defaults).
+
 Default selectors: ``pod_selector`` = ``pod=~"{run:re}-.*"`` (Kubernetes pods named after the run, as
 JobSet and the Kubeflow training operators name them; cAdvisor, kube-state-metrics and dcgm-exporter
 with pod mapping all carry ``pod``), ``node_selector`` = ``job="{job}"`` (node-exporter scraped under

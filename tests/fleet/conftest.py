@@ -34,7 +34,7 @@ from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Run
 from monitor.web.app import create_app
 from tests.conftest import _fresh_pg_database
-from tests.dashboard.conftest import artifacts, browser, free_port, page  # noqa: F401 - shared fixtures
+from tests.dashboard.conftest import free_port
 from tests.fleet.exporter import FleetCollector, FleetExporter, Scenario
 from tests.helpers import make_service, tick
 from tests.prometheus_server import PrometheusServer, wait_for

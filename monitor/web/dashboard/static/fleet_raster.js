@@ -165,7 +165,7 @@
 
   function load(metric) {
     state.metric = metric;
-    var cols = Math.max(60, Math.min(600, Math.floor((frame.clientWidth - LEFT) / 2)));
+    var cols = Math.max(60, Math.min(400, Math.floor((frame.clientWidth - LEFT) / 3)));  // a column >= 3 px
     var url = box.dataset.src + "?metric=" + encodeURIComponent(metric) + "&columns=" + cols + "&stats=mean";
     fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (r) {
