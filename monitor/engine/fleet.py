@@ -75,6 +75,8 @@ class FleetStep:
             columns = list(zip(*f.values, strict=True))
             for t, values in zip(f.times, columns, strict=True):
                 drift = track.add(t, f.members, values)
+                if drift is None:
+                    continue
                 labels = {"label": f.label}
                 if drift.member:
                     labels.update(

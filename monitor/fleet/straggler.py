@@ -79,10 +79,11 @@ class StragglerTrack:
         self._taught = array("d")
         self._off = array("b")  # per member: off its normal now (its normal is frozen)
 
-    def add(self, t: float, members: Sequence[Member], values: Sequence[float]) -> Drift:
-        """Take one timestamp's values (in ``members`` order) and return the drift at ``t``."""
+    def add(self, t: float, members: Sequence[Member], values: Sequence[float]) -> Drift | None:
+        """Take one timestamp's values (in ``members`` order) and return the drift at ``t``; None for a
+        timestamp not newer than the last one taken (read again: it changes nothing)."""
         if t <= self.newest:
-            return Drift(t, 0.0)
+            return None
         self.newest = t
         for m in members:
             if m not in self._index:
