@@ -1,7 +1,9 @@
 """What a notifier is given: a typed view of one alert group at one moment, built once by the
 notification pipeline and rendered by each notifier in its own way (Block Kit, JSON, text).
 
-- ``AlertView``: one alert instance as on-call should read it.
+- ``AlertView``: one alert instance as on-call should read it, with its culprit ``hints``: the members
+  of the run's fleet (a GPU, a host) that stood out when it fired (``Hint``), or one hint saying that
+  none did.
 - ``Plot``: what to draw for the lead alert, and what the picture means (``caption``).
 - ``GroupView``: the group's alerts, which of them this notification is about (``changed``), and what
   kind of message it is:
@@ -33,6 +35,45 @@ NOTIFYING: frozenset[str] = frozenset({"open", "notify", "repeat", "single"})
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A fleet member that stood out when the alert fired ("node-17 GPU 3: SM active 0.02, fleet median
+    0.97"), or, with ``member`` None, the verdict that none did. ``text`` is the sentence to show."""
+
+    text: str
+    member: str | None = None
+    metric: str | None = None
+    value: float | None = None
+    median: float | None = None
+    score: float | None = None  # robust sigmas from the fleet median
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Hint:
+        def number(key: str) -> float | None:
+            v = d.get(key)
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        member, metric = d.get("member"), d.get("metric")
+        return cls(
+            text=str(d.get("text") or ""),
+            member=str(member) if member else None,
+            metric=str(metric) if metric else None,
+            value=number("value"),
+            median=number("median"),
+            score=number("score"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "member": self.member,
+            "metric": self.metric,
+            "value": self.value,
+            "median": self.median,
+            "score": self.score,
+        }
+
+
+@dataclass(frozen=True)
 class AlertView:
     id: str
     alertname: str
@@ -51,6 +92,8 @@ class AlertView:
     acked_by: str | None = None
     silenced: str | None = None  # why it is muted, if it is
     holds_for: float | None = None  # a heartbeat: seconds it holds unless beaten again (its next beat is due)
+    hints: tuple[Hint, ...] = ()
+    hints_window: float | None = None  # seconds the members were compared over
 
     @property
     def run(self) -> str | None:
@@ -75,6 +118,8 @@ class AlertView:
             "acked_by": self.acked_by,
             "silenced": self.silenced,
             "holds_for": self.holds_for,
+            "hints": [h.to_dict() for h in self.hints],
+            "hints_window": self.hints_window,
         }
 
     @classmethod
@@ -97,6 +142,8 @@ class AlertView:
             acked_by=d.get("acked_by"),
             silenced=d.get("silenced"),
             holds_for=d.get("holds_for"),
+            hints=tuple(Hint.from_dict(h) for h in d.get("hints") or () if isinstance(h, Mapping)),
+            hints_window=d.get("hints_window"),
         )
 
 

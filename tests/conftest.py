@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from alerts.clock import ManualClock
+from tests.browser import artifacts, browser, page  # noqa: F401 - one Chromium for the session
 
 REPO = Path(__file__).resolve().parents[1]
 # the real public logs: ../shared/data/real next to the checkout (a worktree may sit a level deeper)

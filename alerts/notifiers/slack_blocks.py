@@ -129,6 +129,19 @@ def _alert_lines(alerts: Sequence[AlertView]) -> str:
     return clip("\n".join(lines), 2900)
 
 
+def hints_text(a: AlertView) -> str | None:
+    """The alert's culprit hints as mrkdwn: the fleet members that stood out, or that none did."""
+    if not a.hints:
+        return None
+    odd = [h for h in a.hints if h.member]
+    if not odd:
+        return f":mag: {esc(a.hints[0].text)}."
+    span = f" over the last {format_duration(a.hints_window, 2)}" if a.hints_window else ""
+    lines = [f":mag: *Stands out from the fleet*{span}:"]
+    lines += [f"• {esc(h.text)}" for h in odd[:_MAX_ALERT_LINES]]
+    return "\n".join(lines)
+
+
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 2900)}}
 
@@ -192,6 +205,9 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
     if len(view.alerts) > 1:
         fields.append(f"*Alerts*\n{state_counts(view.alerts)}")
     blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": clip(f, 1900)} for f in fields]})
+    hints = hints_text(lead)
+    if hints:
+        blocks.append(_section(hints))
     if len(view.alerts) > 1:
         blocks.append(_section(_alert_lines(view.alerts)))
     notes = []
@@ -222,7 +238,11 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
                 ],
             }
         )
-    return Message(text=headline(view, lead), blocks=blocks)
+    text = headline(view, lead)
+    odd = [h for h in lead.hints if h.member]
+    if odd and not view.resolved:
+        text = clip(f"{text} · stands out: {esc(odd[0].text)}", 3000)
+    return Message(text=text, blocks=blocks)
 
 
 def _button(label: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
@@ -254,7 +274,11 @@ def reply_message(view: GroupView) -> Message:
     if view.kind == "notify":
         icon, word = _SEVERITY.get(news.severity.value, (":white_circle:", news.severity.value.upper()))
         head = f"{icon} *New {word}*{run}: *{esc(news.alertname)}* — {esc(news.summary)}"
-        return Message(text=headline(view, news), blocks=[_section(head), _section(_alert_lines(changed))])
+        blocks = [_section(head), _section(_alert_lines(changed))]
+        hints = hints_text(news)
+        if hints:
+            blocks.append(_section(hints))
+        return Message(text=headline(view, news), blocks=blocks)
     resolved = [a for a in changed if a.state == "resolved"]
     names = ", ".join(esc(a.alertname) for a in resolved)
     if resolved and view.resolved:

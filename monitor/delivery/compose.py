@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from alerts.model import Severity
-from alerts.views import AlertView, GroupView, Kind
+from alerts.views import AlertView, GroupView, Hint, Kind
 from monitor.delivery.mute import Mutes
 from monitor.delivery.plots import plot_for
 from monitor.storage import groups_repo
@@ -136,8 +136,17 @@ def _lead(alerts: Sequence[Alert]) -> Alert:
     return min(alerts, key=lambda a: (Severity(a.severity).rank, a.fired_at or a.active_at))
 
 
-def _view(a: Alert, muted: str | None, runbooks: str) -> AlertView:
+def _hints(a: Alert) -> tuple[tuple[Hint, ...], float | None]:
+    stored = a.hints or {}
+    items = tuple(Hint.from_dict(h) for h in stored.get("items") or () if isinstance(h, dict))
+    window = stored.get("window") or ()
+    seconds = float(window[1]) - float(window[0]) if len(window) == 2 else None
+    return items, seconds
+
+
+def _view(a: Alert, muted: str | None, runbooks: str = "/runbooks") -> AlertView:
     ann = a.annotations or {}
+    hints, window = _hints(a)
     return AlertView(
         id=str(a.id),
         alertname=a.rule,
@@ -155,4 +164,6 @@ def _view(a: Alert, muted: str | None, runbooks: str) -> AlertView:
         ended_at=a.resolved_at,
         acked_by=a.acked_by,
         silenced=muted,
+        hints=hints,
+        hints_window=window,
     )

@@ -25,10 +25,12 @@ from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
 from monitor.engine.blind_watch import BlindWatch
 from monitor.engine.evaluator import AlertEvent, Evaluator
+from monitor.engine.fleet import FleetStep
 from monitor.engine.polling import WatchPoller, stuck_after
 from monitor.engine.recording import Recorder
 from monitor.engine.source_health import source_rule
 from monitor.engine.step_times import StepTimes, skew_rule
+from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.runs.run_stats import RunStats
@@ -79,7 +81,8 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self.evaluator = Evaluator(self._rules_for_run, self._labels)
-        self.recorder = Recorder(self.evaluator, delivery)
+        self.fleet = FleetStep(self._rules_for_run)
+        self.recorder = Recorder(self.evaluator, delivery, self.fleet.hints)
         self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
         self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
@@ -133,6 +136,7 @@ class Engine:
         self._stats.pop(run, None)
         self._polls_since_checkpoint.pop(run, None)
         self.blind.forget(run)
+        self.fleet.forget(run)
         for st in self.step_times.values():
             st.forget(run)
 
@@ -211,8 +215,11 @@ class Engine:
         report: CycleReport,
     ) -> None:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
+        frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
         for kind, res in results.items():
             self.last_poll_at[kind] = now
+            for frame in res.fleet:
+                frames_by_run[frame.run].append(frame)
             for info in res.runs:
                 runs_repo.upsert_run(s, info, watch.name, now)
             self.blind.note_gaps(kind, res.gaps)
@@ -227,7 +234,8 @@ class Engine:
                 self.last_error[kind] = None
         s.flush()
         unavailable = self.pollers[watch.name].health.unavailable(now)
-        run_ids = set(known) | set(samples_by_run) | {r for res in results.values() for r in res.cursors}
+        run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
+        run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
         for run_id in sorted(run_ids):
             run = s.get(Run, run_id)
@@ -237,7 +245,9 @@ class Engine:
                 s.flush()
             self.remember(run)
             run.last_polled_at = now
-            samples = sorted(samples_by_run.get(run_id, ()), key=lambda x: x.t)
+            samples = list(samples_by_run.get(run_id, ()))
+            samples += self.fleet.ingest(s, watch, run_id, frames_by_run.get(run_id, ()))
+            samples = sorted(samples, key=lambda x: x.t)
             samples = self.vocabulary.translate(
                 run_id, samples, watch.metrics_profile, run.stats, watch.metrics
             )

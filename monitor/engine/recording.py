@@ -4,7 +4,8 @@ notifications the change causes (``delivery``); and the text of firing alerts ke
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -15,10 +16,14 @@ from monitor.storage import alerts_repo
 log = logging.getLogger(__name__)
 
 
+Hinter = Callable[[Session, AlertEvent, float], "dict[str, Any] | None"]
+
+
 class Recorder:
-    def __init__(self, evaluator: Evaluator, delivery: object) -> None:
+    def __init__(self, evaluator: Evaluator, delivery: object, hints: Hinter | None = None) -> None:
         self.evaluator = evaluator
         self.delivery = delivery  # has on_transition(session, alert_row, to_state, now)
+        self.hints = hints  # culprit hints for an alert that fires (``engine.fleet``)
 
     def record(self, s: Session, events: Iterable[AlertEvent], now: float) -> None:
         for event in events:
@@ -37,6 +42,7 @@ class Recorder:
                 value=event.finding.value,
                 threshold=event.finding.threshold,
                 step=event.finding.step,
+                hints=self.hints(s, event, now) if self.hints and tr.to_state is AlertState.FIRING else None,
             )
             row = alerts_repo.record_change(s, change, event.ref, now)
             if tr.to_state.active:

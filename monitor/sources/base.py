@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from monitor.fleet.frame import FleetFrame, clean_frame
 from monitor.samples import RunInfo, Sample, clean
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
@@ -35,10 +36,12 @@ class PollResult:
     gaps: dict[str, dict[str, str]] = field(default_factory=dict)
     # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
     logged: dict[str, list[str]] = field(default_factory=dict)
+    fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
 
     def validated(self) -> PollResult:
-        """The result with every sample checked and cleaned (``samples.clean``): the boundary where a
-        source's data enters herowatch. Unusable samples are dropped."""
+        """The result with every sample and fleet frame checked and cleaned (``samples.clean``,
+        ``fleet.frame.clean_frame``): the boundary where a source's data enters herowatch. Unusable
+        samples and frames are dropped."""
         samples = [c for s in self.samples if (c := clean(s)) is not None]
         runs = [r for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= 200]
         gaps = {
@@ -48,7 +51,8 @@ class PollResult:
         logged = {
             str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
         }
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged)
+        fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
+        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet)
 
 
 class Source(Protocol):

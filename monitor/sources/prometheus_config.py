@@ -42,6 +42,9 @@ with ``null``):
     ``host_memory_available_bytes``  gauge: the lowest MemAvailable over the run's nodes (node-exporter's
                                      ``node_memory_MemAvailable_bytes``): the node closest to the OOM killer.
 
+Per-GPU and per-host series for the fleet raster and culprit hints: ``fleet`` (``fleet_config``; off
+unless set, ``fleet: {}`` for the dcgm-exporter and node-exporter defaults).
+
 Default selectors: ``pod_selector`` = ``pod=~"{run:re}-.*"`` (Kubernetes pods named after the run, as
 JobSet and the Kubeflow training operators name them; cAdvisor, kube-state-metrics and dcgm-exporter
 with pod mapping all carry ``pod``), ``node_selector`` = ``job="{job}"`` (node-exporter scraped under
@@ -52,12 +55,19 @@ a job per run, or any ``job`` the run's labels give). Override them under ``sele
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.sources.fleet_config import FleetSettings
+from monitor.sources.prometheus_templates import (  # noqa: F401 - the template language's home is there
+    TemplateError,
+    check_template,
+    promql_regex,
+    promql_string,
+    render,
+)
 from monitor.sources.registry import SourceTarget, register
 
 QueryKind = Literal["gauge", "counter", "events"]
@@ -67,46 +77,7 @@ MAX_RANGE_POINTS = 11_000
 
 TOKEN_ENV = "HEROWATCH_PROMETHEUS_TOKEN"
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_]+))?\}")
-_MODIFIERS = frozenset({"re"})
 _SECRET_HEADER = re.compile(r"authorization|cookie|token|secret|password|api[-_]?key", re.IGNORECASE)
-
-
-class TemplateError(ValueError):
-    """A template names a value the run does not have, or uses an unknown modifier."""
-
-
-def check_template(text: str) -> None:
-    for m in _PLACEHOLDER.finditer(text):
-        if m.group(2) is not None and m.group(2) not in _MODIFIERS:
-            raise ValueError(f"unknown modifier ':{m.group(2)}' in {m.group(0)}; known: :re")
-
-
-def promql_string(value: str) -> str:
-    """``value`` escaped for the inside of a double-quoted PromQL string literal."""
-    out = value.replace("\\", "\\\\").replace('"', '\\"')
-    return out.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-
-
-def promql_regex(value: str) -> str:
-    """``value`` as a regular expression matching exactly itself, escaped for a PromQL string."""
-    return promql_string(re.escape(value))
-
-
-def render(text: str, values: Mapping[str, str], fragments: Mapping[str, str] | None = None) -> str:
-    """Substitute ``{name}``/``{name:re}`` with escaped ``values`` and ``{name}`` with raw ``fragments``."""
-    fragments = fragments or {}
-
-    def one(m: re.Match[str]) -> str:
-        name, modifier = m.group(1), m.group(2)
-        if modifier is None and name in fragments:
-            return fragments[name]
-        if name not in values:
-            known = ", ".join(sorted({*values, *fragments}))
-            raise TemplateError(f"{m.group(0)} is not known for this run (known: {known})")
-        return promql_regex(values[name]) if modifier == "re" else promql_string(values[name])
-
-    return _PLACEHOLDER.sub(one, text)
 
 
 class QuerySpec(BaseModel):
@@ -180,6 +151,16 @@ class PrometheusTarget(SourceTarget):
     forget_after: Duration = Field(
         default=21600.0, description="a counter series unseen this long is no longer followed"
     )
+    fleet: FleetSettings | None = Field(
+        default=None,
+        description="per-GPU and per-host series for the fleet raster and culprit hints: {} (or true) "
+        "for the defaults (monitor/sources/fleet_config.py); off when absent",
+    )
+
+    @field_validator("fleet", mode="before")
+    @classmethod
+    def _fleet(cls, v: Any) -> Any:
+        return {} if v is True else None if v is False else v
 
     def promises(self) -> frozenset[str]:
         """What this source queries for every run (coverage): its aliases."""

@@ -12,13 +12,17 @@ of all aliases of a run at one timestamp make one Sample, and successive reads n
 leave holes. The cursor keeps the last timestamp read and the state of the counters (see the kinds in
 ``prometheus_config``).
 
-Failures: a refused connection, a timeout, HTTP 429/5xx are retried ``retries`` times with exponential
-backoff and jitter; a PromQL error (HTTP 400/422) is not. If any query of a poll fails, the poll
-returns ``PollResult(error=...)`` with no samples and no cursor moved: the next poll reads the same
-span again. A query that returns no series is not a failure: that alias has no value; the poll
-result says why (``gaps``, from ``prometheus_series``) and coverage warns that its rules are blind.
-When no run has anything new to read (polled faster than ``step``), one ``vector(1)`` query is
-sent anyway, so that an unreachable server is always reported.
+Failures (``prometheus_http``): a refused connection, a timeout, HTTP 429/5xx are retried ``retries``
+times with exponential backoff and jitter; a PromQL error (HTTP 400/422) is not. If any query of a
+poll fails, the poll returns ``PollResult(error=...)`` with no samples and no cursor moved: the next
+poll reads the same span again. A query that returns no series is not a failure: that alias has no
+value; the poll result says why (``gaps``, from ``prometheus_series``) and coverage warns that its
+rules are blind. When no run has anything new to read (polled faster than ``step``), one ``vector(1)``
+query is sent anyway, so that an unreachable server is always reported.
+
+With ``fleet`` set, every poll also reads one series per GPU or host for each fleet metric, over the
+same window (``prometheus_fleet``): ``PollResult.fleet``. Those queries are soft: their failure
+leaves a gap in the raster, not a failed poll.
 """
 
 from __future__ import annotations
@@ -28,15 +32,11 @@ import json
 import logging
 import math
 import os
-import random
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
-
-import httpx
 
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
@@ -48,31 +48,15 @@ from monitor.sources.prometheus_config import (
     TemplateError,
     render,
 )
+from monitor.sources.prometheus_fleet import PREFIX as FLEET_PREFIX
+from monitor.sources.prometheus_fleet import FleetNotes, assemble, fleet_texts
+from monitor.sources.prometheus_http import Counter, PrometheusHttp, QueryFailed, Request, Series
 from monitor.sources.prometheus_series import EmptyQueries, Get, http_get
 
 log = logging.getLogger(__name__)
 
 SOURCE = "prometheus"
 _PROBE = "(probe)"  # run and alias of the request sent when nothing is due
-_BACKOFF_CAP = 30.0
-
-Series = tuple[dict[str, str], list[tuple[float, float]]]  # labels, (t, value) in time order
-
-
-class QueryFailed(Exception):
-    """A query could not be answered: the message says why (never holds credentials)."""
-
-
-class _Aborted(Exception):
-    """Another query of the same poll failed: this one is not sent."""
-
-
-@dataclass(frozen=True)
-class _Request:
-    run: str
-    alias: str
-    path: str  # /api/v1/query or /api/v1/query_range
-    params: dict[str, str]
 
 
 @dataclass
@@ -91,16 +75,6 @@ class _Window:
     @property
     def read_up_to(self) -> float | None:
         return self.instant if self.instant is not None else self.end
-
-
-class _Counter:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value = 0
-
-    def add(self) -> None:
-        with self._lock:
-            self.value += 1
 
 
 def _window(cfg: PrometheusTarget, cursor: Cursor | None, now: float, where: str = "") -> _Window:
@@ -126,17 +100,6 @@ def _window(cfg: PrometheusTarget, cursor: Cursor | None, now: float, where: str
 def _series_key(labels: Mapping[str, str]) -> str:
     text = json.dumps(sorted(labels.items()), separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-def _parse(data: Any) -> list[Series]:
-    kind, result = data.get("resultType"), data.get("result")
-    if kind == "matrix":
-        return [(s.get("metric", {}), [(float(t), float(v)) for t, v in s.get("values", [])]) for s in result]
-    if kind == "vector":
-        return [(s.get("metric", {}), [(float(s["value"][0]), float(s["value"][1]))]) for s in result]
-    if kind == "scalar":
-        return [({}, [(float(result[0]), float(result[1]))])]
-    raise QueryFailed(f"the query returns a {kind}, not numbers")
 
 
 def accumulate(
@@ -185,16 +148,14 @@ class PrometheusSource:
         token = getattr(settings, "prometheus_token", None)
         if token is not None and hasattr(token, "get_secret_value"):
             token = token.get_secret_value()
-        self._token: str | None = token or os.environ.get(TOKEN_ENV) or None
-        self._client = httpx.Client(follow_redirects=False)
+        self._http = PrometheusHttp(token or os.environ.get(TOKEN_ENV) or None)
         self._lock = threading.Lock()
-        self._limits: dict[str, threading.Semaphore] = {}
         self._empty = EmptyQueries()  # why a query matches no series (prometheus_series)
-        self._rng = random.Random()
+        self._fleet_notes = FleetNotes()
 
     # ---- the Source interface -------------------------------------------------------------------
     def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
-        counter = _Counter()
+        counter = Counter()
         try:
             return self._poll(target, cursors, now, counter)
         except Exception as exc:  # noqa: BLE001 - a source never raises for an outage
@@ -202,11 +163,11 @@ class PrometheusSource:
             return PollResult(error=f"prometheus: {type(exc).__name__}: {exc}", requests=counter.value)
 
     def close(self) -> None:
-        self._client.close()
+        self._http.close()
 
     # ---- one poll -------------------------------------------------------------------------------
     def _poll(
-        self, target: Target, cursors: Mapping[str, Cursor], now: float, counter: _Counter
+        self, target: Target, cursors: Mapping[str, Cursor], now: float, counter: Counter
     ) -> PollResult:
         cfg: PrometheusTarget = target.config
         runs = list(dict.fromkeys([*cfg.runs, *target.known_runs]))
@@ -218,7 +179,7 @@ class PrometheusSource:
             return PollResult()
         queries = cfg.all_queries()
         windows: dict[str, _Window] = {}
-        requests: list[_Request] = []
+        requests: list[Request] = []
         for run in runs:
             win = windows[run] = _window(cfg, cursors.get(run), now, f"watch {target.watch}, run {run}")
             if win.empty:
@@ -232,11 +193,16 @@ class PrometheusSource:
 
         if not requests:  # nothing new on the grid yet: still make sure the server answers
             probe = {"query": "vector(1)", "time": f"{now:.3f}", "timeout": f"{cfg.timeout:g}"}
-            requests.append(_Request(_PROBE, _PROBE, "/api/v1/query", probe))
-        texts = {(r.run, r.alias): r.params["query"] for r in requests if r.run != _PROBE}
-        answers = self._run_all(cfg, requests, counter)
-        if isinstance(answers, str):
-            return PollResult(error=answers, requests=counter.value)
+            requests.append(Request(_PROBE, _PROBE, "/api/v1/query", probe))
+        texts = {
+            (r.run, r.alias): r.params["query"]
+            for r in requests
+            if r.run != _PROBE and not r.alias.startswith(FLEET_PREFIX)
+        }
+        got = self._http.run_all(cfg, requests, counter)
+        if got.error is not None:
+            return PollResult(error=got.error, requests=counter.value)
+        answers = got.series
 
         result = PollResult(requests=counter.value)
         for run in runs:
@@ -254,6 +220,9 @@ class PrometheusSource:
                     a: q for (r, a), q in texts.items() if r == run and not any(v for _, v in answers[(r, a)])
                 }
                 result.gaps[run] = self._empty.note(self._lookup(cfg), target.watch, run, empty, now)
+                result.fleet.extend(
+                    assemble(cfg, target.watch, run, answers, got.soft_errors, win.last, self._fleet_notes)
+                )
             result.cursors[run] = cursor
             if run in cfg.runs:
                 labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(run, {})}
@@ -276,14 +245,16 @@ class PrometheusSource:
     ) -> dict[str, str]:
         values = self._values(target, run)
         fragments = {name: render(text, values) for name, text in cfg.all_selectors().items()}
-        return {alias: render(q.expr, values, fragments) for alias, q in queries.items()}
+        texts = {alias: render(q.expr, values, fragments) for alias, q in queries.items()}
+        return {**texts, **fleet_texts(cfg, values, fragments)}
 
     @staticmethod
-    def _request(cfg: PrometheusTarget, run: str, alias: str, text: str, win: _Window) -> _Request:
+    def _request(cfg: PrometheusTarget, run: str, alias: str, text: str, win: _Window) -> Request:
         timeout = f"{cfg.timeout:g}"
+        soft = alias.startswith(FLEET_PREFIX)
         if win.instant is not None:
             params = {"query": text, "time": f"{win.instant:.3f}", "timeout": timeout}
-            return _Request(run, alias, "/api/v1/query", params)
+            return Request(run, alias, "/api/v1/query", params, soft)
         params = {
             "query": text,
             "start": f"{win.start:.3f}",
@@ -291,7 +262,7 @@ class PrometheusSource:
             "step": f"{cfg.step:g}",
             "timeout": timeout,
         }
-        return _Request(run, alias, "/api/v1/query_range", params)
+        return Request(run, alias, "/api/v1/query_range", params, soft)
 
     def _assemble(
         self,
@@ -335,107 +306,9 @@ class PrometheusSource:
             new_cursor["counters"] = counters
         return samples, new_cursor
 
-    # ---- HTTP -----------------------------------------------------------------------------------
     def _lookup(self, cfg: PrometheusTarget) -> Get:
+        """The server's HTTP API for the no-series hints (no retries: a hint, not a poll)."""
         headers = {**cfg.headers, "Accept": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        return http_get(self._client, cfg.url, headers, cfg.timeout)
-
-    def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
-        """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""
-        with self._lock:
-            sem = self._limits.get(cfg.url)
-            if sem is None:
-                sem = self._limits[cfg.url] = threading.BoundedSemaphore(cfg.max_concurrency)
-            return sem
-
-    def _run_all(
-        self, cfg: PrometheusTarget, requests: list[_Request], counter: _Counter
-    ) -> dict[tuple[str, str], list[Series]] | str:
-        """Every request answered, or the first failure as an error message."""
-        if not requests:
-            return {}
-        sem = self._limit(cfg)
-        abort = threading.Event()
-
-        def one(req: _Request) -> list[Series]:
-            try:
-                return self._send(cfg, req, sem, abort, counter)
-            except QueryFailed:
-                abort.set()
-                raise
-
-        answers: dict[tuple[str, str], list[Series]] = {}
-        failures: list[str] = []
-        with ThreadPoolExecutor(max_workers=min(cfg.max_concurrency, len(requests))) as pool:
-            futures = [(req, pool.submit(one, req)) for req in requests]
-            for req, fut in futures:
-                try:
-                    answers[(req.run, req.alias)] = fut.result()
-                except _Aborted:
-                    pass
-                except QueryFailed as exc:
-                    failures.append(f"query {req.alias!r} for run {req.run!r}: {exc}")
-        if failures:
-            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-            return f"prometheus {cfg.url}: {failures[0]}{more}"
-        return answers
-
-    def _send(
-        self,
-        cfg: PrometheusTarget,
-        req: _Request,
-        sem: threading.Semaphore,
-        abort: threading.Event,
-        counter: _Counter,
-    ) -> list[Series]:
-        headers = {**cfg.headers, "Accept": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        attempts = cfg.retries + 1
-        problem = ""
-        for attempt in range(attempts):
-            if attempt:
-                delay = min(_BACKOFF_CAP, cfg.backoff * 2 ** (attempt - 1))
-                if abort.wait(delay * (0.5 + 0.5 * self._rng.random())):  # jitter: 50-100% of the delay
-                    raise _Aborted
-            if abort.is_set():
-                raise _Aborted
-            counter.add()
-            try:
-                with sem:
-                    resp = self._client.post(
-                        cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
-                    )
-            except httpx.TimeoutException:
-                problem = f"no answer within {cfg.timeout:g}s"
-                continue
-            except httpx.TransportError as exc:
-                problem = f"cannot reach the server ({type(exc).__name__}: {exc})"
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                problem = f"HTTP {resp.status_code}{_api_error(resp)}"
-                continue
-            try:
-                body = resp.json()
-            except ValueError:
-                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON") from None
-            if resp.status_code != 200 or body.get("status") != "success":
-                raise QueryFailed(f"HTTP {resp.status_code}{_api_error(resp)}")
-            for warning in body.get("warnings") or []:
-                log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
-            return _parse(body.get("data") or {})
-        raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
-
-
-def _api_error(resp: httpx.Response) -> str:
-    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
-    try:
-        body = resp.json()
-    except ValueError:
-        return ""
-    if not isinstance(body, dict) or "error" not in body:
-        return ""
-    kind = body.get("errorType")
-    return f": {kind}: {body['error']}" if kind else f": {body['error']}"
+        if self._http._token:
+            headers["Authorization"] = f"Bearer {self._http._token}"
+        return http_get(self._http._client, cfg.url, headers, cfg.timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -48,6 +49,7 @@ class AlertChange:
     value: float | None
     threshold: float | None
     step: int | None
+    hints: Mapping[str, Any] | None = None  # fleet members that stand out (when it fires)
 
 
 def record_change(session: Session, change: AlertChange, alert_id: int | None, now: float) -> Alert:
@@ -74,6 +76,8 @@ def record_change(session: Session, change: AlertChange, alert_id: int | None, n
         row.annotations = dict(change.annotations)
         row.value, row.threshold = change.value, change.threshold
         row.step = change.step
+    if change.hints is not None:
+        row.hints = dict(change.hints)
     row.updated_at = now
     if st is not None:
         row.fired_at, row.resolved_at, row.last_true_at = st.fired_at, st.resolved_at, st.last_true_at

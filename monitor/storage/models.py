@@ -95,6 +95,8 @@ class Alert(Base):
     acked_by: Mapped[str | None] = mapped_column(String(200))
     acked_at: Mapped[float | None] = mapped_column(EpochTime)
     silenced_by: Mapped[int | None] = mapped_column(Integer)  # id of the silence muting it, if any
+    # Fleet members that stood out when it fired (``monitor.fleet.hints``); None: no fleet data.
+    hints: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class AlertTransition(Base):
@@ -230,6 +232,41 @@ class SeriesBucket(Base):
     nonfinite: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last: Mapped[float | None] = mapped_column(Float)
     t_last: Mapped[float | None] = mapped_column(EpochTime)
+
+
+class FleetRaster(Base):
+    """Per run and fleet metric: its members (row order of the raster) and the layout of its columns
+    (``monitor.storage.raster``): fine columns of ``step`` seconds for the recent past, coarse ones of
+    ``width`` seconds before that."""
+
+    __tablename__ = "fleet_rasters"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)
+    label: Mapped[str] = mapped_column(String(200))
+    unit: Mapped[str] = mapped_column(String(32), default="")
+    device_word: Mapped[str | None] = mapped_column(String(32))  # "GPU"; None: the members are hosts
+    members: Mapped[list[Any]] = mapped_column(JSON, default=list)  # [[host, device or null], ...]
+    step: Mapped[float] = mapped_column(Float)  # width of a fine column, seconds
+    width: Mapped[float] = mapped_column(Float)  # width of a coarse column, seconds (doubles as needed)
+    fine: Mapped[int] = mapped_column(Integer, default=0)  # fine columns stored
+    coarse: Mapped[int] = mapped_column(Integer, default=0)  # coarse columns stored
+    newest: Mapped[float | None] = mapped_column(Float)  # epoch seconds of the newest value
+    level: Mapped[float] = mapped_column(Float, default=0.0)  # the metric's magnitude so far (score floor)
+
+
+class FleetColumn(Base):
+    """One time column of a raster: every member's min, max, mean and count, packed (``raster.Cells``)."""
+
+    __tablename__ = "fleet_columns"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    metric: Mapped[str] = mapped_column(String(200), primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: fine, 1: coarse
+    x0: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds
+    width: Mapped[float] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer)  # members packed in ``data``
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class Lease(Base):

@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, health, metrics, runs, silences, slack
+from monitor.web.api import alerts, fleet, health, metrics, runs, silences, slack
 from monitor.web.api.slack_replay import ReplayGuard
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
@@ -93,7 +93,7 @@ def create_app(
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = ReplayGuard()
     errors.install(app)
-    for module in (health, runs, alerts, silences, metrics, slack):
+    for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)
     settings = ctx.settings

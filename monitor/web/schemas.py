@@ -203,6 +203,33 @@ class RunDetail(RunOut):
     alerts: list[AlertOut] = Field(description="the run's pending and firing alerts")
 
 
+class HintOut(BaseModel):
+    text: str = Field(description='e.g. "node-17 GPU 3: SM active 0.02, fleet median 0.97"')
+    member: str | None = Field(
+        description='"node-17 GPU 3" or "node-17"; null: the verdict that none stands out'
+    )
+    host: str | None
+    device: str | None = Field(
+        description="the GPU on the host; null for a host's own metric (network, disk)"
+    )
+    metric: str | None = Field(description="the fleet metric, e.g. sm_active, net_rx")
+    label: str | None = Field(description='what people call it, e.g. "SM active"')
+    unit: str | None
+    value: float | None = Field(description="the member's mean over the window")
+    median: float | None = Field(description="the fleet median of those means")
+    score: float | None = Field(description="distance from the median in robust sigmas (1.4826 x MAD)")
+
+
+class HintsOut(BaseModel):
+    """Culprit hints: the run's fleet members that stood out when the alert fired, or one item saying
+    that none did."""
+
+    window_start: str
+    window_end: str
+    window_seconds: float
+    items: list[HintOut]
+
+
 class AlertOut(BaseModel):
     id: int
     fingerprint: str
@@ -227,6 +254,9 @@ class AlertOut(BaseModel):
     acknowledged: bool
     acked_by: str | None
     acked_at: str | None
+    hints: HintsOut | None = Field(
+        None, description="stall, telemetry_gone, drop and straggler alerts of runs with fleet data"
+    )
 
 
 class AckIn(BaseModel):

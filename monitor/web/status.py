@@ -19,7 +19,7 @@ from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
 from monitor.web.context import STALE_POLLS, ApiContext
-from monitor.web.schemas import AlertOut, Goodput, GoodputSummary, Incident, RunOut
+from monitor.web.schemas import AlertOut, Goodput, GoodputSummary, HintOut, HintsOut, Incident, RunOut
 from monitor.web.stats_cache import Derived
 
 SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
@@ -79,6 +79,18 @@ def alert_out(a: Alert, silences: Sequence[SilenceSpec], now: float) -> AlertOut
         acknowledged=a.acked_at is not None,
         acked_by=a.acked_by,
         acked_at=isoformat(a.acked_at),
+        hints=hints_out(a.hints),
+    )
+
+
+def hints_out(stored: dict[str, Any] | None) -> HintsOut | None:
+    if not stored or not stored.get("items") or len(stored.get("window") or ()) != 2:
+        return None
+    t0, t1 = (float(t) for t in stored["window"])
+    fields = HintOut.model_fields
+    items = [HintOut(**{k: h.get(k) for k in fields}) for h in stored["items"] if isinstance(h, dict)]
+    return HintsOut(
+        window_start=isoformat(t0) or "", window_end=isoformat(t1) or "", window_seconds=t1 - t0, items=items
     )
 
 

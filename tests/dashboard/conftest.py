@@ -1,8 +1,7 @@
 """A real herowatch server (uvicorn on 127.0.0.1, a free port) over a Service on a manual clock, and a
-real Chromium driven by Playwright. Simulated time only moves when a test ticks the clock; the
-browser's own refreshes are waited for with Playwright's expect, never with sleeps.
-
-Chromium is Debian's (/usr/bin/chromium). If it is missing these tests fail, they never skip.
+real Chromium driven by Playwright (the session's one, tests/browser.py). Simulated time only moves
+when a test ticks the clock; the browser's own refreshes are waited for with Playwright's expect,
+never with sleeps.
 """
 
 from __future__ import annotations
@@ -21,21 +20,8 @@ import uvicorn
 from alerts.clock import ManualClock
 from monitor.service import Service
 from monitor.web.app import create_app
-from tests.conftest import REPO
 from tests.dashboard.support import DASHBOARD_CONFIG, TOKEN, build
 from tests.helpers import tick
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = REPO / "test-artifacts"
 
 
 def free_port() -> int:
@@ -85,49 +71,3 @@ def live(tmp_path: Path) -> Iterator[Live]:
         thread.join(15)
         live.http.close()
         service.stop()
-
-
-@pytest.fixture(scope="session")
-def browser():  # noqa: ANN201
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=15_000)  # htmx refreshes every 5 s; a loaded CI machine is slower
-
-    assert Path(CHROMIUM).exists(), (
-        f"{CHROMIUM} is missing: install Debian's Chromium "
-        "(apt-get install -y --no-install-recommends chromium)"
-    )
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture
-def page(browser):  # noqa: ANN001, ANN201
-    """A fresh browser context per test; console errors (a CSP violation, a JS exception) are collected."""
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    context.set_default_timeout(15_000)
-    p = context.new_page()
-    p.errors = []  # type: ignore[attr-defined]
-    p.dialogs = []  # type: ignore[attr-defined]
-    p.on("console", lambda m: p.errors.append(m.text) if m.type == "error" else None)
-    p.on("pageerror", lambda e: p.errors.append(str(e)))
-
-    def on_dialog(d) -> None:  # noqa: ANN001
-        p.dialogs.append(d.message)
-        d.dismiss()
-
-    p.on("dialog", on_dialog)
-    try:
-        yield p
-    finally:
-        context.close()
-
-
-@pytest.fixture(scope="session")
-def artifacts() -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS

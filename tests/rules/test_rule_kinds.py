@@ -40,6 +40,7 @@ def test_registry_has_every_kind():
         "slowdown",
         "trend",
         "ended",
+        "straggler",
     }
 
 

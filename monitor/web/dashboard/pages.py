@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from monitor.storage import views
+from monitor.storage import raster_read, views
 from monitor.web import status
 from monitor.web.context import ApiContext, context
 from monitor.web.coverage import coverage_out
@@ -176,6 +176,7 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
             return None
         run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
         coverage = coverage_out(row)
+        fleet = [{"metric": m.metric, "label": m.label} for m in raster_read.rasters_of(s, run_id)]
     bar = goodput_bar(run)
     order = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "ended": 4, "unused": 5}
     return {
@@ -186,6 +187,7 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         "story": story(run),
         "bar_all": bar,
         "bar": [b for b in bar if b["w"] > 0],
+        "fleet": sorted(fleet, key=lambda m: m["metric"] != "sm_active"),
     }
 
 

@@ -1,0 +1,186 @@
+"""The Prometheus HTTP API as the ``prometheus`` source uses it: POSTed queries, answers parsed into
+series, retries with backoff and jitter, one concurrency limit per server URL.
+
+Failures: a refused connection, a timeout, HTTP 429/5xx are retried ``retries`` times; a PromQL error
+(HTTP 400/422) is not. The first failure of a query aborts the others of the same poll (their answers
+could not be used), except for ``soft`` requests (fleet queries): their failure is reported on its own
+and leaves the rest of the poll alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from monitor.sources.prometheus_config import PrometheusTarget
+
+log = logging.getLogger("monitor.sources.prometheus_source")
+
+BACKOFF_CAP = 30.0
+
+Series = tuple[dict[str, str], list[tuple[float, float]]]  # labels, (t, value) in time order
+
+
+class QueryFailed(Exception):
+    """A query could not be answered: the message says why (never holds credentials)."""
+
+
+class _Aborted(Exception):
+    """Another query of the same poll failed: this one is not sent."""
+
+
+@dataclass(frozen=True)
+class Request:
+    run: str
+    alias: str
+    path: str  # /api/v1/query or /api/v1/query_range
+    params: dict[str, str]
+    soft: bool = False  # its failure does not fail the poll (fleet queries)
+
+
+@dataclass
+class Answers:
+    series: dict[tuple[str, str], list[Series]] = field(default_factory=dict)
+    error: str | None = None  # a hard request failed: the poll fails
+    soft_errors: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+class Counter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+def parse(data: Any) -> list[Series]:
+    kind, result = data.get("resultType"), data.get("result")
+    if kind == "matrix":
+        return [(s.get("metric", {}), [(float(t), float(v)) for t, v in s.get("values", [])]) for s in result]
+    if kind == "vector":
+        return [(s.get("metric", {}), [(float(s["value"][0]), float(s["value"][1]))]) for s in result]
+    if kind == "scalar":
+        return [({}, [(float(result[0]), float(result[1]))])]
+    raise QueryFailed(f"the query returns a {kind}, not numbers")
+
+
+class PrometheusHttp:
+    """One HTTP client for every watch; a concurrency limit per server URL."""
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token
+        self._client = httpx.Client(follow_redirects=False)
+        self._lock = threading.Lock()
+        self._limits: dict[str, threading.Semaphore] = {}
+        self._rng = random.Random()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
+        """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""
+        with self._lock:
+            sem = self._limits.get(cfg.url)
+            if sem is None:
+                sem = self._limits[cfg.url] = threading.BoundedSemaphore(cfg.max_concurrency)
+            return sem
+
+    def run_all(self, cfg: PrometheusTarget, requests: list[Request], counter: Counter) -> Answers:
+        """Every request answered, or the first hard failure as an error message."""
+        out = Answers()
+        if not requests:
+            return out
+        sem = self._limit(cfg)
+        abort = threading.Event()
+
+        def one(req: Request) -> list[Series]:
+            try:
+                return self._send(cfg, req, sem, abort, counter)
+            except QueryFailed:
+                if not req.soft:
+                    abort.set()
+                raise
+
+        failures: list[str] = []
+        with ThreadPoolExecutor(max_workers=min(cfg.max_concurrency, len(requests))) as pool:
+            futures = [(req, pool.submit(one, req)) for req in requests]
+            for req, fut in futures:
+                try:
+                    out.series[(req.run, req.alias)] = fut.result()
+                except _Aborted:
+                    pass
+                except QueryFailed as exc:
+                    if req.soft:
+                        out.soft_errors[(req.run, req.alias)] = str(exc)
+                    else:
+                        failures.append(f"query {req.alias!r} for run {req.run!r}: {exc}")
+        if failures:
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            out.error = f"prometheus {cfg.url}: {failures[0]}{more}"
+        return out
+
+    def _send(
+        self,
+        cfg: PrometheusTarget,
+        req: Request,
+        sem: threading.Semaphore,
+        abort: threading.Event,
+        counter: Counter,
+    ) -> list[Series]:
+        headers = {**cfg.headers, "Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        attempts = cfg.retries + 1
+        problem = ""
+        for attempt in range(attempts):
+            if attempt:
+                delay = min(BACKOFF_CAP, cfg.backoff * 2 ** (attempt - 1))
+                if abort.wait(delay * (0.5 + 0.5 * self._rng.random())):  # jitter: 50-100% of the delay
+                    raise _Aborted
+            if abort.is_set():
+                raise _Aborted
+            counter.add()
+            try:
+                with sem:
+                    resp = self._client.post(
+                        cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
+                    )
+            except httpx.TimeoutException:
+                problem = f"no answer within {cfg.timeout:g}s"
+                continue
+            except httpx.TransportError as exc:
+                problem = f"cannot reach the server ({type(exc).__name__}: {exc})"
+                continue
+            if resp.status_code == 429 or resp.status_code >= 500:
+                problem = f"HTTP {resp.status_code}{api_error(resp)}"
+                continue
+            try:
+                body = resp.json()
+            except ValueError:
+                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON") from None
+            if resp.status_code != 200 or body.get("status") != "success":
+                raise QueryFailed(f"HTTP {resp.status_code}{api_error(resp)}")
+            for warning in body.get("warnings") or []:
+                log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
+            return parse(body.get("data") or {})
+        raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
+
+
+def api_error(resp: httpx.Response) -> str:
+    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return ""
+    if not isinstance(body, dict) or "error" not in body:
+        return ""
+    kind = body.get("errorType")
+    return f": {kind}: {body['error']}" if kind else f": {body['error']}"
