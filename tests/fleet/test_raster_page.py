@@ -4,7 +4,6 @@ drawn pixels, its name under the pointer, legible in light and dark (screenshots
 from __future__ import annotations
 
 import math
-
 import re
 
 from playwright.sync_api import expect
