@@ -16,7 +16,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from alerts.clock import ManualClock
-from alerts.slack_interactions import ACK, encode_button_value
+from alerts.notifiers.slack.interactions import ACK, encode_button_value
 from monitor.cli.main import app
 from monitor.config.loader import parse_config
 from monitor.service import build_service

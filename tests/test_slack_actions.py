@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from alerts.slack_interactions import ACK, SILENCE_4H, encode_button_value
+from alerts.notifiers.slack.interactions import ACK, SILENCE_4H, encode_button_value
 from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 from monitor.web.app import create_app

@@ -1,5 +1,5 @@
-"""Slack button clicks (alerts/slack_interactions.py): signature check against slack-sdk's own signer,
-stale and missing headers rejected, payloads parsed, and the buttons the renderer makes parse back."""
+"""Slack button clicks (alerts/notifiers/slack/interactions.py): signature check against slack-sdk's own
+signer, stale and missing headers rejected, payloads parsed, and the buttons the renderer makes parse back."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 import pytest
 from slack_sdk.signature import SignatureVerifier
 
-from alerts.notifiers.slack_blocks import root_message
-from alerts.slack_interactions import (
+from alerts.notifiers.slack.blocks import root_message
+from alerts.notifiers.slack.interactions import (
     ACK,
     SILENCE_1H,
     SILENCE_4H,

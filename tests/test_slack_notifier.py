@@ -1,5 +1,5 @@
-"""The Slack notifier (alerts/notifiers/slack.py) through the real slack-sdk against the Slack stand-in
-(tests/standins/slack_server.py): threading, updates, plots, Block Kit, error classes, idempotency,
+"""The Slack notifier (alerts/notifiers/slack/notifier.py) through the real slack-sdk against the Slack
+stand-in (tests/standins/slack_server.py): threading, updates, plots, Block Kit, error classes, idempotency,
 and the token staying out of logs and errors."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from PIL import Image
 
 from alerts.notifiers.base import SendResult
 from alerts.notifiers.registry import BuildContext, build_notifier, kinds
-from alerts.notifiers.slack import SlackNotifier, format_ref, parse_ref
+from alerts.notifiers.slack.notifier import SlackNotifier, format_ref, parse_ref
+from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, decode_button_value
 from alerts.outbox import ClaimedNotification, Dispatcher
-from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, decode_button_value
 from alerts.views import AlertView, GroupView, Plot
 from tests.standins.slack_server import SlackStandin
 

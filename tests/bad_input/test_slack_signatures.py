@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from alerts.clock import ManualClock
-from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value, signature_for
+from alerts.notifiers.slack.interactions import (
+    ACK,
+    SILENCE_1H,
+    SILENCE_4H,
+    encode_button_value,
+    signature_for,
+)
 from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 from monitor.web.app import create_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from alerts.model import Severity
-from alerts.notifiers.slack_blocks import reply_message, root_message
+from alerts.notifiers.slack.blocks import reply_message, root_message
 from alerts.notifiers.webhook import WebhookNotifier
 from alerts.views import AlertView, GroupView, Hint
 from monitor.delivery.compose import _view

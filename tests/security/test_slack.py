@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from alerts.slack_interactions import ACK, SILENCE_1H, encode_button_value
+from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, encode_button_value
 from monitor.web.api.slack_replay import ReplayGuard
 from tests.security.conftest import SECRET
 from tests.test_slack_interactions import body_of, click, signed

@@ -15,7 +15,7 @@ import logging
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from alerts.slack_interactions import BadPayload, BadSignature, parse_payload, verify_signature
+from alerts.notifiers.slack.interactions import BadPayload, BadSignature, parse_payload, verify_signature
 from monitor.delivery import oncall
 from monitor.storage import groups_repo
 from monitor.web.context import ApiContext, context

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from alerts.slack_interactions import MAX_AGE_SECONDS
+from alerts.notifiers.slack.interactions import MAX_AGE_SECONDS
 
 
 class ReplayGuard:

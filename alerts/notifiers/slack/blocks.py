@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
-from alerts.slack_interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value
+from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value
 from alerts.views import AlertView, GroupView
 
 EVENT_TYPE = "herowatch_notification"  # message metadata: event_payload {"key": idempotency key}

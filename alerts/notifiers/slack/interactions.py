@@ -10,7 +10,7 @@ payload that is not exactly a herowatch button click. The HTTP endpoint maps :cl
 (monitor/web/api/slack.py).
 
 The buttons themselves (action ids and the JSON in their ``value``) are defined here too, so the
-message renderer (``alerts.notifiers.slack_blocks``) and this parser cannot drift apart.
+message renderer (``alerts.notifiers.slack.blocks``) and this parser cannot drift apart.
 """
 
 from __future__ import annotations

@@ -55,9 +55,9 @@ from slack_sdk.web import SlackResponse
 from alerts.durations import Duration
 from alerts.notifiers.base import CheckReport, SendResult
 from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
-from alerts.notifiers.slack_blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
-from alerts.notifiers.slack_check import check_slack
-from alerts.notifiers.slack_errors import BLOCK_ERRORS, CANNOT_EDIT, FATAL_FOR_LOOKUP, ROOT_GONE, classify
+from alerts.notifiers.slack.blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
+from alerts.notifiers.slack.check import check_slack
+from alerts.notifiers.slack.errors import BLOCK_ERRORS, CANNOT_EDIT, FATAL_FOR_LOOKUP, ROOT_GONE, classify
 from alerts.views import GroupView
 
 log = logging.getLogger(__name__)
