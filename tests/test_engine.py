@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, AlertTransition, Notification, Run
-from tests.helpers import make_service, tick
+from tests.helpers import make_service, sim_id, tick
 
 
 def _count(service, model, *where):
@@ -22,14 +22,14 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
     assert "FIRING" not in out.getvalue(), "no alert before the stall has lasted the 15 min floor"
     tick(service, clock, 8 * 60)  # the stall began at 10m: 28m in, 18 min without a step
     text = out.getvalue()
-    assert text.count("FIRING CRITICAL progress_stalled run=hero-a") == 1
+    assert text.count("FIRING CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
     assert "hero-b" not in text, "the healthy run raised nothing"
     tick(service, clock, 20 * 60)  # the stall ends at 40m
     text = out.getvalue()
-    assert text.count("RESOLVED CRITICAL progress_stalled run=hero-a") == 1
+    assert text.count("RESOLVED CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
     with service.sessions() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
-        assert alert.state == "resolved" and alert.run_id == "hero-a"
+        assert alert.state == "resolved" and alert.run_id == sim_id("hero-a")
         states = [
             (t.from_state, t.to_state)
             for t in s.scalars(
@@ -42,7 +42,7 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
         assert (
             s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 2
         )
-        run = s.get(Run, "hero-a")
+        run = s.get(Run, sim_id("hero-a"))
         assert run.last_step and run.last_step > 60 and run.state == "running"
     service.stop()
 
@@ -60,7 +60,7 @@ def test_restart_does_not_notify_a_firing_alert_again(db_url, clock):
     assert "FIRING" not in out2.getvalue(), "the firing alert was restored, not raised anew"
     assert _count(again, Alert, Alert.state == "firing") == 1
     tick(again, clock, 15 * 60)
-    assert out2.getvalue().count("RESOLVED CRITICAL progress_stalled run=hero-a") == 1
+    assert out2.getvalue().count("RESOLVED CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
     assert _count(again, Alert) == 1, "the same alert instance resolved: no duplicate"
     again.stop()
 
@@ -86,7 +86,7 @@ def test_an_unreadable_source_is_reported_as_such_not_as_a_stall(db_url, clock):
     assert "progress_stalled" not in text, "an outage must not page as a stalled run"
     assert "FIRING WARNING source_unavailable run=hero-a" in text
     with service.sessions() as s:
-        assert "connection refused" in s.get(Run, "hero-a").source_error
+        assert "connection refused" in s.get(Run, sim_id("hero-a")).source_error
     service.engine.sources["sim"] = real
     tick(service, clock, 2 * 60)
     text = out.getvalue()

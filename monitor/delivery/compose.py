@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
@@ -28,7 +29,7 @@ from alerts.model import Severity
 from alerts.views import AlertView, GroupView, Kind
 from monitor.delivery.mute import Mutes
 from monitor.delivery.plots import plot_for
-from monitor.storage import groups_repo
+from monitor.storage import groups_repo, runs_repo
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification, Run
 
 
@@ -89,11 +90,13 @@ class Composer:
         else:
             kind = "update"
         told_ids = {a.id for a, _ in told}
-        shown = [
-            _view(a, mutes.reason(a.labels), self.runbooks)
+        rows = [
+            a
             for a, m in members
             if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
         ]
+        titles = runs_repo.titles(s, (a.run_id for a in rows))
+        shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in rows]
         lead_new = _lead(new) if new else None
         plot = plot_for(s, lead_new, now) if lead_new is not None else None
         view = GroupView(
@@ -126,7 +129,7 @@ class Composer:
         if run is not None and run.url:
             links["wandb_url"] = run.url
         if run is not None and base:
-            links["dashboard_url"] = f"{base}/runs/{run.id}"
+            links["dashboard_url"] = f"{base}/runs/{quote(run.id, safe='')}"
         if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
             links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
@@ -136,7 +139,7 @@ def _lead(alerts: Sequence[Alert]) -> Alert:
     return min(alerts, key=lambda a: (Severity(a.severity).rank, a.fired_at or a.active_at))
 
 
-def _view(a: Alert, muted: str | None, runbooks: str) -> AlertView:
+def _view(a: Alert, muted: str | None, runbooks: str, run_title: str | None = None) -> AlertView:
     ann = a.annotations or {}
     return AlertView(
         id=str(a.id),
@@ -155,4 +158,5 @@ def _view(a: Alert, muted: str | None, runbooks: str) -> AlertView:
         ended_at=a.resolved_at,
         acked_by=a.acked_by,
         silenced=muted,
+        run_title=run_title,
     )

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from monitor import run_ids
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -77,7 +78,9 @@ class Engine:
         self._run_watch: dict[str, str] = {}
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
-        self.evaluator = Evaluator(self._rules_for_run, self._labels)
+        self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
+        self._ambiguous: frozenset[str] = frozenset()  # display names several runs share
+        self.evaluator = Evaluator(self._rules_for_run, self._labels, self.title)
         self.recorder = Recorder(self.evaluator, delivery)
         self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
@@ -109,7 +112,13 @@ class Engine:
         watch = self.watches.get(run)  # the watch itself carries its source alerts
         return {**watch.labels, "watch": watch.name} if watch is not None else {}
 
+    def title(self, run: str) -> str:
+        return self._titles.get(run, run)
+
     def remember(self, run: Run) -> None:
+        self._titles[run.id] = run_ids.title(
+            run.display_name, run.name, run.project, run.display_name in self._ambiguous
+        )
         self._run_watch[run.id] = run.watch
         self._run_state[run.id] = run.state
         self._run_labels[run.id] = {
@@ -166,12 +175,13 @@ class Engine:
             report.skipped = True
             return report
         with self.sessions() as s:
-            known = {
-                r.id: dict(r.labels or {}) for r in s.scalars(select(Run).where(Run.watch == watch_name))
-            }
+            rows = list(s.scalars(select(Run).where(Run.watch == watch_name)))
+            known = {r.id: dict(r.labels or {}) for r in rows}
+            names = {r.id: r.name for r in rows if r.name}
             cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
+            self._ambiguous = runs_repo.shared_display_names(s)
         targets = {
-            kind: Target(watch_name, cfg, watch.labels, known) for kind, cfg in watch.targets().items()
+            kind: Target(watch_name, cfg, watch.labels, known, names) for kind, cfg in watch.targets().items()
         }
         budget = max(1.0, watch.poll_interval / self.speed)
         results = self.pollers[watch_name].poll(

@@ -9,9 +9,11 @@ Templates
     ``{selector}`` (a name from ``selectors``) is replaced by that selector, itself rendered first.
     PromQL's own braces never clash: a label matcher always holds an operator (``{job="x"}``).
 
-Values for a run, later ones winning: ``job`` = the run id; the watch's labels; the labels the watch
-already knows for the run (``Target.known_runs``, e.g. found by a W&B source); ``run_labels[run]``
-from this config; and ``run`` = the run id.
+Values for a run, later ones winning: ``job`` = the run's name; the watch's labels; the labels the
+watch already knows for the run (``Target.known_runs``, e.g. found by a W&B source); ``run_labels[run]``
+from this config; and ``run`` = the run's name. The name is the run's own id at its source (a W&B run's
+8-character id, or the name under ``runs``), never herowatch's source-qualified run id
+(``wandb:entity/project/id``, monitor.run_ids): that id never reaches PromQL.
 
 Query kinds (what the value of an alias means)
     ``gauge``   the query's value as read. It must return at most one series per run (aggregate it:

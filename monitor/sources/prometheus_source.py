@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.prometheus_config import (
@@ -207,7 +208,7 @@ class PrometheusSource:
         self, target: Target, cursors: Mapping[str, Cursor], now: float, counter: _Counter
     ) -> PollResult:
         cfg: PrometheusTarget = target.config
-        runs = list(dict.fromkeys([*cfg.runs, *target.known_runs]))
+        runs = self.runs_of(target)  # run id -> its name in the query templates
         if not runs:
             log.info(
                 "prometheus watch %s: no runs yet (set prometheus.runs, or another source finds them)",
@@ -222,7 +223,7 @@ class PrometheusSource:
             if win.empty:
                 continue
             try:
-                texts = self._texts(cfg, target, run, queries)
+                texts = self._texts(cfg, target, run, runs[run], queries)
             except TemplateError as exc:
                 return PollResult(error=f"prometheus watch {target.watch}, run {run!r}: {exc}")
             for alias, text in texts.items():
@@ -248,26 +249,41 @@ class PrometheusSource:
                     )
                 result.samples.extend(samples)
             result.cursors[run] = cursor
-            if run in cfg.runs:
-                labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(run, {})}
-                result.runs.append(RunInfo(run=run, source=SOURCE, display_name=run, labels=labels))
+            name = runs[run]
+            if run == qualify(SOURCE, target.watch, name):  # a run of the config's own
+                labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(name, {})}
+                info = RunInfo(run, SOURCE, name, labels=labels, name=name, project=target.watch)
+                result.runs.append(info)
         return result
 
     @staticmethod
-    def _values(target: Target, run: str) -> dict[str, str]:
+    def runs_of(target: Target) -> dict[str, str]:
+        """The runs to query, id -> name: those the watch knows (found by another source: their name
+        there) and those the config lists (``prometheus:<watch>/<name>``, unless a known run already
+        has that name: one run, read by both sources)."""
+        cfg: PrometheusTarget = target.config
+        runs = {run: target.name_of(run) for run in target.known_runs}
+        taken = set(runs.values())
+        for name in cfg.runs:
+            if name not in taken:
+                runs[qualify(SOURCE, target.watch, name)] = name
+        return runs
+
+    @staticmethod
+    def _values(target: Target, run: str, name: str) -> dict[str, str]:
         cfg: PrometheusTarget = target.config
         return {
-            "job": run,
+            "job": name,
             **dict(target.labels),
             **dict(target.known_runs.get(run, {})),
-            **cfg.run_labels.get(run, {}),
-            "run": run,
+            **cfg.run_labels.get(name, {}),
+            "run": name,
         }
 
     def _texts(
-        self, cfg: PrometheusTarget, target: Target, run: str, queries: Mapping[str, QuerySpec]
+        self, cfg: PrometheusTarget, target: Target, run: str, name: str, queries: Mapping[str, QuerySpec]
     ) -> dict[str, str]:
-        values = self._values(target, run)
+        values = self._values(target, run, name)
         fragments = {name: render(text, values) for name, text in cfg.all_selectors().items()}
         return {alias: render(q.expr, values, fragments) for alias, q in queries.items()}
 

@@ -15,6 +15,7 @@ import random
 from collections.abc import Mapping
 from typing import ClassVar
 
+from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.sim_config import Incident, SimTarget
@@ -205,9 +206,14 @@ class SimSource:
     def __init__(self, settings: object | None = None) -> None:
         self._runs: dict[str, SimRun] = {}
 
+    @staticmethod
+    def run_id(target: Target) -> str:
+        """``sim:<watch>/<run>`` (monitor.run_ids)."""
+        return qualify("sim", target.watch, target.config.run or target.watch)
+
     def _run_for(self, target: Target, cursor: Cursor | None, now: float) -> SimRun:
         cfg: SimTarget = target.config
-        run_id = cfg.run or target.watch
+        run_id = self.run_id(target)
         sim = self._runs.get(target.watch)
         if sim is None:
             origin = float(cursor["origin"]) if cursor and "origin" in cursor else now
@@ -219,7 +225,7 @@ class SimSource:
 
     def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
         cfg: SimTarget = target.config
-        run_id = cfg.run or target.watch
+        run_id = self.run_id(target)
         sim = self._run_for(target, cursors.get(run_id), now)
         if sim.in_outage(now):  # as a W&B or Prometheus outage looks to a poller: nothing can be read
             return PollResult(error="simulated outage: the API answers 503 Service Unavailable")
@@ -235,10 +241,12 @@ class SimSource:
         info = RunInfo(
             run=run_id,
             source="sim",
-            display_name=run_id,
+            display_name=cfg.run or target.watch,
             state=sim.state,
             labels=labels,
             heartbeat_at=now if sim.state == "running" else None,
+            name=cfg.run or target.watch,
+            project=target.watch,
         )
         cursor = {"origin": sim.origin, "t": now, "step": sim.step}
         return PollResult(samples=[*rows, infra], runs=[info], cursors={run_id: cursor}, requests=0)

@@ -35,10 +35,15 @@ def list_runs(
     "/api/runs/{run_id:path}",
     response_model=RunDetail,
     summary="One run: summary, series, restarts and alert timeline",
-    description="The run's summary plus its chart series (per metric, min and max per bucket, so a "
+    description="`run_id` is herowatch's id of the run (`wandb:entity/project/run id`, `sim:watch/run`, "
+    "`prometheus:watch/run`); a display name or a W&B run id that only one run has finds it too. "
+    "The run's summary plus its chart series (per metric, min and max per bucket, so a "
     "one-step spike survives downsampling), its restarts and downtimes with the time each cost, its "
     "goodput breakdown with every incident, and its alert timeline (transitions, newest first).",
-    responses={404: {"model": ErrorOut, "description": "no such run"}},
+    responses={
+        404: {"model": ErrorOut, "description": "no such run"},
+        409: {"model": ErrorOut, "description": "several runs have this display name: use an id"},
+    },
 )
 def get_run(
     run_id: str,
@@ -48,7 +53,11 @@ def get_run(
     ctx: ApiContext = Depends(context),
 ) -> RunDetail:
     with ctx.sessions() as s:
-        run = views.get_run(s, run_id)
-        if run is None:
+        found = views.lookup_runs(s, run_id)
+        if not found:
             raise HTTPException(404, f"no run with id {run_id!r}")
+        if len(found) > 1:
+            ids = ", ".join(r.id for r in found)
+            raise HTTPException(409, f"{len(found)} runs are called {run_id!r}: {ids}; ask for one by its id")
+        run = found[0]
         return run_detail(ctx, s, run, metrics=metric, max_points=max_points, timeline_limit=timeline_limit)

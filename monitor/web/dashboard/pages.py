@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from monitor.storage import views
 from monitor.web import status
 from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.charts import chart_payload
-from monitor.web.dashboard.templating import short_duration
+from monitor.web.dashboard.templating import run_url, short_duration
 from monitor.web.run_detail import run_detail
 from monitor.web.schemas import AlertOut, RunDetail
 from monitor.web.viewer import may_see, to_login, viewer_of
@@ -189,7 +189,14 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
     if (denied := guard(request, ctx)) is not None:
         return denied
     values = run_values(ctx, run_id)
-    if values is None:
+    if values is None:  # a display name or a source's own run id (an old link): the run, or a choice
+        with ctx.sessions() as s:
+            found = views.lookup_runs(s, run_id)
+        if len(found) == 1:
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(run_url(found[0].id) + query, status_code=303)
+        if found:
+            return page(request, ctx, "runs_named.html", 300, key=run_id, runs=found)
         return page(
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )
