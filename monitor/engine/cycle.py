@@ -11,6 +11,7 @@ few polls and at shutdown (``checkpoint``), and read back when a watch is taken 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from monitor.engine.source_health import source_rule
 from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
+from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import TERMINAL_STATES, RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
@@ -67,8 +69,10 @@ class Engine:
         clock: Clock,
         leases: Leases | None = None,
         speed: float = 1.0,
+        layouts: Layouts | None = None,
     ) -> None:
         self.watches = {w.name: w for w in watches}
+        self.layouts = layouts or Layouts()  # run kinds and panels the packs declare (rules.panels)
         self.leases = leases  # None: a single process does all the work (SQLite)
         self.sources = sources
         self.rules = rules
@@ -132,8 +136,27 @@ class Engine:
     def stats_of(self, run: Run, watch: Watch) -> RunStats:
         stats = self._stats.get(run.id)
         if stats is None:
-            stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step)
+            keys = self.layouts.evidence()
+            stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step, keys)
         return stats
+
+    def _page_facts(self, run: Run, watch: Watch, stats: RunStats) -> dict:
+        """What the pages show of a run beyond its stats: its kind (configured, or inferred from what
+        it logged) and the figures of the rules its panels draw (a rule's own baseline)."""
+        if watch.kind is not None:
+            kind, how, evidence = watch.kind, "configured", []
+        else:
+            (kind, evidence), how = self.layouts.infer(stats.seen), "inferred"
+        run.kind = kind
+        facts: dict = {"run_kind": {"name": kind, "how": how, "evidence": evidence}}
+        drawn = self.layouts.rules_drawn()
+        if drawn:
+            facts["figures"] = {
+                rule.name: figures
+                for rule, det in self.evaluator.detectors(run.id)
+                if rule.name in drawn and (figures := finite(det.stats()))
+            }
+        return facts
 
     def forget(self, run: str) -> None:
         self.evaluator.drop(run)
@@ -251,9 +274,13 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-            run.stats = {**stats.snapshot(now), "metrics_profile": self.vocabulary.describe(run_id)}
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable)
+            run.stats = {
+                **stats.snapshot(now),
+                "metrics_profile": self.vocabulary.describe(run_id),
+                **self._page_facts(run, watch, stats),
+            }
             skew = self.evaluator.apply(
                 skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
             )
@@ -315,3 +342,7 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def finite(figures: Mapping[str, object]) -> dict[str, float]:
+    return {k: float(v) for k, v in figures.items() if isinstance(v, int | float) and math.isfinite(v)}

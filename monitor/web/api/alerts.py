@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
-from monitor.storage import views
+from monitor.storage import runs_repo, views
 from monitor.web import status
 from monitor.web.auth import require_read, require_write
 from monitor.web.context import ApiContext, context
@@ -51,7 +51,9 @@ def list_alerts(
         out = (status.alert_out(a, silences, now) for a in rows)
         if silenced is not None:
             out = (a for a in out if a.silenced == silenced)
-        return list(islice(out, limit))
+        found = list(islice(out, limit))
+        titles = runs_repo.titles(s, (a.run for a in found))
+        return [a.model_copy(update={"run_title": titles.get(a.run)}) for a in found]
 
 
 @router.post(

@@ -18,16 +18,22 @@ router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
     "/api/runs",
     response_model=list[RunOut],
     summary="Every watched run with its health",
-    description="Per run: state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
+    description="Per run: its kind (pretraining, sft, rl, other) and headline figure (an RL run's "
+    "reward, else the loss), state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
     "when it was last seen, firing and pending alerts by severity, goodput, and what is wrong in words. "
-    "Ordered by run id; `order=urgency` puts what needs on-call first.",
+    "Ordered by run id; `order=urgency` puts what needs on-call first; `kind=rl` lists RL runs only.",
 )
 def list_runs(
     order: str = Query("id", pattern="^(id|urgency)$", description="id, or urgency (firing alerts first)"),
+    kind: str | None = Query(
+        None,
+        pattern=r"^[a-z][a-z0-9_-]{0,31}$",
+        description="only runs of this kind: pretraining, sft, rl, other (or a kind a pack declares)",
+    ),
     ctx: ApiContext = Depends(context),
 ) -> list[RunOut]:
     with ctx.sessions() as s:
-        runs = status.overview(ctx, s).runs
+        runs = status.overview(ctx, s, kind).runs
     return sorted(runs, key=status.urgency) if order == "urgency" else runs
 
 

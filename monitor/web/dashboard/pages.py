@@ -9,10 +9,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from monitor.storage import views
+from monitor.rules.panels import OTHER
+from monitor.storage import runs_repo, views
 from monitor.web import status
 from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.charts import chart_payload
+from monitor.web.dashboard.panel_data import panel_metrics
 from monitor.web.dashboard.templating import run_url, short_duration
 from monitor.web.run_detail import run_detail
 from monitor.web.schemas import AlertOut, RunDetail
@@ -69,16 +71,26 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
 
 # ---- overview -----------------------------------------------------------------------------------
 def overview_values(request: Request, ctx: ApiContext) -> dict[str, Any]:
+    kind = request.query_params.get("kind") or None
     with ctx.sessions() as s:
-        ov = status.overview(ctx, s)
+        counts = views.kind_counts(s)
+        if kind is not None and kind not in counts:
+            kind = None  # a kind no run has (or a stale link): every run
+        ov = status.overview(ctx, s, kind)
         runs = sorted(ov.runs, key=status.urgency)
-        sparks = request.app.state.sparks.get_many(s, [r.id for r in runs])
+        sparks = request.app.state.sparks.by_headline(s, [(r.id, r.headline.metric) for r in runs])
+    known = [k for k in ctx.layouts.kind_names() if k in counts] + sorted(
+        set(counts) - set(ctx.layouts.kind_names())
+    )
     return {
         "runs": runs,
         "sparks": sparks,
         "health": Counter(r.health for r in runs),
         "groups": group_alerts(ov.alerts),
         "group_titles": ALERT_GROUPS,
+        "kind": kind,
+        "kinds": [(k, counts[k]) for k in known],
+        "total": sum(counts.values()),
     }
 
 
@@ -173,11 +185,14 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         row = views.get_run(s, run_id)
         if row is None:
             return None
-        run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
+        panels = ctx.layouts.panels_for(row.kind or OTHER)  # the panels of the packs for its kind
+        figures = (row.stats or {}).get("figures") or {}
+        run = run_detail(ctx, s, row, metrics=panel_metrics(panels), max_points=512, timeline_limit=200)
     bar = goodput_bar(run)
+    charts = chart_payload(run, ctx.now(), panels, ctx.references.get(row.watch, {}), figures)
     return {
         "run": run,
-        "charts": chart_payload(run, ctx.now()),
+        "charts": charts,
         "story": story(run),
         "bar_all": bar,
         "bar": [b for b in bar if b["w"] > 0],
@@ -227,6 +242,10 @@ def alerts_values(ctx: ApiContext) -> dict[str, Any]:
             status.alert_out(a, silences, now)
             for _, a in zip(range(20), views.find_alerts(s, state="resolved"), strict=False)
         ]
+        titles = runs_repo.titles(s, (a.run for a in [*active, *resolved]))
+    active, resolved = (
+        [a.model_copy(update={"run_title": titles.get(a.run)}) for a in x] for x in (active, resolved)
+    )
     return {"groups": group_alerts(active), "group_titles": ALERT_GROUPS, "resolved": resolved}
 
 
