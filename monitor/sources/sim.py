@@ -1,5 +1,6 @@
 """The built-in simulated hero run: a realistic training run that can be made to fail on schedule.
 
+A pretraining run by default; with ``trains: rl`` an RL post-training run (monitor.sources.sim_rl).
 Loss falls with noise, steps come at a steady cadence with jitter, tokens/s and MFU follow the step
 time, checkpoints and evals pause the run. Incidents (stall, restart with a step rewind, loss spike,
 NaN, throughput drop, OOM kills, crash, an outage of the source itself) happen at set times after the
@@ -19,6 +20,7 @@ from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.sim_config import Incident, SimTarget
+from monitor.sources.sim_rl import rl_metrics
 
 INFRA_METRIC = "oom_kills_total"
 
@@ -161,8 +163,18 @@ class SimRun:
         return total
 
     # ---- what a step logs ----------------------------------------------------------------------
+    def _collapse(self, t: float) -> float:
+        """1 while a reward_collapse incident lasts (a policy degenerates within a few steps), else 0."""
+        return (
+            1.0
+            if any(i.kind == "reward_collapse" and self._window(i, t) for i in self.cfg.incidents)
+            else 0.0
+        )
+
     def _row(self) -> Sample:
         cfg, s, t = self.cfg, self.step, self.t
+        if cfg.trains == "rl":
+            return self._rl_row()
         base = cfg.final_loss + (cfg.initial_loss - cfg.final_loss) / math.sqrt(1.0 + s / 150.0)
         loss = base * (1.0 + 0.012 * self.rng.gauss(0.0, 1.0))
         grad = 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0))
@@ -195,6 +207,20 @@ class SimRun:
             metrics[f"extra/m{i}"] = 1.0 + 0.1 * self.rng.random()
         if s % cfg.eval_every == 0:
             metrics["eval/loss"] = base * 1.03
+        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
+
+    def _rl_row(self) -> Sample:
+        cfg, s, t = self.cfg, self.step, self.t
+        nan = any(inc.kind == "nan" and self._window(inc, t) for inc in cfg.incidents)
+        metrics = rl_metrics(cfg, s, self.rng, self._compute, self._collapse(t), nan)
+        metrics.update(
+            {
+                "global_step": float(s),
+                "grad/norm/total": 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0)),
+                "optim/learning_rate": 1e-6 * min(1.0, s / 50.0),
+                "_runtime": t - self.started_at,
+            }
+        )
         return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
 
 
