@@ -40,6 +40,9 @@
   function tickValues(u, vals, axisIdx, space, incr) {
     var big = 0;
     vals.forEach(function (v) { if (v != null) big = Math.max(big, Math.abs(v)); });
+    if (big > 0 && big < 1e-3) {  // a learning rate: 2.0e-6, with one exponent digit per axis
+      return vals.map(function (v) { return v == null ? "" : v === 0 ? "0" : v.toExponential(1); });
+    }
     var sc = scaleOf(big), d = decimalsFor((incr || 1) / sc[0]);
     return vals.map(function (v) { return v == null ? "" : (v / sc[0]).toFixed(d) + sc[1]; });
   }
