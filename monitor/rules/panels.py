@@ -178,16 +178,18 @@ class Layouts:
 
     def infer(self, seen: Iterable[str]) -> tuple[str, list[str]]:
         """The run's kind from the metrics it logged, and the evidence for it. The kind with the most of
-        its evidence present wins (at least its ``min_evidence``); ties go to the larger share of its
-        evidence, then to the kind declared first. None fits: ``other``."""
+        its evidence present wins (at least its ``min_evidence``); ties go to the kind that asks for more
+        evidence (the more specific claim: an RL run built on the Hugging Face Trainer also logs an SFT
+        run's epochs and token count), then to the larger share of its evidence, then to the kind
+        declared first. None fits: ``other``."""
         present = set(seen)
-        best: tuple[int, float, int] | None = None
+        best: tuple[int, int, float, int] | None = None
         found: tuple[str, list[str]] = (OTHER, [])
         for order, kind in enumerate(self.kinds()):
             hits = [m for m in kind.evidence if m in present]
             if len(hits) < kind.min_evidence:
                 continue
-            score = (len(hits), len(hits) / len(kind.evidence), -order)
+            score = (len(hits), kind.min_evidence, len(hits) / len(kind.evidence), -order)
             if best is None or score > best:
                 best, found = score, (kind.name, hits)
         return found

@@ -103,7 +103,7 @@
       ctx.font = (11 * dpr) + "px system-ui, sans-serif";
       ctx.textAlign = "left";  // uPlot leaves its last axis' alignment on the context
       ctx.textBaseline = "alphabetic";
-      lines.forEach(function (l) {  // reference lines: dashed, labelled at their right end
+      lines.forEach(function (l) {  // reference lines: dashed, labelled at their left end (markers crowd the right)
         var y = u.valToPos(l.value, l.axis === "right" ? "y2" : "y", true);
         if (!isFinite(y) || y < top || y > top + height) return;
         ctx.strokeStyle = REF;
@@ -114,9 +114,8 @@
         ctx.lineTo(right, y);
         ctx.stroke();
         ctx.setLineDash([]);
-        var text = l.label + " " + num(l.value), w = ctx.measureText(text).width;
         ctx.fillStyle = REF;
-        ctx.fillText(text, right - w - 4 * dpr, y - 4 * dpr);
+        ctx.fillText(l.label + " " + num(l.value), left + 4 * dpr, y - 4 * dpr);
       });
       bands.forEach(function (b) {
         var x0 = Math.max(left, u.valToPos(b.from, "x", true));
