@@ -67,7 +67,7 @@ def test_two_runs_named_alike_are_two_rows_two_pages_and_two_threads(
         service, _ = service_for(config(server.url, slack.api_url), f"sqlite:///{tmp_path / 'hw.db'}", clock,
                                  console=False, WANDB_API_KEY=KEY)  # fmt: skip
         try:
-            minutes(40)
+            minutes(15)
             assert alerts(service) == [] and slack.roots(CHANNEL) == [], "healthy runs page nobody"
             api = client(service)
             rows = {r["id"]: r for r in api.get("/api/runs").json()}
@@ -84,7 +84,7 @@ def test_two_runs_named_alike_are_two_rows_two_pages_and_two_threads(
             assert ambiguous.status_code == 409 and SFT in ambiguous.json()["error"]
 
             broken.add("sft")  # the SFT run's loss goes NaN
-            minutes(3)
+            minutes(2)
             paged = {a.run_id for a in alerts(service) if a.state == "firing"}
             assert paged == {SFT}, "only the broken run pages"
             (sft_root,) = slack.roots(CHANNEL)
@@ -93,7 +93,7 @@ def test_two_runs_named_alike_are_two_rows_two_pages_and_two_threads(
             assert "wandb:" not in text_of(sft_root), "people read the run's name, not herowatch's id"
 
             broken.add("pretrain")  # then the pretraining run's
-            minutes(3)
+            minutes(2)
             roots = slack.roots(CHANNEL)
             assert len(roots) == 2, "its own thread, not a reply in the SFT run's"
             pre_root = next(m for m in roots if m.ts != sft_root.ts)

@@ -60,6 +60,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.run_ids import qualify
+from monitor.sources.base import Target
 from monitor.sources.registry import SourceTarget, register
 
 QueryKind = Literal["gauge", "counter", "events"]
@@ -271,3 +273,29 @@ register(
     "monitor.sources.prometheus_source:PrometheusSource",
     "named PromQL per run (OOM kills, restarts, GPU and host metrics)",
 )
+
+
+def query_runs(target: Target, source: str) -> dict[str, str]:
+    """The runs a target queries, id -> name: those the watch knows (found by another source: their name
+    there) and those the config lists (``prometheus:<watch>/<name>``, unless a known run already has
+    that name: then it is that run, read by both sources)."""
+    cfg: PrometheusTarget = target.config
+    runs = {run: target.name_of(run) for run in target.known_runs}
+    taken = set(runs.values())
+    for name in cfg.runs:
+        if name not in taken:
+            runs[qualify(source, target.watch, name)] = name
+    return runs
+
+
+def template_values(target: Target, run: str, name: str) -> dict[str, str]:
+    """What ``{job}``, ``{run}`` and the other names in a query template stand for, for the run ``run``
+    (herowatch's id) whose name at its source is ``name`` (see the module's docstring)."""
+    cfg: PrometheusTarget = target.config
+    return {
+        "job": name,
+        **dict(target.labels),
+        **dict(target.known_runs.get(run, {})),
+        **cfg.run_labels.get(name, {}),
+        "run": name,
+    }

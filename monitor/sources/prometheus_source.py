@@ -46,7 +46,9 @@ from monitor.sources.prometheus_config import (
     QueryKind,
     QuerySpec,
     TemplateError,
+    query_runs,
     render,
+    template_values,
 )
 
 log = logging.getLogger(__name__)
@@ -208,7 +210,7 @@ class PrometheusSource:
         self, target: Target, cursors: Mapping[str, Cursor], now: float, counter: _Counter
     ) -> PollResult:
         cfg: PrometheusTarget = target.config
-        runs = self.runs_of(target)  # run id -> its name in the query templates
+        runs = query_runs(target, SOURCE)  # run id -> its name in the query templates
         if not runs:
             log.info(
                 "prometheus watch %s: no runs yet (set prometheus.runs, or another source finds them)",
@@ -256,34 +258,10 @@ class PrometheusSource:
                 result.runs.append(info)
         return result
 
-    @staticmethod
-    def runs_of(target: Target) -> dict[str, str]:
-        """The runs to query, id -> name: those the watch knows (found by another source: their name
-        there) and those the config lists (``prometheus:<watch>/<name>``, unless a known run already
-        has that name: one run, read by both sources)."""
-        cfg: PrometheusTarget = target.config
-        runs = {run: target.name_of(run) for run in target.known_runs}
-        taken = set(runs.values())
-        for name in cfg.runs:
-            if name not in taken:
-                runs[qualify(SOURCE, target.watch, name)] = name
-        return runs
-
-    @staticmethod
-    def _values(target: Target, run: str, name: str) -> dict[str, str]:
-        cfg: PrometheusTarget = target.config
-        return {
-            "job": name,
-            **dict(target.labels),
-            **dict(target.known_runs.get(run, {})),
-            **cfg.run_labels.get(name, {}),
-            "run": name,
-        }
-
     def _texts(
         self, cfg: PrometheusTarget, target: Target, run: str, name: str, queries: Mapping[str, QuerySpec]
     ) -> dict[str, str]:
-        values = self._values(target, run, name)
+        values = template_values(target, run, name)
         fragments = {name: render(text, values) for name, text in cfg.all_selectors().items()}
         return {alias: render(q.expr, values, fragments) for alias, q in queries.items()}
 
