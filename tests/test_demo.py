@@ -43,7 +43,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
         while time.monotonic() < deadline and "resolved" not in seen:
             try:
                 for a in get(f"http://127.0.0.1:{port}/api/alerts"):
-                    if a["rule"] == "progress_stalled" and a["run"] == "hero-demo-7b":
+                    if a["rule"] == "progress_stalled" and a["run_title"] == "hero-demo-7b":
                         seen.add(a["state"])
             except OSError:
                 pass

@@ -22,11 +22,11 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
     assert "FIRING" not in out.getvalue(), "no alert before the stall has lasted the 15 min floor"
     tick(service, clock, 8 * 60)  # the stall began at 10m: 28m in, 18 min without a step
     text = out.getvalue()
-    assert text.count("FIRING CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
+    assert text.count("FIRING CRITICAL progress_stalled run=hero-a") == 1
     assert "hero-b" not in text, "the healthy run raised nothing"
     tick(service, clock, 20 * 60)  # the stall ends at 40m
     text = out.getvalue()
-    assert text.count("RESOLVED CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
+    assert text.count("RESOLVED CRITICAL progress_stalled run=hero-a") == 1
     with service.sessions() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
         assert alert.state == "resolved" and alert.run_id == sim_id("hero-a")
@@ -60,7 +60,7 @@ def test_restart_does_not_notify_a_firing_alert_again(db_url, clock):
     assert "FIRING" not in out2.getvalue(), "the firing alert was restored, not raised anew"
     assert _count(again, Alert, Alert.state == "firing") == 1
     tick(again, clock, 15 * 60)
-    assert out2.getvalue().count("RESOLVED CRITICAL progress_stalled run=sim:hero-a/hero-a") == 1
+    assert out2.getvalue().count("RESOLVED CRITICAL progress_stalled run=hero-a") == 1
     assert _count(again, Alert) == 1, "the same alert instance resolved: no duplicate"
     again.stop()
 

@@ -62,7 +62,7 @@ watch:
     service, out = make_service(db_url, clock, config)
     service.engine.resume()
     tick(service, clock, 20 * MIN)  # 50 steps take about 8 minutes, then the run reports finished
-    assert out.getvalue().count("FIRING CRITICAL run_finished_early run=sim:short/short") == 1
+    assert out.getvalue().count("FIRING CRITICAL run_finished_early run=short") == 1
     assert "of 1000 (5%)" in out.getvalue()
     service.stop()
 
