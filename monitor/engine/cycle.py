@@ -42,6 +42,7 @@ from monitor.storage.models import Run
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
+SHARED_NAMES_EVERY = 60.0  # seconds between reads of the display names several runs share
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Engine:
     ) -> None:
         self.watches = {w.name: w for w in watches}
         self.layouts = layouts or Layouts()  # run kinds and panels the packs declare (rules.panels)
+        self._drawn = self.layouts.rules_drawn()  # rules whose figures the panels draw
         self.leases = leases  # None: a single process does all the work (SQLite)
         self.sources = sources
         self.rules = rules
@@ -83,7 +85,8 @@ class Engine:
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
-        self._ambiguous: frozenset[str] = frozenset()  # display names several runs share
+        self._ambiguous: frozenset[str] = frozenset()  # display names several runs share ...
+        self._ambiguous_at = -math.inf  # ... as read at this time (once a minute: one query, not per poll)
         self.evaluator = Evaluator(self._rules_for_run, self._labels, self.title)
         self.recorder = Recorder(self.evaluator, delivery)
         self.adoption = Adoption(self)
@@ -149,7 +152,7 @@ class Engine:
             (kind, evidence), how = self.layouts.infer(stats.seen), "inferred"
         run.kind = kind
         facts: dict = {"run_kind": {"name": kind, "how": how, "evidence": evidence}}
-        drawn = self.layouts.rules_drawn()
+        drawn = self._drawn
         if drawn:
             facts["figures"] = {
                 rule.name: figures
@@ -202,7 +205,8 @@ class Engine:
             known = {r.id: dict(r.labels or {}) for r in rows}
             names = {r.id: r.name for r in rows if r.name}
             cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
-            self._ambiguous = runs_repo.shared_display_names(s)
+            if self.clock.time() - self._ambiguous_at >= SHARED_NAMES_EVERY:
+                self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), self.clock.time()
         targets = {
             kind: Target(watch_name, cfg, watch.labels, known, names) for kind, cfg in watch.targets().items()
         }
