@@ -57,8 +57,10 @@ rules:
 """
 
 
-@pytest.fixture
-def kinds(tmp_path: Path) -> Iterator[Live]:
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One server for the module: the tests only read (the overview test lets one more minute pass)."""
+    tmp_path = tmp_path_factory.mktemp("kinds")
     with WandbStandin(KEY, entity=ENTITY) as server:
         t0 = server.clock
         server.add_run("rl", "grpo1", display_name="qwen-7b-grpo")
