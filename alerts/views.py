@@ -94,10 +94,16 @@ class AlertView:
     holds_for: float | None = None  # a heartbeat: seconds it holds unless beaten again (its next beat is due)
     hints: tuple[Hint, ...] = ()
     hints_window: float | None = None  # seconds the members were compared over
+    run_title: str | None = None  # what people call the run (its display name, with its project if shared)
 
     @property
     def run(self) -> str | None:
         return self.labels.get("run")
+
+    @property
+    def run_shown(self) -> str | None:
+        """The run as people read it: its title, else its id (the ``run`` label)."""
+        return self.run_title or self.run
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +126,7 @@ class AlertView:
             "holds_for": self.holds_for,
             "hints": [h.to_dict() for h in self.hints],
             "hints_window": self.hints_window,
+            "run_title": self.run_title,
         }
 
     @classmethod
@@ -144,6 +151,7 @@ class AlertView:
             holds_for=d.get("holds_for"),
             hints=tuple(Hint.from_dict(h) for h in d.get("hints") or () if isinstance(h, Mapping)),
             hints_window=d.get("hints_window"),
+            run_title=d.get("run_title"),
         )
 
 
@@ -222,12 +230,23 @@ class GroupView:
         return self.group_labels.get("run") or self.lead.run
 
     @property
+    def run_title(self) -> str | None:
+        """The group's run as people read it: its display name (with its project where that name is
+        shared), else its id."""
+        run = self.run
+        if not run:
+            return None
+        titled = next((a.run_title for a in self.alerts if a.run == run and a.run_title), None)
+        return titled or run
+
+    @property
     def where(self) -> str:
-        """What the group is about, in words: "run hero-1", or "watch pretrain" for herowatch's own
-        alerts about a whole watch (a source it cannot read)."""
+        """What the group is about, in words: "run hero-1" (its display name, "run qwen-7b-v3 (acme/sft)"
+        when another run has that name too), or "watch pretrain" for herowatch's own alerts about a whole
+        watch (a source it cannot read)."""
         if not self.run:
             return ""
-        return f"{'watch' if self.lead.labels.get('scope') == 'watch' else 'run'} {self.run}"
+        return f"{'watch' if self.lead.labels.get('scope') == 'watch' else 'run'} {self.run_title}"
 
     def alert_ids(self) -> list[str]:
         return [a.id for a in self.alerts if a.id]

@@ -43,7 +43,9 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class RunInfo:
-    """What a source knows of a run beyond its samples: for discovery and display."""
+    """What a source knows of a run beyond its samples: for discovery and display. ``run`` is the
+    source-qualified id (monitor.run_ids), ``name`` the run's own id at its source (what a Prometheus
+    template substitutes for ``{run}``), ``project`` the scope that name is unique in."""
 
     run: str
     source: str
@@ -52,6 +54,8 @@ class RunInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
     heartbeat_at: float | None = None
+    name: str | None = None
+    project: str | None = None
 
 
 def is_finite(value: float | None) -> bool:

@@ -31,7 +31,15 @@ from monitor.delivery.send_stats import SendLatency
 from monitor.engine import blindness
 from monitor.engine.cycle import Engine
 from monitor.engine.scheduling import add_interval_job, make_scheduler
-from monitor.rules.loader import RuleSet, check_overrides, load_pack, load_rule_file, pack_inhibit_rules
+from monitor.rules.loader import (
+    RuleSet,
+    check_overrides,
+    load_layouts,
+    load_pack,
+    load_rule_file,
+    pack_inhibit_rules,
+)
+from monitor.rules.panels import Layouts, layout_problems
 from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
@@ -86,6 +94,17 @@ def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>")
     if problems:
         raise ConfigError(config_path, problems)
     return rules
+
+
+def build_layouts(cfg: WatchConfig, rules: RuleSet, base_dir: Path, config_path: str = "<config>") -> Layouts:
+    """What the packs and rule files in force declare for the pages (run kinds, panels), checked
+    against the rules and the watches' kinds."""
+    layouts = load_layouts(cfg.rules.packs, cfg.rules.files, base_dir)
+    kinds = {f"watch[{i}].kind": w.kind for i, w in enumerate(cfg.watch) if w.kind is not None}
+    problems = layout_problems(layouts, {r.name for r in rules.rules}, kinds)
+    if problems:
+        raise ConfigError(config_path, [Problem(None, field, msg) for field, msg in problems])
+    return layouts
 
 
 def runbooks_base(cfg: WatchConfig) -> str:
@@ -307,6 +326,7 @@ def build_service(
     auto_migrate: bool | None = None,
 ) -> Service:
     rules = with_runbooks(build_rules(cfg, base_dir, config_path), runbooks_base(cfg))
+    layouts = build_layouts(cfg, rules, base_dir, config_path)
     check_matchers(cfg, config_path)
     db = prepare_database(settings, auto_migrate)
     sessions = make_sessionmaker(db)
@@ -320,7 +340,9 @@ def build_service(
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
-    engine = Engine(cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed)
+    engine = Engine(
+        cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed, layouts=layouts
+    )
     notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
     latency = SendLatency({r.name: r.kind for r in cfg.receivers})

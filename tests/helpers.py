@@ -29,6 +29,11 @@ watch:
 """
 
 
+def sim_id(watch: str, run: str | None = None) -> str:
+    """herowatch's id of a simulated run: ``sim:<watch>/<run>`` (the run defaults to the watch's name)."""
+    return f"sim:{watch}/{run or watch}"
+
+
 def make_service(
     db_url: str, clock: Clock, text: str = STALL_CONFIG, keep_notifiers: bool = False
 ) -> tuple[Service, io.StringIO]:

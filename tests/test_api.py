@@ -29,7 +29,7 @@ def test_runs_and_alerts_show_the_stall(db_url, clock):
     api = client(service)
     assert api.get("/healthz").json()["status"] == "ok"
     runs = {r["id"]: r for r in api.get("/api/runs").json()}
-    a, b = runs["hero-a"], runs["hero-b"]
+    a, b = runs["sim:hero-a/hero-a"], runs["sim:hero-b/hero-b"]
     assert a["health"] == "critical" and a["active_alerts"] == {"critical": 1}
     assert a["problem"].startswith("hero-a: no new step for"), a["problem"]
     assert a["steps_per_second"] == 0.0 and a["eta_seconds"] is None, "a stalled run makes no progress"
@@ -39,13 +39,15 @@ def test_runs_and_alerts_show_the_stall(db_url, clock):
     assert 2 < b["loss"] < 11 and b["tokens_per_second"] > 1e5 and 30 < b["mfu"] < 60
     assert b["goodput"]["ratio"] > 0.95 and b["last_seen_at"].endswith("Z")
     with service.sessions() as s:
-        assert s.get(Run, "hero-b").stats["goodput"]["v"] == 1, "goodput is persisted in runs.stats"
+        assert s.get(Run, "sim:hero-b/hero-b").stats["goodput"]["v"] == 1, (
+            "goodput is persisted in runs.stats"
+        )
     assert a["labels"]["team"] == "pretrain"
     urgent = [r["id"] for r in api.get("/api/runs", params={"order": "urgency"}).json()]
-    assert urgent == ["hero-a", "hero-b"]
+    assert urgent == ["sim:hero-a/hero-a", "sim:hero-b/hero-b"]
     firing = api.get("/api/alerts", params={"state": "firing"}).json()
     assert [(x["rule"], x["run"], x["severity"]) for x in firing] == [
-        ("progress_stalled", "hero-a", "critical")
+        ("progress_stalled", "sim:hero-a/hero-a", "critical")
     ]
     assert "no new step" in firing[0]["summary"] and firing[0]["runbook_url"] == "/runbooks#progress-stalled"
     assert firing[0]["silenced"] is False and firing[0]["acknowledged"] is False
@@ -71,7 +73,9 @@ def test_alert_filters_ack_and_silence(db_url, clock):
     (alert,) = api.get("/api/alerts", params={"state": "firing"}).json()
     aid = alert["id"]
     assert ids(state="active") == [aid] and ids(severity="warning") == [] and ids(run="hero-b") == []
-    assert ids(severity="critical", run="hero-a") == [aid]
+    assert (
+        ids(severity="critical", run="hero-a") == [aid] == ids(run="sim:hero-a/hero-a")
+    )  # a display name or the id
     assert ids(acknowledged=False) == [aid] and ids(acknowledged=True) == []
     assert ids(silenced=True) == [] and aid in ids(silenced=False)
 
@@ -88,7 +92,7 @@ def test_alert_filters_ack_and_silence(db_url, clock):
     made = api.post(
         "/api/silences",
         json={
-            "matchers": ["run=hero-a", "alertname=~progress_.*"],
+            "matchers": ["run=sim:hero-a/hero-a", "alertname=~progress_.*"],
             "duration": "2h",
             "created_by": "alice",
             "comment": "known hang",
@@ -100,7 +104,7 @@ def test_alert_filters_ack_and_silence(db_url, clock):
     assert ids(silenced=True) == [aid] and aid not in ids(silenced=False)
     muted = api.get("/api/alerts", params={"silenced": True}).json()[0]
     assert muted["silenced_by"] == made.json()["id"]
-    run = {r["id"]: r for r in api.get("/api/runs").json()}["hero-a"]
+    run = {r["id"]: r for r in api.get("/api/runs").json()}["sim:hero-a/hero-a"]
     assert run["silenced_alerts"] == 1 and run["problem"].endswith("silenced")
 
     tick(service, clock, 20 * 60, every=120)  # the stall ends 40 minutes in: the alert resolves

@@ -11,7 +11,12 @@ from monitor.web.auth import SESSION_COOKIE
 from tests.dashboard.support import TOKEN, bearer, build, client
 from tests.helpers import tick
 
-SILENCE = {"matchers": ["run=hero-a"], "duration": "1h", "created_by": "alice", "comment": "maintenance"}
+SILENCE = {
+    "matchers": ["run=sim:hero-a/hero-a"],
+    "duration": "1h",
+    "created_by": "alice",
+    "comment": "maintenance",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +54,9 @@ def test_silences_crud_with_the_token(db_url, clock):
     made = api.post("/api/silences", json=SILENCE, headers=bearer())
     assert made.status_code == 201, made.text
     s = made.json()
-    assert s["matchers"] == ["run=hero-a"] and s["state"] == "active" and s["created_by"] == "alice"
+    assert (
+        s["matchers"] == ["run=sim:hero-a/hero-a"] and s["state"] == "active" and s["created_by"] == "alice"
+    )
     assert s["muting"] == 1 and s["comment"] == "maintenance"
     assert api.get(f"/api/silences/{s['id']}").json() == s
     assert [x["id"] for x in api.get("/api/silences", params={"state": "active"}).json()] == [s["id"]]
@@ -122,7 +129,7 @@ def test_protected_reads_need_the_token_but_probes_do_not(tmp_path, clock):
 def test_dashboard_login_sets_a_strict_cookie_and_forms_need_it_and_csrf(tmp_path, clock):
     service = build(f"sqlite:///{tmp_path / 'hw.db'}", clock)
     api = client(service)
-    form = {"matchers": 'run="hero-a"', "duration": "30m", "comment": "x"}
+    form = {"matchers": 'run="sim:hero-a/hero-a"', "duration": "30m", "comment": "x"}
     anon = api.post("/silences", data={**form, "csrf": "x"}, follow_redirects=False)
     assert anon.status_code == 303 and anon.headers["location"].startswith("/login?next=")
     bad = api.post(
@@ -143,7 +150,7 @@ def test_dashboard_login_sets_a_strict_cookie_and_forms_need_it_and_csrf(tmp_pat
     made = api.post("/silences", data={**form, "csrf": csrf}, follow_redirects=False)
     assert made.status_code == 303 and made.headers["location"].startswith("/silences?created=")
     (silence,) = api.get("/api/silences").json()
-    assert silence["created_by"] == "alice" and silence["matchers"] == ['run="hero-a"']
+    assert silence["created_by"] == "alice" and silence["matchers"] == ['run="sim:hero-a/hero-a"']
     bad_form = api.post("/silences", data={**form, "matchers": "run~x", "csrf": csrf})
     assert bad_form.status_code == 422 and "bad matcher" in bad_form.text and "run~x" in bad_form.text
     service.stop()

@@ -85,17 +85,33 @@ def test_metrics_show_herowatch_health_and_per_run_gauges(db_url, clock):
     assert get("herowatch_source_last_success_timestamp_seconds", source="sim") == clock.time()
     assert get("herowatch_outbox_backlog") == 0.0, "the tick delivered every notification"
     assert (
-        get("herowatch_run_alerts", run="hero-a", watch="hero-a", state="firing", severity="critical") == 1.0
+        get(
+            "herowatch_run_alerts",
+            run="sim:hero-a/hero-a",
+            watch="hero-a",
+            state="firing",
+            severity="critical",
+        )
+        == 1.0
     )
     assert (
-        get("herowatch_run_alerts", run="hero-b", watch="hero-b", state="firing", severity="critical") == 0.0
+        get(
+            "herowatch_run_alerts",
+            run="sim:hero-b/hero-b",
+            watch="hero-b",
+            state="firing",
+            severity="critical",
+        )
+        == 0.0
     )
-    assert get("herowatch_run_health", run="hero-a", watch="hero-a", health="critical") == 1.0
-    assert get("herowatch_run_steps_per_second", run="hero-a", watch="hero-a") == 0.0
-    assert 0.07 < get("herowatch_run_steps_per_second", run="hero-b", watch="hero-b") < 0.09
-    assert get("herowatch_run_goodput_ratio", run="hero-b", watch="hero-b") > 0.95
-    assert get("herowatch_run_lost_seconds", run="hero-a", watch="hero-a", kind="stalled") > 15 * 60
-    assert get("herowatch_run_step", run="hero-b", watch="hero-b") > 100
+    assert get("herowatch_run_health", run="sim:hero-a/hero-a", watch="hero-a", health="critical") == 1.0
+    assert get("herowatch_run_steps_per_second", run="sim:hero-a/hero-a", watch="hero-a") == 0.0
+    assert 0.07 < get("herowatch_run_steps_per_second", run="sim:hero-b/hero-b", watch="hero-b") < 0.09
+    assert get("herowatch_run_goodput_ratio", run="sim:hero-b/hero-b", watch="hero-b") > 0.95
+    assert (
+        get("herowatch_run_lost_seconds", run="sim:hero-a/hero-a", watch="hero-a", kind="stalled") > 15 * 60
+    )
+    assert get("herowatch_run_step", run="sim:hero-b/hero-b", watch="hero-b") > 100
     assert get("herowatch_metrics_read_error") == 0.0
     assert get("herowatch_alerts", rule="progress_stalled", severity="critical", state="firing") == 1.0
     assert (

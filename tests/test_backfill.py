@@ -11,7 +11,7 @@ from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification, Run, SeriesMeta, SourceCursor
 from monitor.storage.series import read_series
 from monitor.traces.trace import read_trace
-from tests.wandb_support import ENTITY, KEY, PROJECT, wandb_standin_fixture  # noqa: F401 - fixture "server"
+from tests.wandb_support import ENTITY, KEY, PROJECT, wandb_standin_fixture, wid  # noqa: F401 - fixture "server"
 
 
 def test_backfill_loads_every_step_and_notifies_nobody(server, tmp_path, monkeypatch):
@@ -50,18 +50,20 @@ def test_backfill_loads_every_step_and_notifies_nobody(server, tmp_path, monkeyp
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "done1: 4501 samples loaded" in result.output, "4,500 history rows and one state sample"
+    assert f"{wid('done1')}: 4501 samples loaded" in result.output, "4,500 history rows and one state sample"
     stepped = [s for s in read_trace(out.read_text().splitlines()) if s.step is not None]
     assert [s.step for s in stepped] == list(range(4500))
     engine = make_engine(url)
     with make_sessionmaker(engine)() as s:
-        run = s.get(Run, "done1")
+        run = s.get(Run, wid("done1"))
         assert (run.state, run.last_step, run.watch) == ("finished", 4499, "hero")
-        assert s.get(SeriesMeta, ("done1", "train/loss")).points == 4500
-        _, buckets = read_series(s, "done1", "train/loss")
+        assert s.get(SeriesMeta, (wid("done1"), "train/loss")).points == 4500
+        _, buckets = read_series(s, wid("done1"), "train/loss")
         assert max(b.max for b in buckets) == 9.0, "the one-step spike at 3001 is in the chart"
-        assert s.get(SourceCursor, ("done1", "wandb")).cursor["step"] == 4499, "serve continues from here"
-        assert s.get(Run, "other") is None, "--run limits the backfill"
+        assert s.get(SourceCursor, (wid("done1"), "wandb")).cursor["step"] == 4499, (
+            "serve continues from here"
+        )
+        assert s.get(Run, wid("other")) is None, "--run limits the backfill"
         assert s.scalar(select(func.count()).select_from(Alert)) == 0
         assert s.scalar(select(func.count()).select_from(Notification)) == 0
     engine.dispose()

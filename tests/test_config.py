@@ -96,7 +96,7 @@ def test_the_shipped_example_and_demo_configs_are_valid(tmp_path):
     assert result.exit_code == 0, result.output
     assert "hero-70b: sim every 30s" in result.output
     demo = (REPO / "monitor" / "config" / "demo.yaml").read_text()
-    assert [w.name for w in parse_config(demo).watch] == ["hero-demo-7b", "hero-demo-healthy"]
+    assert [w.name for w in parse_config(demo).watch] == ["hero-demo-7b", "hero-demo-healthy", "rl-demo-grpo"]
 
 
 def test_durations_read_like_people_write_them():

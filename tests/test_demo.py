@@ -43,7 +43,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
         while time.monotonic() < deadline and "resolved" not in seen:
             try:
                 for a in get(f"http://127.0.0.1:{port}/api/alerts"):
-                    if a["rule"] == "progress_stalled" and a["run"] == "hero-demo-7b":
+                    if a["rule"] == "progress_stalled" and a["run_title"] == "hero-demo-7b":
                         seen.add(a["state"])
             except OSError:
                 pass
@@ -55,7 +55,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
                 if "herowatch_outbox_backlog 0.0" in r.read().decode():
                     break
             time.sleep(0.5)
-        runs = {r["id"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
+        runs = {r["display_name"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
         assert runs["hero-demo-healthy"]["health"] == "ok"
         assert (tmp_path / "herowatch" / "demo.db").exists(), "the demo keeps its data in the data folder"
     finally:

@@ -1,6 +1,7 @@
-"""The demo keeps teaching: its run loops through six incidents, each of which pages, can be acted on
-for a while and resolves within the loop, and the loop comes round again; the healthy run never pages.
-The demo's own config on a manual clock (10 simulated hours in about ten seconds)."""
+"""The demo keeps teaching: its pretraining run loops through six incidents and its RL run through a
+reward collapse, each of which pages, can be acted on for a while and resolves within the loop, and the
+loop comes round again; the healthy run never pages. The demo's own config on a manual clock (10
+simulated hours in about fifteen seconds)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from alerts.clock import ManualClock
 from monitor.cli.demo_text import intro
 from monitor.config.loader import parse_config
 from monitor.storage.models import Alert, AlertTransition
-from tests.helpers import make_service, tick
+from tests.helpers import make_service, sim_id, tick
 
 DEMO = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
 T0 = 1_780_000_000.0
@@ -27,6 +28,7 @@ TAUGHT = {
     "throughput_drop": "throughput_drop",
     "outage": "source_unavailable",
 }
+RL_TAUGHT = ("rl_reward_collapse", "rl_kl_blowup", "rl_entropy_collapse")  # what the policy collapse pages
 
 
 def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp_path: Path):
@@ -41,15 +43,21 @@ def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp
             ).all()
     finally:
         service.stop()
-    assert {a.run_id for _, a in rows} == {"hero-demo-7b"}, "the healthy run never raised anything"
+    # the run's alerts, and the outage's (about the watch: its run label is the watch's name)
+    raised = {a.run_id for _, a in rows}
+    rl = sim_id("rl-demo-grpo", "qwen-7b-grpo")
+    assert raised == {sim_id("hero-demo-7b"), "hero-demo-7b", rl}, "the healthy run never raised anything"
+    assert {a.rule for _, a in rows if a.run_id == rl} == set(RL_TAUGHT), "the RL run pages its collapse only"
     cfg = parse_config(DEMO, "demo.yaml")
-    incidents = {i.kind: i for i in cfg.watch[0].sim.incidents}
-    for kind, rule in TAUGHT.items():
+    incidents = {i.kind: i for w in cfg.watch for i in w.sim.incidents}
+    taught = [*TAUGHT.items(), *(("reward_collapse", rule) for rule in RL_TAUGHT)]
+    for kind, rule in taught:
         for loop in (0, 1):
             start = T0 + loop * LOOP + incidents[kind].at
             fired = [t.at for t, a in rows if a.rule == rule and t.to_state == "firing" and t.at >= start]
-            assert fired and fired[0] - start < 25 * 60, (
-                f"{rule} fires within 25m of the {kind} (loop {loop})"
+            within = 35 if rule == "rl_reward_collapse" else 25  # it waits for 30m of low batches
+            assert fired and fired[0] - start < within * 60, (
+                f"{rule} fires within {within}m of the {kind} (loop {loop})"
             )
             resolved = [t for t, a in rows if a.rule == rule and t.to_state == "resolved" and t.at > fired[0]]
             assert resolved, f"{rule} resolves (loop {loop})"
@@ -59,7 +67,7 @@ def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp
             )
             assert resolved[0].at < T0 + (loop + 1) * LOOP, f"{rule} resolves before the loop comes round"
     pages = {a.rule for t, a in rows if t.to_state == "firing" and a.severity in ("critical", "warning")}
-    assert pages <= set(TAUGHT.values()), f"nothing pages but what the loop teaches: {pages}"
+    assert pages <= {*TAUGHT.values(), *RL_TAUGHT}, f"nothing pages but what the loop teaches: {pages}"
     reasons = [t.reason for t, a in rows if t.to_state == "resolved"]
     assert not [r for r in reasons if "sigma below" in r], "a resolution never reads like an alarm"
     assert any(r.startswith("last step ") and "within the limit 15m" in r for r in reasons)
@@ -80,3 +88,4 @@ def test_the_demo_explains_its_clock_and_its_schedule():
         "OOM kill + restart 2:30, throughput drop 3:15, source outage 4:15" in flat
     )
     assert "hero-demo-healthy: stays healthy" in flat and "one-time token tok" in flat
+    assert "qwen-7b-grpo (every 5h, at h:mm into each loop): reward collapse 1:20" in flat

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, AlertTransition, Notification, Run
-from tests.helpers import make_service, tick
+from tests.helpers import make_service, sim_id, tick
 
 
 def _count(service, model, *where):
@@ -29,7 +29,7 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
     assert text.count("RESOLVED CRITICAL progress_stalled run=hero-a") == 1
     with service.sessions() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
-        assert alert.state == "resolved" and alert.run_id == "hero-a"
+        assert alert.state == "resolved" and alert.run_id == sim_id("hero-a")
         states = [
             (t.from_state, t.to_state)
             for t in s.scalars(
@@ -42,7 +42,7 @@ def test_stall_fires_notifies_once_and_resolves(db_url, clock):
         assert (
             s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 2
         )
-        run = s.get(Run, "hero-a")
+        run = s.get(Run, sim_id("hero-a"))
         assert run.last_step and run.last_step > 60 and run.state == "running"
     service.stop()
 
@@ -86,7 +86,7 @@ def test_an_unreadable_source_is_reported_as_such_not_as_a_stall(db_url, clock):
     assert "progress_stalled" not in text, "an outage must not page as a stalled run"
     assert "FIRING WARNING source_unavailable run=hero-a" in text
     with service.sessions() as s:
-        assert "connection refused" in s.get(Run, "hero-a").source_error
+        assert "connection refused" in s.get(Run, sim_id("hero-a")).source_error
     service.engine.sources["sim"] = real
     tick(service, clock, 2 * 60)
     text = out.getvalue()

@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, Run
-from tests.helpers import make_service
+from tests.helpers import make_service, sim_id
 
 CONFIG = """
 watch:
@@ -62,7 +62,7 @@ def test_a_stuck_source_holds_nothing_up_and_pages_its_outage_on_time(migrated_u
             service.engine.poll("hero-a")
             assert time.monotonic() - started < 3, "the stuck source held the cycle up"
             with service.sessions() as s:
-                steps.append(s.get(Run, "hero-a").last_step)
+                steps.append(s.get(Run, sim_id("hero-a")).last_step)
         assert steps[1] is not None and steps[-1] > steps[1], f"the other source's data went on: {steps}"
         # in flight for 40 s, over its limit (3 x the 1 s timeout, at least two poll intervals: 20 s)
         assert [s for s, _ in alerts(service, "source_unavailable")] == ["pending"]

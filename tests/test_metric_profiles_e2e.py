@@ -20,7 +20,7 @@ from monitor.storage.models import Run
 from tests.dashboard.support import client
 from tests.faults.support import alerts, cycle, service_for
 from tests.standins.wandb_server import WandbStandin
-from tests.wandb_support import ENTITY, KEY, PROJECT, wandb_standin_fixture  # noqa: F401
+from tests.wandb_support import ENTITY, KEY, PROJECT, wandb_standin_fixture, wid  # noqa: F401
 
 DIVERGE, NAN, END = 600, 900, 960
 
@@ -100,7 +100,7 @@ def fired(service) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {r: set() for r in TRAINERS}
     for a in alerts(service):
         if a.fired_at is not None:
-            out.setdefault(a.run_id, set()).add(a.rule)
+            out.setdefault(a.run_id.rsplit("/", 1)[-1], set()).add(a.rule)  # by W&B run id
     return out
 
 
@@ -139,7 +139,7 @@ def test_megatron_and_hf_runs_get_the_levanter_runs_alerts(server: WandbStandin,
         assert after["hf"] == after["lev"], after
 
         with service.sessions() as s:
-            detected = {r.id: r.stats["metrics_profile"] for r in s.query(Run)}
+            detected = {r.name: r.stats["metrics_profile"] for r in s.query(Run)}
         for run, profile in EXPECTED_PROFILE.items():
             assert detected[run]["name"] == profile and detected[run]["how"] == "detected", detected[run]
             assert detected[run]["confidence"] >= 0.9
@@ -155,7 +155,7 @@ def test_megatron_and_hf_runs_get_the_levanter_runs_alerts(server: WandbStandin,
         out = CliRunner().invoke(app, ["check-config", str(cfg_file), "--explain", "--database-url", db_url])
         assert out.exit_code == 0, out.output
         assert "detected per run" in out.output
-        assert "run meg: detected megatron (confidence 1.00" in out.output, out.output
-        assert "run hf: detected huggingface" in out.output, out.output
+        assert f"run {wid('meg')}: detected megatron (confidence 1.00" in out.output, out.output
+        assert f"run {wid('hf')}: detected huggingface" in out.output, out.output
     finally:
         service.stop()

@@ -202,7 +202,7 @@ def test_the_service_pages_from_its_config_and_follows_an_ack_from_the_api(db_ur
     assert pd.actions() == ["trigger"], [c.errors for c in pd.calls]
     body = pd.calls[0].body
     assert body["payload"]["class"] == "progress_stalled" and body["payload"]["severity"] == "critical"
-    assert body["links"][0]["href"] == f"{EXTERNAL_URL}/runs/hero-a"
+    assert body["links"][0]["href"] == f"{EXTERNAL_URL}/runs/sim%3Ahero-a%2Fhero-a"
     (image,) = body["images"]
     api = TestClient(create_app(service), base_url="http://localhost")
     png = api.get(image["src"].removeprefix(EXTERNAL_URL))

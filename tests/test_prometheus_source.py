@@ -172,10 +172,28 @@ def source() -> Iterator[PrometheusSource]:
     src.close()
 
 
+def qid(name: str) -> str:
+    """The id of a run another source (W&B) of the watch found: ``name`` is its id there."""
+    return f"wandb:team/llm/{name}"
+
+
+def pid(name: str) -> str:
+    """The id of a run the Prometheus config itself names (``runs``)."""
+    return f"prometheus:w/{name}"
+
+
 def target(url: str, known: dict[str, dict[str, str]] | None = None, **cfg: Any) -> Target:
+    """``known``: runs found by another source, by their name there (the templates get the name, never
+    herowatch's source-qualified id)."""
     cfg.setdefault("step", "30s")
     cfg.setdefault("lookback", "20m")
-    return Target(watch="w", config=PrometheusTarget(url=url, **cfg), known_runs=known or {})
+    known = known or {}
+    return Target(
+        watch="w",
+        config=PrometheusTarget(url=url, **cfg),
+        known_runs={qid(k): v for k, v in known.items()},
+        names={qid(k): k for k in known},
+    )
 
 
 def ok(result: PollResult) -> PollResult:
@@ -184,7 +202,9 @@ def ok(result: PollResult) -> PollResult:
 
 
 def series_of(result: PollResult, run: str, alias: str) -> dict[float, float]:
-    return {s.t: s.metrics[alias] for s in result.samples if s.run == run and alias in s.metrics}
+    """The values of the run named ``run`` (known, or named by the config)."""
+    ids = (qid(run), pid(run))
+    return {s.t: s.metrics[alias] for s in result.samples if s.run in ids and alias in s.metrics}
 
 
 def roundtrip(cursors: dict[str, Any]) -> dict[str, Any]:
@@ -205,19 +225,19 @@ def test_warm_up_then_incremental_reads_with_defaults(
 ) -> None:
     tgt = target(prom.url, runs=[B], known={A: {"job": "train-a"}})
     first = ok(source.poll(tgt, {}, now=at(70) + 7))
-    assert set(first.cursors) == {A, B}
+    assert set(first.cursors) == {qid(A), pid(B)}
     # warm-up: the grid of 30 s steps over the last 20 minutes, up to now
-    times_a = sorted({s.t for s in first.samples if s.run == A})
+    times_a = sorted({s.t for s in first.samples if s.run == qid(A)})
     assert times_a == [at(i) for i in range(31, 71)]
-    assert first.cursors[A]["t"] == at(70)
+    assert first.cursors[qid(A)]["t"] == at(70)
     for s in first.samples:
         assert s.source == "prometheus" and s.step is None
         assert set(s.metrics) == set(DEFAULT_QUERIES)  # every alias has a value at every timestamp
 
     second = ok(source.poll(tgt, roundtrip(first.cursors), now=at(100) + 3))
-    times2 = sorted(s.t for s in second.samples if s.run == A)
+    times2 = sorted(s.t for s in second.samples if s.run == qid(A))
     assert times2 == [at(i) for i in range(71, 101)]  # from the step after the cursor: no overlap, no gap
-    both = [s for s in [*first.samples, *second.samples] if s.run == A]
+    both = [s for s in [*first.samples, *second.samples] if s.run == qid(A)]
     assert len({s.t for s in both}) == len(both) == 70  # no duplicates
 
     a = {**series_of(first, A, "oom_kills_total"), **series_of(second, A, "oom_kills_total")}
@@ -234,18 +254,18 @@ def test_warm_up_then_incremental_reads_with_defaults(
     assert mem == {at(i): pytest.approx(50e9 - i * 1e8) for i in range(71, 101)}
 
     # run B only sees its own series (an unescaped regex would mix in run A's pods)
-    b = [s.metrics for s in second.samples if s.run == B]
+    b = [s.metrics for s in second.samples if s.run == pid(B)]
     assert len(b) == 30
     assert all(m["gpu_sm_active_ratio"] == 0.25 for m in b)
     assert all(
         m["oom_kills_total"] == 2 and m["restarts_total"] == 0 and m["xid_errors_total"] == 0 for m in b
     )
     assert all(m["host_memory_available_bytes"] == 7e9 for m in b)  # job defaults to the run id
-    assert [ri.run for ri in second.runs] == [B]  # RunInfo for the runs this config names
+    assert [ri.run for ri in second.runs] == [pid(B)]  # RunInfo for the runs this config names
 
     # nothing new yet: no samples, no error, the cursor stays
     third = ok(source.poll(tgt, roundtrip(second.cursors), now=at(100) + 10))
-    assert third.samples == [] and third.cursors[A]["t"] == at(100) and third.requests == 1  # the probe
+    assert third.samples == [] and third.cursors[qid(A)]["t"] == at(100) and third.requests == 1  # the probe
 
 
 def test_counter_state_survives_in_the_cursor_across_polls(
@@ -275,7 +295,7 @@ def test_instant_mode_reads_one_value_at_now(prom: PrometheusServer, source: Pro
     # the warm-up began at 90, after worker-0's reset: the count starts from the raw 1 then present
     assert m["oom_kills_total"] == 2.0 and m["xid_errors_total"] == 2.0
     assert m["host_memory_available_bytes"] == pytest.approx(50e9 - 105 * 1e8)
-    assert second.cursors[A]["t"] == now
+    assert second.cursors[pid(A)]["t"] == now
 
 
 def test_label_values_are_escaped(prom: PrometheusServer, source: PrometheusSource) -> None:
@@ -297,15 +317,15 @@ def test_empty_query_is_not_an_error(
     assert all("nothing" not in s.metrics for s in result.samples)
     assert "no series for nothing" in caplog.text
     # the poll says why, for the watching_blind warning: the metric does not exist at all
-    assert "no_such_metric has no series at all" in result.gaps[B]["nothing"]
-    assert "weird" not in result.gaps[B]
+    assert "no_such_metric has no series at all" in result.gaps[pid(B)]["nothing"]
+    assert "weird" not in result.gaps[pid(B)]
     weird = series_of(result, B, "weird")  # NaN and infinities are kept as floats
     assert weird[at(58)] == math.inf and weird[at(59)] == -math.inf and math.isnan(weird[at(60)])
     # a run with no data at all: no samples, still no error, and the cursor moves on
     lonely = ok(source.poll(target(prom.url, runs=["nobody"], lookback="1m"), {}, now=at(60)))
-    assert lonely.samples == [] and lonely.cursors == {"nobody": {"t": at(60)}}
+    assert lonely.samples == [] and lonely.cursors == {pid("nobody"): {"t": at(60)}}
     # its pods are not in Prometheus under its name: the hint names the pods that are
-    oom = lonely.gaps["nobody"]["oom_kills_total"]
+    oom = lonely.gaps[pid("nobody")]["oom_kills_total"]
     assert 'the query container_oom_events_total{pod=~"nobody-.*"} matches no series' in oom
     assert "container_oom_events_total exists for 3 pods (e.g. llama-70b-worker-0" in oom
     assert 'your selector pod=~"nobody-.*" matches none' in oom
@@ -345,7 +365,7 @@ def test_live_scraped_value_arrives(
     def changed() -> bool:
         result = ok(source.poll(tgt, state["cursors"], now=time.time()))
         new = series_of(result, LIVE, "gpu_sm_active_ratio")
-        assert all(t > state["cursors"][LIVE]["t"] for t in new)  # incremental: only after the cursor
+        assert all(t > state["cursors"][pid(LIVE)]["t"] for t in new)  # incremental: only after the cursor
         state["times"].extend(sorted(new))
         state["cursors"] = result.cursors
         return bool(new) and new[max(new)] == 0.9
@@ -371,7 +391,7 @@ def test_server_killed_gives_an_error_then_recovers(tmp_path: Path, source: Prom
             assert down.samples == [] and down.cursors == {} and down.requests >= 1
         server.start()
         back = ok(source.poll(tgt, first.cursors, now=now + 3))
-        last = first.cursors["r"]["t"]
+        last = first.cursors[pid("r")]["t"]
         assert sorted(series_of(back, "r", "one")) == [last + 1, last + 2, last + 3]  # right after the cursor
 
 

@@ -13,6 +13,7 @@ from monitor.sources.base import PollResult
 from monitor.sources.sim import SimSource
 from monitor.traces.recorder import Recorder, record
 from monitor.traces.trace import TraceWriter, read_trace
+from tests.helpers import sim_id
 
 CONFIG = """
 watch:
@@ -32,13 +33,13 @@ def test_recorded_trace_holds_every_step_in_time_order_per_run(clock):
     n = record(rec, 3600, clock.advance)
     samples = read_trace(io.StringIO(buf.getvalue()).read().splitlines())
     assert n == len(samples) > 0
-    for run, step_time in (("hero-a", 10), ("hero-b", 20)):
+    for run, step_time in ((sim_id("hero-a"), 10), (sim_id("hero-b"), 20)):
         rows = [s for s in samples if s.run == run]
         assert [s.t for s in rows] == sorted(s.t for s in rows), "time order within a run"
         steps = [s.step for s in rows if s.step is not None]
         assert steps == list(range(1, len(steps) + 1)), "every step, none twice"
         assert abs(len(steps) - 3600 / step_time) < 3600 / step_time * 0.15
-    a = [s for s in samples if s.run == "hero-a"]
+    a = [s for s in samples if s.run == sim_id("hero-a")]
     assert sum(1 for s in a if s.step and math.isnan(s.metrics["train/loss"])) == 1
     assert max(s.metrics.get("oom_kills_total", 0) for s in a) == 1
     assert rec.late == 0
@@ -66,7 +67,7 @@ def test_an_outage_is_recorded_as_source_errors(clock):
     record(rec, 120, clock.advance)
     samples = read_trace(buf.getvalue().splitlines())
     errors = [s for s in samples if s.source_error]
-    assert errors and {s.run for s in errors} == {"hero-a", "hero-b"}
+    assert errors and {s.run for s in errors} == {sim_id("hero-a"), sim_id("hero-b")}
     assert all(s.source_error == "HTTP 500" for s in errors)
 
 

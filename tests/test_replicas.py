@@ -69,7 +69,7 @@ def test_two_replicas_split_the_work_and_take_over_from_a_dead_one(pg_url, clock
     assert taken.count("hero-a") >= 25 - 3 - 1, "taken over within one lease period (3 poll intervals)"
     with alive.sessions() as s:
         stalled = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).all()
-        assert [(a.run_id, a.state) for a in stalled] == [("hero-a", "firing")]
+        assert [(a.run_id, a.state) for a in stalled] == [("sim:hero-a/hero-a", "firing")]
         assert (
             s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "sent")) == 1
         )

@@ -21,7 +21,7 @@ from monitor.storage.models import Alert, Lease, Run
 from tests.conftest import REPO, _fresh_pg_database
 from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
-from tests.wandb_support import ENTITY, KEY, PROJECT
+from tests.wandb_support import ENTITY, KEY, PROJECT, wid
 
 RUNS = ["hero-1", "hero-2", "hero-3"]
 
@@ -127,7 +127,7 @@ def test_three_replicas_survive_a_sigkill(pg_url, tmp_path):
 
         def polled_since(t):
             with sessions() as s:
-                return {r.id for r in s.scalars(select(Run)) if r.last_polled_at and r.last_polled_at > t}
+                return {r.name for r in s.scalars(select(Run)) if r.last_polled_at and r.last_polled_at > t}
 
         try:
             wait_for(lambda: polled_since(time.time() - 3) == set(RUNS), 60, "all runs polled")
@@ -149,7 +149,7 @@ def test_three_replicas_survive_a_sigkill(pg_url, tmp_path):
             assert len(roots) == 1 and "hero-2" in roots[0].text, [m.text for m in roots]
             with sessions() as s:
                 alerts = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).all()
-                assert [(a.run_id, a.state) for a in alerts] == [("hero-2", "firing")], "no false stall"
+                assert [(a.run_id, a.state) for a in alerts] == [(wid("hero-2"), "firing")], "no false stall"
                 holders = {
                     lease.holder for lease in s.scalars(select(Lease)) if lease.name.startswith("poll:")
                 }

@@ -44,7 +44,8 @@ def test_a_silence_added_on_the_command_line_mutes_the_alert_at_once(live):  # n
     (alert,) = [a for a in firing(live) if a["rule"] == "progress_stalled"]
     assert alert["silenced"] and alert["silenced_by"] == 1, "the server applies it without a restart"
     (row,) = live.api("/api/silences")
-    assert row["matchers"] == ["run=hero-a", 'alertname="progress_stalled"']
+    # the run's display name, as typed, is stored as its id (what the alert's run label holds)
+    assert row["matchers"] == ['run="sim:hero-a/hero-a"', 'alertname="progress_stalled"']
     assert row["comment"] == "rank 17 hung" and row["state"] == "active"
 
 
@@ -66,7 +67,7 @@ def test_query_lists_the_dashboards_silences_with_filters_and_expire_ends_them(l
     lines = r.output.splitlines()
     assert [ln.split()[:2] for ln in lines[::3]] == [["1", "active"], ["2", "active"], ["3", "active"]]
     assert lines[0].endswith(" UTC  by dashboard") and lines[0].split()[2] == "until"
-    assert lines[4].strip() == 'run="hero-b"  alertname=~"loss_.*"', "whole matchers, on one line"
+    assert lines[4].strip() == 'run="sim:hero-b/hero-b"  alertname=~"loss_.*"', "whole matchers, on one line"
     assert lines[5].strip() == "# from the UI"
     assert all(len(ln) <= 80 for ln in lines), "fits 80 columns"
 

@@ -88,11 +88,13 @@ def test_the_source_reports_state_counters_and_a_resumable_cursor():
     src = SimSource()
     target = Target("w", SimTarget(run="hero", incidents=[{"kind": "oom_kill", "at": "10m"}]), {"team": "x"})
     res = src.poll(target, {}, 1000.0)
-    assert res.error is None and res.runs[0].run == "hero" and res.runs[0].labels["team"] == "x"
+    info = res.runs[0]
+    assert res.error is None and info.run == "sim:w/hero" and info.labels["team"] == "x"
+    assert (info.name, info.project, info.display_name) == ("hero", "w", "hero")  # keyed by watch and run
     assert src.poll(target, {}, 1000.0 + 1200).samples[-1].metrics["oom_kills_total"] == 1.0
-    cursor = res.cursors["hero"]
+    cursor = res.cursors["sim:w/hero"]
     fresh = SimSource()  # herowatch restarted: the sim resumes from the cursor, nothing is read twice
-    rows = fresh.poll(target, {"hero": cursor}, 1000.0 + 600).samples
+    rows = fresh.poll(target, {"sim:w/hero": cursor}, 1000.0 + 600).samples
     stepped = [r for r in rows if r.step is not None]
     assert stepped and stepped[0].t > cursor["t"]
 

@@ -50,7 +50,7 @@ def test_acknowledge_and_silence_from_slack(db_url, clock, monkeypatch):
     assert r.status_code == 200 and "for 4h" in r.json()["text"]
     with service.sessions() as s:
         silence = s.scalars(select(Silence)).one()
-        assert silence.matchers == {"matchers": ['run="hero-a"']}
+        assert silence.matchers == {"matchers": ['run="sim:hero-a/hero-a"']}
         assert silence.ends_at - silence.starts_at == 4 * 3600 and silence.comment == "from Slack"
     service.stop()
 

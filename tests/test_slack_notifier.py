@@ -16,8 +16,8 @@ from PIL import Image
 
 from alerts.notifiers.base import SendResult
 from alerts.notifiers.registry import BuildContext, build_notifier, kinds
-from alerts.notifiers.slack.notifier import SlackNotifier, format_ref, parse_ref
 from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, decode_button_value
+from alerts.notifiers.slack.notifier import SlackNotifier, format_ref, parse_ref
 from alerts.outbox import ClaimedNotification, Dispatcher
 from alerts.views import AlertView, GroupView, Plot
 from tests.standins.slack_server import SlackStandin

@@ -22,6 +22,7 @@ from tests.wandb_support import (
     state_of,
     steps,
     wandb_standin_fixture,  # noqa: F401  (the server fixture)
+    wid,
 )
 
 
@@ -47,7 +48,7 @@ def test_first_sight_reads_a_bounded_tail_then_only_new_steps(server: WandbStand
     assert steps(res, "hero1") == list(range(2500, 2510))
     assert server.history_ranges() == [("hero1", 2499, 2510)]  # from the cursor (one row overlap)
     assert server.count() == 2
-    assert w.cursors["hero1"]["step"] == 2509 and w.cursors["hero1"]["lines"] == 2510
+    assert w.cursor("hero1")["step"] == 2509 and w.cursor("hero1")["lines"] == 2510
 
 
 def test_of_two_runs_only_the_one_that_advanced_is_read(server: WandbStandin) -> None:
@@ -62,7 +63,7 @@ def test_of_two_runs_only_the_one_that_advanced_is_read(server: WandbStandin) ->
     assert server.count("Runs") == 1 and server.count("HistoryPage") == 1
     assert server.history_ranges() == [("b", 49, 53)]
     assert steps(res, "a") == [] and steps(res, "b") == [50, 51, 52]
-    assert {s.run for s in res.samples if s.step is None} == {"a", "b"}  # both report their state
+    assert {s.run for s in res.samples if s.step is None} == {wid("a"), wid("b")}  # both report their state
 
 
 def test_restart_of_herowatch_resumes_from_stored_cursors(server: WandbStandin) -> None:
@@ -93,18 +94,18 @@ def test_run_listing_pages(server: WandbStandin) -> None:
         server.add_run(PROJECT, f"r{i}", tags=["hero"])
     w = Watcher(server, tags=["hero"], per_page=2)
     res = w.poll()
-    assert server.count("Runs") == 3 and sorted(r.run for r in res.runs) == [f"r{i}" for i in range(5)]
+    assert server.count("Runs") == 3 and sorted(r.name for r in res.runs) == [f"r{i}" for i in range(5)]
 
 
 # ---- selection -------------------------------------------------------------------------------------
 def test_a_new_tagged_run_is_discovered_without_a_restart(server: WandbStandin) -> None:
     server.add_run(PROJECT, "old", tags=["hero"])
     w = Watcher(server, tags=["hero"])
-    assert [r.run for r in w.poll().runs] == ["old"]
+    assert [r.name for r in w.poll().runs] == ["old"]
     server.add_run(PROJECT, "new", tags=["hero"])
     server.log_steps(PROJECT, "new", 0, 5)
     res = w.poll()
-    assert sorted(r.run for r in res.runs) == ["new", "old"] and steps(res, "new") == list(range(5))
+    assert sorted(r.name for r in res.runs) == ["new", "old"] and steps(res, "new") == list(range(5))
 
 
 def test_selector_excludes_runs_that_do_not_match(server: WandbStandin) -> None:
@@ -116,7 +117,7 @@ def test_selector_excludes_runs_that_do_not_match(server: WandbStandin) -> None:
         server.log_steps(PROJECT, run, 0, 10)
     w = Watcher(server, tags=["hero"], name_pattern="^hero-", states=["running"])
     res = w.poll()
-    assert [r.run for r in res.runs] == ["r1"] and {s.run for s in res.samples} == {"r1"}
+    assert [r.name for r in res.runs] == ["r1"] and {s.run for s in res.samples} == {wid("r1")}
     (listing,) = [r for r in server.requests if r.operation == "Runs"]
     sent = json.loads(listing.variables["filters"])  # selection happens on the server
     assert sent == {
@@ -128,7 +129,7 @@ def test_selector_excludes_runs_that_do_not_match(server: WandbStandin) -> None:
     }
 
     ids = Watcher(server, run_ids=["r2", "r3"])
-    assert sorted(r.run for r in ids.poll().runs) == ["r2", "r3"]
+    assert sorted(r.name for r in ids.poll().runs) == ["r2", "r3"]
 
 
 def test_a_followed_run_that_crashes_out_of_the_selector_is_still_seen(server: WandbStandin) -> None:
@@ -168,11 +169,11 @@ def test_a_rewind_relogged_past_the_cursor_is_a_restart(server: WandbStandin) ->
     server.log_steps(PROJECT, "r1", 801, 1011)  # ...and already past the old step 1000 at the next poll
     res = w.poll()
     assert steps(res, "r1") == list(range(801, 1011))  # the rewound steps come back, then the new ones
-    cur = w.cursors["r1"]
+    cur = w.cursor("r1")
     assert (cur["rewound_from"], cur["rewound_to"], cur["restarts"], cur["step"]) == (1000, 800, 1, 1010)
     assert server.count("HistoryPage") == 2  # from the cursor, then one page back
     server.log_steps(PROJECT, "r1", 1011, 1013)
-    assert steps(w.poll(), "r1") == [1011, 1012] and w.cursors["r1"]["restarts"] == 1
+    assert steps(w.poll(), "r1") == [1011, 1012] and w.cursor("r1")["restarts"] == 1
 
 
 def test_a_rewind_seen_before_it_is_relogged(server: WandbStandin) -> None:
@@ -182,7 +183,7 @@ def test_a_rewind_seen_before_it_is_relogged(server: WandbStandin) -> None:
     w.poll()
     server.rewind(PROJECT, "r1", 700)  # lastStep and historyLineCount went back
     res = w.poll()
-    assert steps(res, "r1") == [] and w.cursors["r1"]["step"] == 700 and w.cursors["r1"]["rewound_to"] == 700
+    assert steps(res, "r1") == [] and w.cursor("r1")["step"] == 700 and w.cursor("r1")["rewound_to"] == 700
     server.log_steps(PROJECT, "r1", 701, 705)
     res = w.poll()
     assert steps(res, "r1") == [701, 702, 703, 704]  # lower than the 1000 seen before: the engine's restart
@@ -246,9 +247,11 @@ def test_values_nan_inf_kept_text_dropped_only_configured_keys(server: WandbStan
         "_runtime",
     }
     assert row.t == server.run(PROJECT, "r1").rows[0]["_timestamp"]
-    assert (row.run, row.state, row.source) == ("r1", None, "wandb"), "rows carry no state: the listing does"
+    assert (row.run, row.state, row.source) == (wid("r1"), None, "wandb"), (
+        "rows carry no state: the listing does"
+    )
     [state] = [s for s in res.samples if s.step is None]
-    assert (state.run, state.state) == ("r1", "running"), "the run's state, once per poll"
+    assert (state.run, state.state) == (wid("r1"), "running"), "the run's state, once per poll"
 
 
 def test_real_llmc_history_arrives_at_full_resolution(server: WandbStandin) -> None:

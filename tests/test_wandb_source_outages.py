@@ -32,6 +32,7 @@ from tests.wandb_support import (
     state_of,
     steps,
     wandb_standin_fixture,  # noqa: F401  (the server fixture)
+    wid,
 )
 
 
@@ -129,22 +130,22 @@ def test_a_deleted_run_is_reported_once_without_crashing(server: WandbStandin) -
     res = w.poll()
     assert res.error is None and steps(res, "keep") == [5, 6]
     assert state_of(res, "gone") == "deleted" and state_of(res, "midway") == "deleted"
-    assert {r.run: r.state for r in res.runs}["gone"] == "deleted"
-    assert w.cursors["gone"]["deleted"] is True
+    assert {r.name: r.state for r in res.runs}["gone"] == "deleted"
+    assert w.cursor("gone")["deleted"] is True
     res = w.poll()
-    assert res.error is None and {s.run for s in res.samples} == {"keep"}  # reported once
+    assert res.error is None and {s.run for s in res.samples} == {wid("keep")}  # reported once
 
 
 def test_cursors_of_other_projects_are_left_alone(server: WandbStandin) -> None:
     server.add_run(PROJECT, "mine", tags=["hero"])
     w = Watcher(server, tags=["hero"])
     # the engine hands a watch that knows no runs yet every W&B cursor, other watches' included
-    w.cursors = {"theirs": {"project": f"{ENTITY}/other", "step": 5, "lines": 6}}
+    w.cursors = {wid("theirs", "other"): {"project": f"{ENTITY}/other", "step": 5, "lines": 6}}
     res = w.poll()
-    assert res.error is None and [r.run for r in res.runs] == ["mine"] and set(res.cursors) == {"mine"}
+    assert res.error is None and [r.name for r in res.runs] == ["mine"] and set(res.cursors) == {wid("mine")}
     (listing,) = [r for r in server.requests if r.operation == "Runs"]
     assert "theirs" not in listing.variables["filters"]
-    assert res.cursors["mine"]["project"] == f"{ENTITY}/{PROJECT}"
+    assert res.cursors[wid("mine")]["project"] == f"{ENTITY}/{PROJECT}"
 
 
 def test_the_api_key_never_reaches_logs_or_errors(

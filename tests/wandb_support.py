@@ -42,7 +42,11 @@ class Watcher:
         self.source = WandbSource(Settings(WANDB_API_KEY=key))
         self.waits: list[float] = []  # retry backoffs, recorded instead of slept
         self.source.sleep = self.waits.append
-        self.cursors: dict[str, dict] = {}
+        self.cursors: dict[str, dict] = {}  # by herowatch's run id, as the engine stores them
+
+    def cursor(self, run: str) -> dict:
+        """The stored cursor of the run with W&B id ``run``."""
+        return self.cursors[wid(run, self.cfg.project)]
 
     def poll(self) -> PollResult:
         self.server.reset_requests()
@@ -55,9 +59,15 @@ class Watcher:
         return res
 
 
+def wid(run: str, project: str = PROJECT) -> str:
+    """herowatch's id of the stand-in's W&B run ``run`` (monitor.run_ids)."""
+    return f"wandb:{ENTITY}/{project}/{run}"
+
+
 def steps(res: PollResult, run: str) -> list[int]:
-    return [s.step for s in res.samples if s.run == run and s.step is not None]
+    """The steps read of the run with W&B id ``run``."""
+    return [s.step for s in res.samples if s.run == wid(run) and s.step is not None]
 
 
 def state_of(res: PollResult, run: str) -> str | None:
-    return next(s.state for s in res.samples if s.run == run and s.step is None)
+    return next(s.state for s in res.samples if s.run == wid(run) and s.step is None)

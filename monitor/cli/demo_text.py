@@ -19,6 +19,7 @@ INCIDENT_WORDS = {
     "throughput_drop": "throughput drop",
     "outage": "source outage",
     "crash": "crash",
+    "reward_collapse": "reward collapse",
 }
 
 

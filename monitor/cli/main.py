@@ -69,13 +69,14 @@ def _load(config: Path):  # noqa: ANN202
     from monitor.config.loader import load_config
     from monitor.config.references import reference_problems
     from monitor.config.yamlpos import add_lines
-    from monitor.service import build_rules, matcher_problems
+    from monitor.service import build_layouts, build_rules, matcher_problems
 
     cfg = load_config(config, references=False)
     problems = reference_problems(cfg) + matcher_problems(cfg)
     rules = None
     try:
         rules = build_rules(cfg, config.parent, str(config))
+        build_layouts(cfg, rules, config.parent, str(config))  # run kinds and panels
     except ConfigError as exc:
         if exc.path != str(config):  # a rule file's own problems, with its own lines
             raise

@@ -58,6 +58,16 @@ class WatchBase(Strict):
         default=600.0, description="warn when new rows arrive this long after their own timestamps"
     )
     rules: WatchRules = Field(default_factory=WatchRules)
+    kind: str | None = Field(
+        default=None,
+        description="what the runs are: pretraining, sft, rl (a kind the packs in force declare), or "
+        "other; default: inferred per run from the metrics it logs",
+    )
+    references: dict[str, float] = Field(
+        default_factory=dict,
+        description="values the run page draws as reference lines, by the name a panel asks for "
+        "(e.g. kl_budget: 0.05, max_response_length: 1024)",
+    )
     metrics_profile: str = Field(
         default="auto",
         description="the trainer whose metric names the runs log (megatron, huggingface, ...): mapped "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
@@ -28,7 +29,7 @@ from alerts.model import Severity
 from alerts.views import AlertView, GroupView, Hint, Kind
 from monitor.delivery.mute import Mutes
 from monitor.delivery.plots import plot_for
-from monitor.storage import groups_repo
+from monitor.storage import groups_repo, runs_repo
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification, Run
 
 
@@ -89,11 +90,13 @@ class Composer:
         else:
             kind = "update"
         told_ids = {a.id for a, _ in told}
-        shown = [
-            _view(a, mutes.reason(a.labels), self.runbooks)
+        rows = [
+            a
             for a, m in members
             if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
         ]
+        titles = runs_repo.titles(s, (a.run_id for a in rows))
+        shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in rows]
         lead_new = _lead(new) if new else None
         plot = plot_for(s, lead_new, now) if lead_new is not None else None
         view = GroupView(
@@ -126,7 +129,7 @@ class Composer:
         if run is not None and run.url:
             links["wandb_url"] = run.url
         if run is not None and base:
-            links["dashboard_url"] = f"{base}/runs/{run.id}"
+            links["dashboard_url"] = f"{base}/runs/{quote(run.id, safe='')}"
         if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
             links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
@@ -144,7 +147,9 @@ def _hints(a: Alert) -> tuple[tuple[Hint, ...], float | None]:
     return items, seconds
 
 
-def _view(a: Alert, muted: str | None, runbooks: str = "/runbooks") -> AlertView:
+def _view(
+    a: Alert, muted: str | None, runbooks: str = "/runbooks", run_title: str | None = None
+) -> AlertView:
     ann = a.annotations or {}
     hints, window = _hints(a)
     return AlertView(
@@ -166,4 +171,5 @@ def _view(a: Alert, muted: str | None, runbooks: str = "/runbooks") -> AlertView
         silenced=muted,
         hints=hints,
         hints_window=window,
+        run_title=run_title,
     )

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from alerts.durations import format_duration
 from alerts.views import Plot
 from monitor.rules.kinds import DETECTORS
-from monitor.storage import series
+from monitor.storage import runs_repo, series
 from monitor.storage.models import Alert
 
 POINTS = 300
@@ -18,14 +18,15 @@ POINTS = 300
 def plot_for(s: Session, alert: Alert, now: float) -> Plot | None:
     cls = DETECTORS.get(alert.kind)
     what = cls.plot if cls is not None else "none"
+    run = runs_repo.titles(s, [alert.run_id]).get(alert.run_id, alert.run_id)  # what people call it
     if what == "progress":
-        return _progress(s, alert, now)
+        return _progress(s, alert, now, run)
     if what == "metric":
-        return _metric(s, alert)
+        return _metric(s, alert, run)
     return None
 
 
-def _metric(s: Session, alert: Alert) -> Plot | None:
+def _metric(s: Session, alert: Alert, run: str) -> Plot | None:
     metric = alert.metric
     if not metric:
         return None
@@ -34,12 +35,12 @@ def _metric(s: Session, alert: Alert) -> Plot | None:
     if not buckets:
         return None
     where = f"{axis} {alert.step}" if alert.step is not None and axis == "step" else "the alert"
-    caption = f"{metric} of run {alert.run_id} by {axis}, min..max per bucket, around {where}"
+    caption = f"{metric} of run {run} by {axis}, min..max per bucket, around {where}"
     if alert.threshold is not None:
         caption += f"; the threshold {alert.threshold:.4g} as a dashed red line"
     return Plot(
         kind="metric",
-        title=f"{metric} · run {alert.run_id}",
+        title=f"{metric} · run {run}",
         caption=caption + "; the alert in orange.",
         x=[b.x0 for b in buckets],
         y=[b.max for b in buckets],
@@ -51,7 +52,7 @@ def _metric(s: Session, alert: Alert) -> Plot | None:
     )
 
 
-def _progress(s: Session, alert: Alert, now: float) -> Plot | None:
+def _progress(s: Session, alert: Alert, now: float, run: str) -> Plot | None:
     """Step against time, from any of the run's step-indexed series (each bucket knows when its last
     step was logged)."""
     points: list[tuple[float, float]] = []
@@ -72,14 +73,14 @@ def _progress(s: Session, alert: Alert, now: float) -> Plot | None:
     end = alert.resolved_at or now
     shade = (last_t, end) if end > last_t else None
     limit = alert.threshold if alert.kind in ("stall", "telemetry_gone") else None
-    caption = f"Step reached by run {alert.run_id} against time (UTC)"
+    caption = f"Step reached by run {run} against time (UTC)"
     if shade is not None:
         caption += f"; no new step for {format_duration(shade[1] - shade[0])}, shaded red"
     if limit is not None:
         caption += f"; the limit ({format_duration(limit)} after the last step) as a dashed red line"
     return Plot(
         kind="progress",
-        title=f"progress · run {alert.run_id}",
+        title=f"progress · run {run}",
         caption=caption + ".",
         x=[t for t, _ in points],
         y=[step for _, step in points],

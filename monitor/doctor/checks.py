@@ -35,10 +35,12 @@ def check_all(cfg: WatchConfig, rules: RuleSet, settings: Settings, progress: Pr
     return report
 
 
-def _poll(kind: str, watch: Watch, settings: Settings, known: dict[str, dict[str, str]]) -> PollResult:
+def _poll(
+    kind: str, watch: Watch, settings: Settings, known: dict[str, dict[str, str]], names: dict[str, str]
+) -> PollResult:
     source = make_source(kind, settings)
     try:
-        target = Target(watch.name, watch.targets()[kind], watch.labels, known)
+        target = Target(watch.name, watch.targets()[kind], watch.labels, known, names)
         return source.poll(target, {}, time.time()).validated()
     except Exception as exc:  # noqa: BLE001 - a source bug is reported, not raised
         return PollResult(error=f"{type(exc).__name__}: {exc}")
@@ -49,10 +51,13 @@ def _poll(kind: str, watch: Watch, settings: Settings, known: dict[str, dict[str
 def check_watch(watch: Watch, rules: RuleSet, settings: Settings, report: Report, progress: Progress) -> None:
     results: dict[str, PollResult] = {}
     known: dict[str, dict[str, str]] = {}
-    kinds = sorted(watch.targets(), key=lambda k: k == "prometheus")  # trackers first: they find runs
+    titles: dict[str, str] = {}
+    names: dict[str, str] = {}  # run id -> its name at its source (what query templates get)
+    targets = watch.targets()
+    kinds = sorted(targets, key=lambda k: not targets[k].finds_runs)  # trackers first: they find runs
     for kind in kinds:
         progress(f"watch {watch.name}: polling {kind}")
-        res = results[kind] = _poll(kind, watch, settings, known)
+        res = results[kind] = _poll(kind, watch, settings, known, names)
         subject = f"watch {watch.name}: {kind}"
         if res.error:
             report.add(FAIL, subject, f"cannot be read: {res.error}", _source_fix(kind))
@@ -60,9 +65,15 @@ def check_watch(watch: Watch, rules: RuleSet, settings: Settings, report: Report
         for info in res.runs:
             known.setdefault(info.run, {k: str(v) for k, v in info.labels.items()})
         runs = sorted({i.run for i in res.runs} | set(res.cursors))
+        for info in res.runs:
+            titles.setdefault(info.run, info.display_name or info.name or info.run)
+            if info.name:
+                names.setdefault(info.run, info.name)
         if kind != "prometheus":
             if runs:
-                listed = ", ".join(runs[:8]) + (f" and {len(runs) - 8} more" if len(runs) > 8 else "")
+                listed = ", ".join(titles.get(r, r) for r in runs[:8]) + (
+                    f" and {len(runs) - 8} more" if len(runs) > 8 else ""
+                )
                 report.add(OK, subject, f"answers; {len(runs)} run(s) this watch picks up: {listed}")
             else:
                 report.add(
@@ -70,11 +81,13 @@ def check_watch(watch: Watch, rules: RuleSet, settings: Settings, report: Report
                 )
     runs = sorted({r for res in results.values() for r in (*res.cursors, *(i.run for i in res.runs))})
     for run in runs:
-        progress(f"watch {watch.name}: judging run {run}")
-        check_run(watch, run, rules, results, report)
+        progress(f"watch {watch.name}: judging run {titles.get(run, run)}")
+        check_run(watch, run, rules, results, report, titles.get(run, run))
 
 
-def check_run(watch: Watch, run: str, rules: RuleSet, results: dict[str, PollResult], report: Report) -> None:
+def check_run(
+    watch: Watch, run: str, rules: RuleSet, results: dict[str, PollResult], report: Report, title: str = ""
+) -> None:
     specs = rules.for_run(watch.rules.overrides, watch.rules.disabled)
     ev = Evaluator(lambda _run: specs)
     vocab = Vocabulary()
@@ -89,7 +102,9 @@ def check_run(watch: Watch, run: str, rules: RuleSet, results: dict[str, PollRes
     blind = describe(cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)))
     profile = vocab.describe(run) or {}
     counts = _series_counts(results.get("prometheus"), run, gaps)
-    report.runs[f"{watch.name}/{run}"] = {
+    report.runs[run] = {
+        "watch": watch.name,
+        "title": title or run,
         "coverage": cov.to_json(),
         "blind": blind.text if blind else None,
         "profile": profile,
@@ -97,7 +112,7 @@ def check_run(watch: Watch, run: str, rules: RuleSet, results: dict[str, PollRes
         "series": counts,
         "gaps": gaps,
     }
-    subject = f"run {run}"
+    subject = f"run {title or run}"
     said = f"metric names: {profile.get('explain') or 'no sample'}"
     if blind is not None:
         n = len(cov.blind())

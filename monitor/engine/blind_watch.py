@@ -64,10 +64,11 @@ class BlindWatch:
         return out
 
     def check_run(
-        self, watch: Watch, run: str, now: float, unavailable: frozenset[str]
+        self, watch: Watch, run: str, now: float, unavailable: frozenset[str], kind: str | None = None
     ) -> tuple[AlertEvent | None, RunCoverage, dict[str, Any]]:
-        """The run's coverage now, its ``watching_blind`` event (if its state changed) and what to store."""
-        cov = self.evaluator.coverage(run, now, unavailable, promised(watch))
+        """The run's coverage now, its ``watching_blind`` event (if its state changed) and what to store.
+        ``kind``: what the run is (rules of another kind's pack expect none of their metrics of it)."""
+        cov = self.evaluator.coverage(run, now, unavailable, promised(watch), kind)
         keys = self.keys(run)
         gaps = self.gaps(run)
         blind = describe(

@@ -293,10 +293,13 @@ def judge(
     now: float,
     unavailable_feeds: frozenset[str] = frozenset(),
     promised: frozenset[str] = frozenset(),
+    run_kind: str | None = None,
 ) -> RunCoverage:
     """The coverage of a run's rules at ``now``. ``rules``: (RuleSpec, its feeds) per rule;
     ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
-    the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker)."""
+    the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker);
+    ``run_kind``: what the run is (pretraining, rl, ...): a rule on the metrics of another kind's pack
+    expects nothing of it (its step clock and state rules still count)."""
     out = []
     memo: dict[tuple[str, str, float], InputState] = {}
     merged = arrivals.seen()
@@ -305,8 +308,11 @@ def judge(
         if not feeds:
             continue  # a rule that is off (a threshold with no bound) needs nothing
         states = []
+        other_kind = bool(run_kind and run_kind != "other" and spec.for_kind and spec.for_kind != run_kind)
         for name in sorted(feeds):
             expect = _expected(name, spec.expect, promised, tracked)
+            if other_kind and not name.startswith("@"):
+                expect = "optional"
             key = (name, expect, spec.for_)
             st = memo.get(key)
             if st is None:

@@ -11,6 +11,7 @@ few polls and at shutdown (``checkpoint``), and read back when a watch is taken 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from monitor import run_ids
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
 from monitor.engine.blind_watch import BlindWatch
@@ -33,6 +35,7 @@ from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
+from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import TERMINAL_STATES, RunInfo, Sample
 from monitor.sources.base import PollResult, Source, Target
@@ -42,6 +45,7 @@ from monitor.storage.models import Run
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
+SHARED_NAMES_EVERY = 60.0  # seconds between reads of the display names several runs share
 
 
 @dataclass
@@ -69,8 +73,11 @@ class Engine:
         clock: Clock,
         leases: Leases | None = None,
         speed: float = 1.0,
+        layouts: Layouts | None = None,
     ) -> None:
         self.watches = {w.name: w for w in watches}
+        self.layouts = layouts or Layouts()  # run kinds and panels the packs declare (rules.panels)
+        self._drawn = self.layouts.rules_drawn()  # rules whose figures the panels draw
         self.leases = leases  # None: a single process does all the work (SQLite)
         self.sources = sources
         self.rules = rules
@@ -80,7 +87,10 @@ class Engine:
         self._run_watch: dict[str, str] = {}
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
-        self.evaluator = Evaluator(self._rules_for_run, self._labels)
+        self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
+        self._ambiguous: frozenset[str] = frozenset()  # display names several runs share ...
+        self._ambiguous_at = -math.inf  # ... as read at this time (once a minute: one query, not per poll)
+        self.evaluator = Evaluator(self._rules_for_run, self._labels, self.title)
         self.fleet = FleetStep(self._rules_for_run)
         self.recorder = Recorder(self.evaluator, delivery, self.fleet.hints)
         self.adoption = Adoption(self)
@@ -114,7 +124,13 @@ class Engine:
         watch = self.watches.get(run)  # the watch itself carries its source alerts
         return {**watch.labels, "watch": watch.name} if watch is not None else {}
 
+    def title(self, run: str) -> str:
+        return self._titles.get(run, run)
+
     def remember(self, run: Run) -> None:
+        self._titles[run.id] = run_ids.title(
+            run.display_name, run.name, run.project, run.display_name in self._ambiguous
+        )
         self._run_watch[run.id] = run.watch
         self._run_state[run.id] = run.state
         self._run_labels[run.id] = {
@@ -128,8 +144,27 @@ class Engine:
     def stats_of(self, run: Run, watch: Watch) -> RunStats:
         stats = self._stats.get(run.id)
         if stats is None:
-            stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step)
+            keys = self.layouts.evidence()
+            stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step, keys)
         return stats
+
+    def _page_facts(self, run: Run, watch: Watch, stats: RunStats) -> dict:
+        """What the pages show of a run beyond its stats: its kind (configured, or inferred from what
+        it logged) and the figures of the rules its panels draw (a rule's own baseline)."""
+        if watch.kind is not None:
+            kind, how, evidence = watch.kind, "configured", []
+        else:
+            (kind, evidence), how = self.layouts.infer(stats.seen), "inferred"
+        run.kind = kind
+        facts: dict = {"run_kind": {"name": kind, "how": how, "evidence": evidence}}
+        drawn = self._drawn
+        if drawn:
+            facts["figures"] = {
+                rule.name: figures
+                for rule, det in self.evaluator.detectors(run.id)
+                if rule.name in drawn and (figures := finite(det.stats()))
+            }
+        return facts
 
     def forget(self, run: str) -> None:
         self.evaluator.drop(run)
@@ -173,20 +208,35 @@ class Engine:
             report.skipped = True
             return report
         with self.sessions() as s:
-            known = {
-                r.id: dict(r.labels or {}) for r in s.scalars(select(Run).where(Run.watch == watch_name))
-            }
+            rows = list(s.scalars(select(Run).where(Run.watch == watch_name)))
+            known = {r.id: dict(r.labels or {}) for r in rows}
+            names = {r.id: r.name for r in rows if r.name}
             cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
-        targets = {
-            kind: Target(watch_name, cfg, watch.labels, known) for kind, cfg in watch.targets().items()
-        }
+            if self.clock.time() - self._ambiguous_at >= SHARED_NAMES_EVERY:
+                self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), self.clock.time()
         budget = max(1.0, watch.poll_interval / self.speed)
-        results = self.pollers[watch_name].poll(
-            self._pool, self.sources, targets, cursors, self.clock.time, budget
-        )
-        for res in results.values():
-            for info in res.runs:
-                known.setdefault(info.run, dict(info.labels))
+        # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
+        # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
+        phases = [watch.targets()]
+        if not known:
+            finders = {k: c for k, c in watch.targets().items() if c.finds_runs}
+            phases = [finders, {k: c for k, c in watch.targets().items() if k not in finders}]
+        results: dict[str, PollResult] = {}
+        for phase in phases:
+            if not phase:
+                continue
+            targets = {
+                kind: Target(watch_name, cfg, watch.labels, known, names) for kind, cfg in phase.items()
+            }
+            got = self.pollers[watch_name].poll(
+                self._pool, self.sources, targets, cursors, self.clock.time, budget
+            )
+            for res in got.values():
+                for info in res.runs:
+                    known.setdefault(info.run, dict(info.labels))
+                    if info.name:
+                        names.setdefault(info.run, info.name)
+            results.update(got)
         now = self.clock.time()
         try:
             with self._lock, self.sessions.begin() as s:
@@ -258,15 +308,19 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-            run.stats = {**stats.snapshot(now), "metrics_profile": self.vocabulary.describe(run_id)}
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable)
+            run.stats = {
+                **stats.snapshot(now),
+                "metrics_profile": self.vocabulary.describe(run_id),
+                **self._page_facts(run, watch, stats),
+            }
             skew = self.evaluator.apply(
                 skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
             )
             if skew is not None:
                 events.append(skew)
-            blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable)
+            blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable, run.kind)
             if blind is not None:
                 events.append(blind)
             run.stats = {**run.stats, "coverage": coverage}
@@ -331,3 +385,7 @@ class Engine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def finite(figures: Mapping[str, object]) -> dict[str, float]:
+    return {k: float(v) for k, v in figures.items() if isinstance(v, int | float) and math.isfinite(v)}

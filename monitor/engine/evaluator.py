@@ -80,9 +80,11 @@ class Evaluator:
         self,
         rules_for_run: Callable[[str], Iterable[RuleSpec]],
         labels_for_run: Callable[[str], Mapping[str, str]] = lambda run: {},
+        title_for_run: Callable[[str], str] = lambda run: run,
     ) -> None:
         self._rules_for_run = rules_for_run
         self._labels_for_run = labels_for_run
+        self._title_for_run = title_for_run  # what ``{run}`` says in annotations (its display name)
         self._runs: dict[str, RunRules] = {}
         self._open: dict[str, OpenAlert] = {}  # fingerprint -> the open instance
         self._fp_cache: dict[tuple[tuple[str, str], ...], str] = {}
@@ -340,17 +342,20 @@ class Evaluator:
                     out.append((alert, finding, self.annotations(slot.rule, run, finding)))
         return out
 
-    @staticmethod
-    def annotations(rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
+    def annotations(self, rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
+        """The rule's annotations for ``run``: ``{run}`` is what people call the run (its display name,
+        with its project where that name is shared), ``{run_id}`` herowatch's id of it."""
+        shown = self._title_for_run(run)
         values = {
-            "run": run,
+            "run": shown,
+            "run_id": run,
             "value": finding.value,
             "threshold": finding.threshold,
             "step": finding.step,
             "reason": finding.reason,
         }
         out = {k: rule.render(k, **values) for k in rule.annotations}
-        out.setdefault("summary", f"{run}: {rule.name}: {finding.reason}")
+        out.setdefault("summary", f"{shown}: {rule.name}: {finding.reason}")
         return out
 
     # ---- coverage ------------------------------------------------------------------------------
@@ -360,12 +365,12 @@ class Evaluator:
         now: float,
         unavailable: frozenset[str] = frozenset(),
         promised: frozenset[str] = frozenset(),
+        run_kind: str | None = None,
     ) -> RunCoverage:
         """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
         rr = self._run(run)
-        return judge(
-            run, [(s.rule, s.feeds) for s in rr.slots], rr.arrivals, now, rr.unreadable(unavailable), promised
-        )
+        rules = [(s.rule, s.feeds) for s in rr.slots]
+        return judge(run, rules, rr.arrivals, now, rr.unreadable(unavailable), promised, run_kind)
 
     # ---- detector state across restarts ----------------------------------------------------------
     def export_state(self, run: str) -> dict | None:

@@ -28,6 +28,7 @@ HUGGINGFACE = register(
             "eval/loss": "eval/loss",
             "eval_loss": "eval/loss",
             "train/global_step": "global_step",
+            "train/num_input_tokens_seen": "tokens_seen",
         },
         markers=frozenset(
             {
@@ -64,6 +65,9 @@ TRL = register(
             "train/entropy": "rl/entropy",
             "train/completions/mean_length": "rl/response_length/mean",
             "train/completions/clipped_ratio": "rl/response_length/clip_ratio",
+            "train/completions/max_length": "rl/response_length/max",
+            "train/completions/min_length": "rl/response_length/min",
+            "train/num_tokens": "tokens_seen",
             "train/objective/scores": "rl/reward/mean",
             "train/objective/kl": "rl/kl",
             "train/objective/entropy": "rl/entropy",

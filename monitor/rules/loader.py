@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.yamlpos import format_loc, load_with_positions, problems_from
 from monitor.rules.kinds import DETECTORS
+from monitor.rules.panels import Layout, Layouts, Panel, RunKind
 from monitor.rules.spec import RuleSpec
 
 
@@ -31,6 +32,8 @@ class _RuleList(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[dict[str, Any]]
     inhibit_rules: list[PackInhibitRule] = []
+    run_kind: RunKind | None = None  # what the pages show of a run (monitor.rules.panels)
+    panels: list[Panel] = []
 
 
 def _spec_model(kind: object) -> type[RuleSpec]:
@@ -70,12 +73,32 @@ RULES_HINT = "docs/rules.md lists the fields of every rule kind; `herowatch rule
 TESTS_HINT = "docs/rules.md shows a rule test file; `herowatch rules test hero` runs the built-in ones"
 
 
-def parse_rules(text: str, path: str) -> list[RuleSpec]:
+def _document(text: str, path: str) -> tuple[_RuleList, dict]:
     data, positions = load_with_positions(text, path)
     try:
         doc = _RuleList.model_validate(data if data is not None else {})
     except ValidationError as exc:
         raise ConfigError(path, problems_from(exc, positions, hint=RULES_HINT)) from None
+    ids: dict[str, int] = {}
+    for i, panel in enumerate(doc.panels):
+        if panel.id in ids:
+            where = ("panels", i, "id")
+            raise ConfigError(
+                path,
+                [Problem(positions.get(where), format_loc(where), f"panel id {panel.id!r} is used twice")],
+            )
+        ids[panel.id] = i
+    return doc, positions
+
+
+def parse_layout(text: str, path: str, origin: str | None = None) -> Layout:
+    """The run kind and panels a pack or rule file declares."""
+    doc, _ = _document(text, path)
+    return Layout(origin or path, doc.run_kind, tuple(doc.panels))
+
+
+def parse_rules(text: str, path: str) -> list[RuleSpec]:
+    doc, positions = _document(text, path)
     specs, problems, seen = [], [], set()
     for i, raw in enumerate(doc.rules):
         try:
@@ -136,7 +159,32 @@ def load_pack(name: str) -> list[RuleSpec]:
             f"pack {name!r}",
             [Problem(None, "rules.packs", f"no built-in pack {name!r}; known: {', '.join(pack_names())}")],
         )
-    return parse_rules(res.read_text(encoding="utf-8"), f"<pack {name}>")
+    text = res.read_text(encoding="utf-8")
+    specs = parse_rules(text, f"<pack {name}>")
+    kind = parse_layout(text, f"<pack {name}>").kind
+    if kind is None:
+        return specs
+    return [s if s.for_kind else s.model_copy(update={"for_kind": kind.name}) for s in specs]
+
+
+def pack_layout(name: str) -> Layout:
+    res = resources.files("monitor.rules.packs") / f"{name}.yaml"
+    return parse_layout(res.read_text(encoding="utf-8"), f"<pack {name}>", f"pack {name}")
+
+
+def file_layout(path: str | Path) -> Layout:
+    return parse_layout(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def load_layouts(packs: Iterable[str], files: Iterable[str | Path], base_dir: str | Path = ".") -> Layouts:
+    """The layouts of the packs, then the rule files, in force (files that cannot be read are skipped:
+    loading their rules reports them)."""
+    out = [pack_layout(p) for p in packs]
+    for f in files:
+        path = Path(base_dir) / f
+        if path.is_file():
+            out.append(file_layout(path))
+    return Layouts(tuple(out))
 
 
 def pack_inhibit_rules(name: str) -> list[PackInhibitRule]:

@@ -28,6 +28,11 @@ class RuleSpec(BaseModel):
         "watched blind: watching_blind says so), periodic (at evals or saves: judged once it has come), "
         "optional (only runs that log it; judged once it has come)",
     )
+    for_kind: str | None = Field(
+        default=None,
+        description="the run kind whose metrics the rule watches (set from its pack's run_kind): a run of "
+        "another kind is not expected to send them (an RL run logs no pretraining loss)",
+    )
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
 

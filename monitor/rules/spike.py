@@ -150,12 +150,16 @@ class SpikeDetector(Detector[SpikeSpec]):
     def stats(self) -> dict[str, float | int | None]:
         b = self.baseline
         last = b.last_spike or {}
+        med = b.median() if b.ready else None
         return {
             "score": b.score,
             "floor_score": b.floor_score,
             "spikes": b.spikes,
             "last_spike_step": last.get("step"),
             "last_spike_score": last.get("score"),
+            # in the metric's units, for the run page: the level it is judged against, and where it fires
+            "baseline": b.raw(med) if med is not None else None,
+            "threshold": b.raw(med + b.needed()) if med is not None else None,
         }
 
     # ---- the verdict -----------------------------------------------------------------------

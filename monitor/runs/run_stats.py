@@ -19,8 +19,14 @@ RATE_WINDOW = 64  # steps over which the step rate is measured
 
 
 class RunStats:
-    def __init__(self, target_step: int | None = None) -> None:
+    """``keys``: further metrics to keep the latest value of and to note once logged (the run kinds'
+    evidence and headlines, monitor.rules.panels): ``seen`` is what a run's kind is inferred from."""
+
+    def __init__(self, target_step: int | None = None, keys: frozenset[str] = frozenset()) -> None:
         self.target_step = target_step
+        self.tracked = tuple(dict.fromkeys([*LATEST, *sorted(keys)]))
+        self.seen: set[str] = set()
+        self._unseen = set(keys)
         self.recent: deque[tuple[float, int]] = deque(maxlen=RATE_WINDOW)  # (t, step) of new steps
         self.latest: dict[str, float | None] = {}
         self.first_seen: float | None = None
@@ -39,10 +45,13 @@ class RunStats:
             if self.last_step is None or step != self.last_step:
                 self.recent.append((t, step))
             self.last_step = step
-        for key in LATEST:
+        for key in self.tracked:
             if key in metrics:
                 v = metrics[key]
                 self.latest[key] = v if math.isfinite(v) else None
+                if key in self._unseen:
+                    self._unseen.discard(key)
+                    self.seen.add(key)
 
     def steps_per_second(self) -> float | None:
         if len(self.recent) < 2:
@@ -64,13 +73,18 @@ class RunStats:
             "recent": [list(x) for x in self.recent],
             "goodput": self.goodput.to_dict(),
             "goodput_ratio": self.goodput.report(now)["ratio"],
+            "seen": sorted(self.seen),
         }
 
     @classmethod
-    def restore(cls, data: dict[str, Any] | None, target_step: int | None = None) -> RunStats:
-        rs = cls(target_step)
+    def restore(
+        cls, data: dict[str, Any] | None, target_step: int | None = None, keys: frozenset[str] = frozenset()
+    ) -> RunStats:
+        rs = cls(target_step, keys)
         if not data:
             return rs
+        rs.seen = {str(k) for k in data.get("seen") or ()}
+        rs._unseen -= rs.seen
         rs.recent.extend((float(t), int(s)) for t, s in data.get("recent", []))
         rs.latest = dict(data.get("latest") or {})
         rs.first_seen = data.get("first_seen")

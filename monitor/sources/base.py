@@ -22,6 +22,12 @@ class Target:
     # Runs this watch already knows (found by another source of the same watch, or earlier polls),
     # with their labels: a Prometheus target substitutes them into its queries.
     known_runs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Run id -> the run's own id at the source that found it (its W&B id): what a Prometheus target
+    # substitutes for ``{run}``, never the source-qualified id (monitor.run_ids).
+    names: Mapping[str, str] = field(default_factory=dict)
+
+    def name_of(self, run: str) -> str:
+        return self.names.get(run, run)
 
 
 @dataclass

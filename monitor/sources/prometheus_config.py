@@ -9,9 +9,11 @@ Templates
     ``{selector}`` (a name from ``selectors``) is replaced by that selector, itself rendered first.
     PromQL's own braces never clash: a label matcher always holds an operator (``{job="x"}``).
 
-Values for a run, later ones winning: ``job`` = the run id; the watch's labels; the labels the watch
-already knows for the run (``Target.known_runs``, e.g. found by a W&B source); ``run_labels[run]``
-from this config; and ``run`` = the run id.
+Values for a run, later ones winning: ``job`` = the run's name; the watch's labels; the labels the
+watch already knows for the run (``Target.known_runs``, e.g. found by a W&B source); ``run_labels[run]``
+from this config; and ``run`` = the run's name. The name is the run's own id at its source (a W&B run's
+8-character id, or the name under ``runs``), never herowatch's source-qualified run id
+(``wandb:entity/project/id``, monitor.run_ids): that id never reaches PromQL.
 
 Query kinds (what the value of an alias means)
     ``gauge``   the query's value as read. It must return at most one series per run (aggregate it:
@@ -55,11 +57,13 @@ a job per run, or any ``job`` the run's labels give). Override them under ``sele
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from monitor.durations import Duration
+from monitor.run_ids import qualify
+from monitor.sources.base import Target
 from monitor.sources.fleet_config import FleetSettings
 from monitor.sources.prometheus_templates import (  # noqa: F401 - the template language's home is there
     TemplateError,
@@ -110,6 +114,8 @@ DEFAULT_QUERIES: dict[str, QuerySpec] = {
 
 
 class PrometheusTarget(SourceTarget):
+    finds_runs: ClassVar[bool] = False  # it reads the runs its watch's tracker found (or those listed)
+
     """Runs read from a Prometheus server's HTTP API. See the module docstring for templates and aliases.
 
     The bearer token, if the server needs one, comes from the environment (HEROWATCH_PROMETHEUS_TOKEN),
@@ -254,3 +260,33 @@ register(
     "monitor.sources.prometheus_source:PrometheusSource",
     "named PromQL per run (OOM kills, restarts, GPU and host metrics)",
 )
+
+
+def query_runs(target: Target, source: str) -> dict[str, str]:
+    """The runs a target queries, id -> name: those the watch knows (found by another source: their name
+    there) and those the config lists (``prometheus:<watch>/<name>``, unless a known run already has
+    that name: then it is that run, read by both sources)."""
+    cfg: PrometheusTarget = target.config
+    runs = {run: target.name_of(run) for run in target.known_runs}
+    found = {name for run, name in runs.items() if not run.startswith(f"{source}:")}
+    # a run first read here under an id of its own, that a tracker of the watch has found since: read it
+    # as the tracker's run only
+    runs = {run: name for run, name in runs.items() if not (run.startswith(f"{source}:") and name in found)}
+    taken = set(runs.values())
+    for name in cfg.runs:
+        if name not in taken:
+            runs[qualify(source, target.watch, name)] = name
+    return runs
+
+
+def template_values(target: Target, run: str, name: str) -> dict[str, str]:
+    """What ``{job}``, ``{run}`` and the other names in a query template stand for, for the run ``run``
+    (herowatch's id) whose name at its source is ``name`` (see the module's docstring)."""
+    cfg: PrometheusTarget = target.config
+    return {
+        "job": name,
+        **dict(target.labels),
+        **dict(target.known_runs.get(run, {})),
+        **cfg.run_labels.get(name, {}),
+        "run": name,
+    }

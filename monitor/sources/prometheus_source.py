@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.prometheus_config import (
@@ -46,7 +47,9 @@ from monitor.sources.prometheus_config import (
     QueryKind,
     QuerySpec,
     TemplateError,
+    query_runs,
     render,
+    template_values,
 )
 from monitor.sources.prometheus_fleet import PREFIX as FLEET_PREFIX
 from monitor.sources.prometheus_fleet import FleetNotes, assemble, fleet_texts
@@ -170,7 +173,7 @@ class PrometheusSource:
         self, target: Target, cursors: Mapping[str, Cursor], now: float, counter: Counter
     ) -> PollResult:
         cfg: PrometheusTarget = target.config
-        runs = list(dict.fromkeys([*cfg.runs, *target.known_runs]))
+        runs = query_runs(target, SOURCE)  # run id -> its name in the query templates
         if not runs:
             log.info(
                 "prometheus watch %s: no runs yet (set prometheus.runs, or another source finds them)",
@@ -185,7 +188,7 @@ class PrometheusSource:
             if win.empty:
                 continue
             try:
-                texts = self._texts(cfg, target, run, queries)
+                texts = self._texts(cfg, target, run, runs[run], queries)
             except TemplateError as exc:
                 return PollResult(error=f"prometheus watch {target.watch}, run {run!r}: {exc}")
             for alias, text in texts.items():
@@ -224,26 +227,17 @@ class PrometheusSource:
                     assemble(cfg, target.watch, run, answers, got.soft_errors, win.last, self._fleet_notes)
                 )
             result.cursors[run] = cursor
-            if run in cfg.runs:
-                labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(run, {})}
-                result.runs.append(RunInfo(run=run, source=SOURCE, display_name=run, labels=labels))
+            name = runs[run]
+            if run == qualify(SOURCE, target.watch, name):  # a run of the config's own
+                labels = {"source": SOURCE, **dict(target.labels), **cfg.run_labels.get(name, {})}
+                info = RunInfo(run, SOURCE, name, labels=labels, name=name, project=target.watch)
+                result.runs.append(info)
         return result
 
-    @staticmethod
-    def _values(target: Target, run: str) -> dict[str, str]:
-        cfg: PrometheusTarget = target.config
-        return {
-            "job": run,
-            **dict(target.labels),
-            **dict(target.known_runs.get(run, {})),
-            **cfg.run_labels.get(run, {}),
-            "run": run,
-        }
-
     def _texts(
-        self, cfg: PrometheusTarget, target: Target, run: str, queries: Mapping[str, QuerySpec]
+        self, cfg: PrometheusTarget, target: Target, run: str, name: str, queries: Mapping[str, QuerySpec]
     ) -> dict[str, str]:
-        values = self._values(target, run)
+        values = template_values(target, run, name)
         fragments = {name: render(text, values) for name, text in cfg.all_selectors().items()}
         texts = {alias: render(q.expr, values, fragments) for alias, q in queries.items()}
         return {**texts, **fleet_texts(cfg, values, fragments)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pkgutil
 from dataclasses import dataclass
 from importlib import import_module
+from typing import ClassVar
 
 from pydantic import BaseModel
 
@@ -21,7 +22,10 @@ from monitor.sources.base import Source
 
 class SourceTarget(BaseModel):
     """The settings of one source for one watch. Hooks for ``herowatch backfill``: read everything a
-    run has (``for_backfill``), or just enough to list the runs (``for_discovery``)."""
+    run has (``for_backfill``), or just enough to list the runs (``for_discovery``). ``finds_runs``: the
+    source discovers runs (a tracker), rather than reading those another source found."""
+
+    finds_runs: ClassVar[bool] = True
 
     def for_backfill(self, run: str | None = None) -> SourceTarget:
         return self

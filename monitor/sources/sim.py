@@ -1,5 +1,6 @@
 """The built-in simulated hero run: a realistic training run that can be made to fail on schedule.
 
+A pretraining run by default; with ``trains: rl`` an RL post-training run (monitor.sources.sim_rl).
 Loss falls with noise, steps come at a steady cadence with jitter, tokens/s and MFU follow the step
 time, checkpoints and evals pause the run. Incidents (stall, restart with a step rewind, loss spike,
 NaN, throughput drop, OOM kills, crash, an outage of the source itself) happen at set times after the
@@ -15,9 +16,11 @@ import random
 from collections.abc import Mapping
 from typing import ClassVar
 
+from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.sim_config import Incident, SimTarget
+from monitor.sources.sim_rl import rl_metrics
 
 INFRA_METRIC = "oom_kills_total"
 
@@ -160,8 +163,18 @@ class SimRun:
         return total
 
     # ---- what a step logs ----------------------------------------------------------------------
+    def _collapse(self, t: float) -> float:
+        """1 while a reward_collapse incident lasts (a policy degenerates within a few steps), else 0."""
+        return (
+            1.0
+            if any(i.kind == "reward_collapse" and self._window(i, t) for i in self.cfg.incidents)
+            else 0.0
+        )
+
     def _row(self) -> Sample:
         cfg, s, t = self.cfg, self.step, self.t
+        if cfg.trains == "rl":
+            return self._rl_row()
         base = cfg.final_loss + (cfg.initial_loss - cfg.final_loss) / math.sqrt(1.0 + s / 150.0)
         loss = base * (1.0 + 0.012 * self.rng.gauss(0.0, 1.0))
         grad = 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0))
@@ -196,6 +209,20 @@ class SimRun:
             metrics["eval/loss"] = base * 1.03
         return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
 
+    def _rl_row(self) -> Sample:
+        cfg, s, t = self.cfg, self.step, self.t
+        nan = any(inc.kind == "nan" and self._window(inc, t) for inc in cfg.incidents)
+        metrics = rl_metrics(cfg, s, self.rng, self._compute, self._collapse(t), nan)
+        metrics.update(
+            {
+                "global_step": float(s),
+                "grad/norm/total": 0.22 + 0.04 * abs(self.rng.gauss(0.0, 1.0)),
+                "optim/learning_rate": 1e-6 * min(1.0, s / 50.0),
+                "_runtime": t - self.started_at,
+            }
+        )
+        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
+
 
 class SimSource:
     """Source kind ``sim``. One SimRun per watch entry, kept in memory and rebuilt from its cursor."""
@@ -205,9 +232,14 @@ class SimSource:
     def __init__(self, settings: object | None = None) -> None:
         self._runs: dict[str, SimRun] = {}
 
+    @staticmethod
+    def run_id(target: Target) -> str:
+        """``sim:<watch>/<run>`` (monitor.run_ids)."""
+        return qualify("sim", target.watch, target.config.run or target.watch)
+
     def _run_for(self, target: Target, cursor: Cursor | None, now: float) -> SimRun:
         cfg: SimTarget = target.config
-        run_id = cfg.run or target.watch
+        run_id = self.run_id(target)
         sim = self._runs.get(target.watch)
         if sim is None:
             origin = float(cursor["origin"]) if cursor and "origin" in cursor else now
@@ -219,7 +251,7 @@ class SimSource:
 
     def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
         cfg: SimTarget = target.config
-        run_id = cfg.run or target.watch
+        run_id = self.run_id(target)
         sim = self._run_for(target, cursors.get(run_id), now)
         if sim.in_outage(now):  # as a W&B or Prometheus outage looks to a poller: nothing can be read
             return PollResult(error="simulated outage: the API answers 503 Service Unavailable")
@@ -235,10 +267,12 @@ class SimSource:
         info = RunInfo(
             run=run_id,
             source="sim",
-            display_name=run_id,
+            display_name=cfg.run or target.watch,
             state=sim.state,
             labels=labels,
             heartbeat_at=now if sim.state == "running" else None,
+            name=cfg.run or target.watch,
+            project=target.watch,
         )
         cursor = {"origin": sim.origin, "t": now, "step": sim.step}
         return PollResult(samples=[*rows, infra], runs=[info], cursors={run_id: cursor}, requests=0)

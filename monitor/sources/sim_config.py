@@ -10,7 +10,15 @@ from monitor.durations import Duration
 from monitor.sources.registry import SourceTarget, register
 
 IncidentKind = Literal[
-    "stall", "restart", "loss_spike", "nan", "throughput_drop", "oom_kill", "crash", "outage"
+    "stall",
+    "restart",
+    "loss_spike",
+    "nan",
+    "throughput_drop",
+    "oom_kill",
+    "crash",
+    "outage",
+    "reward_collapse",
 ]
 
 
@@ -22,7 +30,8 @@ class Incident(BaseModel):
     kind: IncidentKind
     at: Duration
     duration: Duration | None = Field(
-        default=None, description="stall, loss_spike, nan, throughput_drop, outage (source unreadable)"
+        default=None,
+        description="stall, loss_spike, nan, throughput_drop, outage (source unreadable), reward_collapse",
     )
     factor: float = Field(default=0.9, gt=0, description="throughput_drop: speed kept, e.g. 0.9 = 10% slower")
     magnitude: float = Field(default=1.0, gt=0, description="loss_spike: relative jump, 1.0 = loss doubles")
@@ -37,6 +46,8 @@ class Incident(BaseModel):
             raise ValueError("a stall needs a duration (how long no step completes)")
         if self.kind == "outage" and not self.duration:
             raise ValueError("an outage needs a duration (how long the source cannot be read)")
+        if self.kind == "reward_collapse" and not self.duration:
+            raise ValueError("a reward_collapse needs a duration (how long the policy stays collapsed)")
         return self
 
     def end(self) -> float:
@@ -50,6 +61,12 @@ class SimTarget(SourceTarget):
     model_config = ConfigDict(extra="forbid")
 
     run: str | None = Field(default=None, description="run id; default: the watch name")
+    trains: Literal["pretraining", "rl"] = Field(
+        default="pretraining",
+        description="pretraining: loss, tokens/s, MFU; rl: an RL post-training run (reward rising, KL, "
+        "entropy, response length against max_response_length), on the rl pack's names",
+    )
+    max_response_length: int = Field(default=1024, gt=0, description="rl: the response length cap, tokens")
     seed: int = 0
     step_time: Duration = 10.0
     jitter: float = Field(default=0.03, ge=0, le=0.5)

@@ -251,9 +251,10 @@ def to_samples(rows: Iterable[Mapping[str, Any]], run: str, keys: KeyFilter, now
     return out
 
 
-def state_sample(view: RunView, now: float) -> Sample:
-    """One stepless sample a poll: the run's state and how old its last heartbeat is."""
+def state_sample(view: RunView, now: float, run: str | None = None) -> Sample:
+    """One stepless sample a poll: the run's state and how old its last heartbeat is (``run``: the
+    run's herowatch id, default its W&B id)."""
     metrics = {}
     if view.heartbeat_at is not None:
         metrics[HEARTBEAT_AGE] = max(0.0, now - view.heartbeat_at)
-    return Sample(t=now, run=view.id, metrics=metrics, state=view.state, source=SOURCE)
+    return Sample(t=now, run=run or view.id, metrics=metrics, state=view.state, source=SOURCE)

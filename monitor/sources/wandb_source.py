@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from pydantic import SecretStr
 
+from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
@@ -268,8 +269,9 @@ class WandbSource:
     def _poll(self, job: _Poll, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
         cfg = job.cfg
         where = f"{cfg.entity}/{cfg.project}"
-        # only this project's cursors: the engine may hand over other watches' too
-        cursors = {run_id: c for run_id, c in cursors.items() if (c or {}).get("project") == where}
+        prefix = qualify(SOURCE, where, "")  # herowatch's id of a run is this + its W&B id (run_ids)
+        # only this project's cursors, by W&B id: the engine may hand over other watches' too
+        cursors = {k[len(prefix) :]: c for k, c in cursors.items() if k.startswith(prefix)}
         followed = {run_id for run_id, c in cursors.items() if not c.get("deleted")}
         selected = Selector(cfg)
         views: dict[str, RunView] = {}
@@ -297,17 +299,19 @@ class WandbSource:
                         cursor.get("step"),
                         settled.rewound_to,
                     )
-                out.samples.extend(to_samples(settled.rows, run_id, keys, now))
-                out.logged[run_id] = sorted({k for row in settled.rows for k in row if not k.startswith("_")})
+                out.samples.extend(to_samples(settled.rows, prefix + run_id, keys, now))
+                out.logged[prefix + run_id] = sorted(
+                    {k for row in settled.rows for k in row if not k.startswith("_")}
+                )
                 cursor = settled.cursor
             else:
                 cursor.pop("deleted", None)
                 cursor["state"] = view.state
                 if "step" in cursor:
                     cursor["lines"] = view.lines
-            out.samples.append(state_sample(view, now))
+            out.samples.append(state_sample(view, now, prefix + run_id))
             out.runs.append(self._info(cfg, target, view))
-            out.cursors[run_id] = cursor
+            out.cursors[prefix + run_id] = cursor
         for run_id in sorted(followed - views.keys()):
             self._gone(out, cfg, run_id, dict(cursors.get(run_id) or {}), now)
         for cursor in out.cursors.values():
@@ -322,22 +326,31 @@ class WandbSource:
             **{f"tag.{t}": "true" for t in view.tags},
             **dict(target.labels),
         }
+        where = f"{cfg.entity}/{cfg.project}"
         return RunInfo(
-            run=view.id,
+            run=qualify(SOURCE, where, view.id),
             source=SOURCE,
             display_name=view.display_name,
             state=view.state,
             labels=labels,
             url=cfg.run_url(view.id),
             heartbeat_at=view.heartbeat_at,
+            name=view.id,
+            project=where,
         )
 
     @staticmethod
     def _gone(out: PollResult, cfg: WandbTarget, run_id: str, cursor: Cursor, now: float) -> None:
         log.warning("run %s is no longer in W&B project %s/%s (deleted?)", run_id, cfg.entity, cfg.project)
-        out.samples.append(Sample(t=now, run=run_id, state="deleted", source=SOURCE))
-        out.runs.append(RunInfo(run=run_id, source=SOURCE, state="deleted", url=cfg.run_url(run_id)))
-        out.cursors[run_id] = {**cursor, "deleted": True, "state": "deleted"}
+        where = f"{cfg.entity}/{cfg.project}"
+        key = qualify(SOURCE, where, run_id)
+        out.samples.append(Sample(t=now, run=key, state="deleted", source=SOURCE))
+        out.runs.append(
+            RunInfo(
+                run=key, source=SOURCE, state="deleted", url=cfg.run_url(run_id), name=run_id, project=where
+            )
+        )
+        out.cursors[key] = {**cursor, "deleted": True, "state": "deleted"}
 
     def _warn_missing(self, cfg: WandbTarget, views: Mapping[str, RunView]) -> None:
         for run_id in cfg.run_ids:

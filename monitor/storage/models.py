@@ -36,11 +36,20 @@ class Base(DeclarativeBase):
 
 
 class Run(Base):
+    """A watched run. ``id`` is source-qualified (``wandb:entity/project/run id``, monitor.run_ids);
+    ``name`` is the run's own id at its source, ``project`` the scope that name is unique in (shown
+    beside a display name that several runs share), ``kind`` what the run is (pretraining, sft, rl,
+    other: configured, or inferred from the packs in force and the metrics it logs)."""
+
     __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_kind", "kind"),)
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
     watch: Mapped[str] = mapped_column(String(128))
     source: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str | None] = mapped_column(String(200))
+    project: Mapped[str | None] = mapped_column(String(200))
+    kind: Mapped[str | None] = mapped_column(String(32))
     display_name: Mapped[str | None] = mapped_column(String(300))
     url: Mapped[str | None] = mapped_column(Text)
     labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

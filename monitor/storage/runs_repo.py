@@ -6,9 +6,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from monitor.run_ids import title
 from monitor.samples import RunInfo, Sample
 from monitor.storage.models import Run, SourceCursor
 from monitor.storage.series import Point, ingest_run
@@ -20,6 +21,10 @@ def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
         run = Run(id=info.run, watch=watch, source=info.source, first_seen_at=now, labels={}, restarts=0)
         session.add(run)
     run.watch = watch
+    if info.name:
+        run.name = info.name
+    if info.project:
+        run.project = info.project
     if info.display_name:
         run.display_name = info.display_name
     if info.url:
@@ -82,3 +87,24 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
 
 def list_runs(session: Session) -> list[Run]:
     return list(session.scalars(select(Run).order_by(Run.id)))
+
+
+def shared_display_names(session: Session, among: Iterable[str] | None = None) -> frozenset[str]:
+    """Display names more than one run has (those runs are shown with their project); only those
+    ``among`` these names, if given."""
+    q = select(Run.display_name).group_by(Run.display_name).having(func.count() > 1)
+    if among is not None:
+        q = q.where(Run.display_name.in_(list(among)))
+    return frozenset(n for n in session.scalars(q) if n)
+
+
+def titles(session: Session, ids: Iterable[str]) -> dict[str, str]:
+    """run id -> what people call the run (monitor.run_ids.title), for the runs that exist."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    rows = session.execute(
+        select(Run.id, Run.display_name, Run.name, Run.project).where(Run.id.in_(ids))
+    ).all()
+    shared = shared_display_names(session, {r.display_name for r in rows if r.display_name})
+    return {r.id: title(r.display_name, r.name, r.project, r.display_name in shared) for r in rows}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import func, select, text
@@ -48,8 +48,27 @@ def stats_of(session: Session, run_ids: list[str]) -> dict[str, dict]:
     return out
 
 
+def kind_counts(session: Session) -> dict[str, int]:
+    """Runs per kind (a run whose kind is not known yet counts as other)."""
+    rows = session.execute(select(Run.kind, func.count()).group_by(Run.kind))
+    out: dict[str, int] = {}
+    for kind, n in rows:
+        out[kind or "other"] = out.get(kind or "other", 0) + n
+    return out
+
+
 def get_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id)
+
+
+def lookup_runs(session: Session, key: str) -> list[Run]:
+    """The run with id ``key``; else every run whose display name, or own id at its source (a W&B id,
+    a link from before ids were source-qualified), is ``key``: one, several (a shared name), or none."""
+    run = session.get(Run, key)
+    if run is not None:
+        return [run]
+    q = select(Run).where((Run.display_name == key) | (Run.name == key)).order_by(Run.id).limit(50)
+    return list(session.scalars(q))
 
 
 # ---- alerts -------------------------------------------------------------------------------------
@@ -65,10 +84,11 @@ def find_alerts(
     *,
     state: str | None = None,
     severity: str | None = None,
-    run: str | None = None,
+    run: str | Sequence[str] | None = None,
     acknowledged: bool | None = None,
 ) -> Iterator[Alert]:
-    """Alerts newest first, filtered in SQL; streamed so a caller filtering further can stop early."""
+    """Alerts newest first, filtered in SQL; streamed so a caller filtering further can stop early.
+    ``run``: a run id, or several (the runs a display name stands for)."""
     q = select(Alert)
     if state == "active":
         q = q.where(Alert.state.in_(ACTIVE_STATES))
@@ -76,8 +96,10 @@ def find_alerts(
         q = q.where(Alert.state == state)
     if severity:
         q = q.where(Alert.severity == severity)
-    if run:
+    if isinstance(run, str) and run:
         q = q.where(Alert.run_id == run)
+    elif run is not None and not isinstance(run, str):
+        q = q.where(Alert.run_id.in_(list(run)))
     if acknowledged is True:
         q = q.where(Alert.acked_at.is_not(None))
     elif acknowledged is False:

@@ -28,6 +28,11 @@ class BackfillReport:
     errors: dict[str, str] = field(default_factory=dict)
 
 
+def name_at_source(kind: str, run: str) -> str:
+    """``abc123`` for ``abc123`` or ``wandb:entity/project/abc123``."""
+    return run.rsplit("/", 1)[-1] if run.startswith(f"{kind}:") else run
+
+
 def discover(source: Source, kind: str, watch: Watch, cfg: SourceTarget, now: float) -> list[RunInfo]:
     """The runs a watch selects, read cheaply."""
     res = source.poll(Target(watch.name, cfg.for_discovery(), watch.labels), {}, now)
@@ -48,9 +53,15 @@ def backfill(
     report = BackfillReport()
     for kind, cfg in watch.targets().items():
         source = sources[kind]
-        wanted = list(runs) or [r.run for r in discover(source, kind, watch, cfg, clock.time())]
-        for i, run in enumerate(wanted):
-            res = source.poll(Target(watch.name, cfg.for_backfill(run), watch.labels), {}, clock.time())
+        # runs by their name at the source (a W&B id); herowatch's own id (wandb:entity/project/id) is
+        # accepted too: sources select by name, the samples come back under the id (monitor.run_ids)
+        wanted = [name_at_source(kind, r) for r in runs] or [
+            r.name or r.run for r in discover(source, kind, watch, cfg, clock.time())
+        ]
+        for i, name in enumerate(wanted):
+            res = source.poll(Target(watch.name, cfg.for_backfill(name), watch.labels), {}, clock.time())
+            info = next((r for r in res.runs if name in (r.name, r.run)), None)
+            run = info.run if info is not None else name
             if res.error:
                 report.errors[run] = res.error
                 on_run(run, i + 1, len(wanted))

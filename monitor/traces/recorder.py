@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 class _WatchState:
     cursors: dict[str, dict[str, Cursor]] = field(default_factory=lambda: defaultdict(dict))
     known: dict[str, dict[str, str]] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)  # run id -> its name at its source
     next_at: float = 0.0
 
 
@@ -62,10 +63,12 @@ class Recorder:
             st.next_at = now + w.poll_interval
             for kind, cfg in w.targets().items():
                 res = self.sources[kind].poll(
-                    Target(w.name, cfg, w.labels, dict(st.known)), st.cursors[kind], now
+                    Target(w.name, cfg, w.labels, dict(st.known), dict(st.names)), st.cursors[kind], now
                 )
                 for info in res.runs:
                     st.known.setdefault(info.run, dict(info.labels))
+                    if info.name:
+                        st.names.setdefault(info.run, info.name)
                 if res.error:
                     watch = {"watch": w.name}
                     for run in st.known or {w.name: {}}:

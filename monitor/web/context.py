@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from monitor.rules.panels import Layouts
 from monitor.settings import Settings
 from monitor.web.poll_counter import PollCounter
 from monitor.web.stats_cache import StatsCache
@@ -34,6 +35,8 @@ class ApiContext:
     service: Any = None
     polls: PollCounter = field(default_factory=PollCounter)
     stats_cache: StatsCache = field(default_factory=StatsCache)
+    layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force
+    references: dict[str, dict[str, float]] = field(default_factory=dict)  # watch -> reference values
 
     @classmethod
     def from_service(cls, service: Service) -> ApiContext:
@@ -45,6 +48,8 @@ class ApiContext:
             engine=service.engine,
             outbox=service.outbox,
             service=service,
+            layouts=service.engine.layouts,
+            references={w.name: dict(w.references) for w in service.config.watch},
         )
 
     def now(self) -> float:

@@ -3,11 +3,43 @@ from what the engine stored with the run's stats at its last poll (``engine.cove
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from alerts.clock import isoformat
 from monitor.storage.models import Run
-from monitor.web.schemas import CoverageOut, InputCoverageOut, RuleCoverageOut
+
+CoverageState = Literal["covered", "warming", "blind", "unknown", "unused", "ended"]
+
+
+class InputCoverageOut(BaseModel):
+    name: str = Field(description="a metric name, or @step (the step counter), @state, @any (any data)")
+    state: CoverageState
+    last_at: str | None = Field(description="when its last value arrived; null: never")
+    count: int = Field(description="distinct times a value arrived")
+    why: str = Field(description="the state in words")
+
+
+class RuleCoverageOut(BaseModel):
+    rule: str
+    kind: str
+    severity: str
+    state: CoverageState = Field(description="the worst of its inputs'")
+    inputs: list[InputCoverageOut]
+
+
+class CoverageOut(BaseModel):
+    """Which of a run's rules can see: per rule and input, when a value last arrived (docs/rules.md)."""
+
+    run: str
+    state: CoverageState | None = Field(description="the worst over its rules; null before the first poll")
+    at: str | None = Field(description="when it was judged (the run's last poll)")
+    summary: str | None = Field(description="the watching_blind text while any rule is blind")
+    keys: list[str] = Field(description="metric keys the run logs, as logged (the first 40)")
+    gaps: dict[str, str] = Field(description="input -> why its source found nothing (a query with no series)")
+    rules: list[RuleCoverageOut]
+
 
 STATES = ("covered", "warming", "blind", "unknown", "unused", "ended")
 

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
-from monitor.storage import views
+from monitor.storage import runs_repo, views
 from monitor.storage.models import Run
 from monitor.storage.series import BucketView
 from monitor.web import status
 from monitor.web.context import ApiContext
-from monitor.web.schemas import Bucket, RunDetail, Series, TimelineEntry
+from monitor.web.schemas import Bucket, PanelOut, RunDetail, Series, TimelineEntry
 from monitor.web.stats_cache import derive
 
 MAX_POINTS = 512
@@ -76,10 +76,15 @@ def run_detail(
 ) -> RunDetail:
     now = ctx.now()
     silences = views.active_silence_specs(s, now)
-    alerts = sorted(
-        (status.alert_out(a, silences, now) for a in views.active_alerts(s, run.id)), key=status.alert_order
-    )
     derived = derive(run, run.stats, now)
+    shared = bool(run.display_name) and run.display_name in runs_repo.shared_display_names(
+        s, [run.display_name]
+    )
+    kind = status.kind_fields(run, derived.stats, ctx.layouts, shared)
+    alerts = sorted(
+        (status.alert_out(a, silences, now, {run.id: kind["title"]}) for a in views.active_alerts(s, run.id)),
+        key=status.alert_order,
+    )
     report = derived.report
     fields = status.run_fields(run, derived.stats, alerts, report, now, ctx.poll_interval(run.watch))
     goodput = status.goodput_detail(report, views.alert_spans(s, run.id))
@@ -88,8 +93,14 @@ def run_detail(
         for name, (axis, buckets) in views.run_series(s, run.id, metrics).items()
     }
     restarts = [i for i in (goodput.incidents if goodput else []) if i.kind in ("restart", "down")]
+    panels = [
+        PanelOut(id=p.id, title=p.title, unit=p.unit, metrics=p.metrics())
+        for p in ctx.layouts.panels_for(kind["kind"])
+    ]
     return RunDetail(
         **fields,
+        **kind,
+        panels=panels,
         goodput=goodput,
         series=series,
         restart_incidents=restarts,

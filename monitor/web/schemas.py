@@ -100,41 +100,32 @@ class MetricsProfileOut(BaseModel):
     explain: str = ""
 
 
-CoverageState = Literal["covered", "warming", "blind", "unknown", "unused", "ended"]
+class RunKindOut(BaseModel):
+    """What the run is, and how herowatch knows (monitor/rules/panels)."""
+
+    name: str = Field(description="pretraining, sft, rl, other, or a kind a pack in force declares")
+    how: Literal["configured", "inferred"] = Field(description="set in the watch config, or from its metrics")
+    evidence: list[str] = Field(default_factory=list, description="inferred: the metrics that tell")
 
 
-class InputCoverageOut(BaseModel):
-    name: str = Field(description="a metric name, or @step (the step counter), @state, @any (any data)")
-    state: CoverageState
-    last_at: str | None = Field(description="when its last value arrived; null: never")
-    count: int = Field(description="distinct times a value arrived")
-    why: str = Field(description="the state in words")
-
-
-class RuleCoverageOut(BaseModel):
-    rule: str
-    kind: str
-    severity: str
-    state: CoverageState = Field(description="the worst of its inputs'")
-    inputs: list[InputCoverageOut]
-
-
-class CoverageOut(BaseModel):
-    """Which of a run's rules can see: per rule and input, when a value last arrived (docs/rules.md)."""
-
-    run: str
-    state: CoverageState | None = Field(description="the worst over its rules; null before the first poll")
-    at: str | None = Field(description="when it was judged (the run's last poll)")
-    summary: str | None = Field(description="the watching_blind text while any rule is blind")
-    keys: list[str] = Field(description="metric keys the run logs, as logged (the first 40)")
-    gaps: dict[str, str] = Field(description="input -> why its source found nothing (a query with no series)")
-    rules: list[RuleCoverageOut]
+class HeadlineOut(BaseModel):
+    metric: str = Field(description="the metric the run's kind puts first: loss, or an RL run's reward")
+    label: str
+    value: float | None = Field(description="its latest value")
 
 
 class RunOut(BaseModel):
-    id: str
+    id: str = Field(
+        description="source-qualified: wandb:entity/project/run id, sim:watch/run, prometheus:watch/run"
+    )
     watch: str
     source: str
+    name: str | None = Field(description="the run's own id at its source (a W&B run's 8-character id)")
+    project: str | None = Field(description="where that name is unique: W&B entity/project, else the watch")
+    title: str = Field(description="its display name, with the project where another run shares that name")
+    kind: str = Field(description="pretraining, sft, rl or other (see run_kind)")
+    run_kind: RunKindOut | None = None
+    headline: HeadlineOut
     display_name: str | None
     url: str | None
     labels: dict[str, str]
@@ -195,8 +186,18 @@ class TimelineEntry(BaseModel):
     step: int | None
 
 
+class PanelOut(BaseModel):
+    id: str
+    title: str
+    unit: str
+    metrics: list[str] = Field(description="what it draws: series, bands and the metrics of its lines")
+
+
 class RunDetail(RunOut):
     goodput: Goodput | None  # type: ignore[assignment]
+    panels: list[PanelOut] = Field(
+        default_factory=list, description="the panels of the packs in force for the run's kind, in order"
+    )
     series: dict[str, Series] = Field(description="metric -> min/max per bucket, at most max_points buckets")
     restart_incidents: list[Incident] = Field(description="restarts and downtimes, from goodput")
     timeline: list[TimelineEntry] = Field(description="alert transitions, newest first")
@@ -236,6 +237,7 @@ class AlertOut(BaseModel):
     rule: str
     kind: str
     run: str
+    run_title: str | None = Field(None, description="the run's display name (and project, where shared)")
     metric: str | None
     severity: str
     state: str

@@ -8,17 +8,41 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
-from monitor.delivery.oncall import create_silence, parse_time
+from alerts.routing import Matcher
+from monitor.delivery.oncall import ActionError, create_silence, parse_time
 from monitor.storage import views
 from monitor.storage.models import Alert, Silence
 from monitor.web.schemas import SilenceIn, SilenceOut
+
+
+def run_matchers(s: Session, matchers: Sequence[str]) -> list[str]:
+    """``run=<display name>`` as people type it, made ``run="<run id>"`` (alerts carry the id: a silence
+    on the name would mute nothing). A name several runs share is refused, naming their ids."""
+    out = []
+    for text in matchers:
+        try:
+            m = Matcher.parse(text)
+        except ValueError:
+            out.append(text)  # refused with its reason by the on-call action
+            continue
+        if m.name == "run" and m.op == "=" and views.get_run(s, m.value) is None:
+            found = views.lookup_runs(s, m.value)
+            if len(found) > 1:
+                ids = ", ".join(r.id for r in found)
+                raise ActionError(
+                    422, f"{len(found)} runs are called {m.value!r}: {ids}; say which (run=<id>)"
+                )
+            if found:
+                text = f'run="{found[0].id}"'
+        out.append(text)
+    return out
 
 
 def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
     """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI)."""
     return create_silence(
         s,
-        body.matchers,
+        run_matchers(s, body.matchers),
         created_by=body.created_by,
         comment=body.comment,
         now=now,

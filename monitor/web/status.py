@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
 from alerts.silences import SilenceSpec, silenced_by
+from monitor import run_ids
 from monitor.durations import format_duration
+from monitor.rules.panels import OTHER, Layouts
 from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
@@ -52,7 +54,10 @@ def silence_of(a: Alert, silences: Sequence[SilenceSpec], now: float) -> int | N
     return None
 
 
-def alert_out(a: Alert, silences: Sequence[SilenceSpec], now: float) -> AlertOut:
+def alert_out(
+    a: Alert, silences: Sequence[SilenceSpec], now: float, titles: Mapping[str, str] | None = None
+) -> AlertOut:
+    """``titles``: run id -> what people call the run (runs_repo.titles)."""
     ann = a.annotations or {}
     sid = silence_of(a, silences, now)
     return AlertOut(
@@ -61,6 +66,7 @@ def alert_out(a: Alert, silences: Sequence[SilenceSpec], now: float) -> AlertOut
         rule=a.rule,
         kind=a.kind,
         run=a.run_id,
+        run_title=(titles or {}).get(a.run_id),
         metric=a.metric,
         severity=a.severity,
         state=a.state,
@@ -201,6 +207,22 @@ def assess(
     return Verdict("ok", "Healthy")
 
 
+def kind_fields(run: Run, stats: dict[str, Any], layouts: Layouts, shared: bool) -> dict[str, Any]:
+    """What the run is and what people call it: its kind (and how that is known), its headline figure
+    (the metric its kind puts first), its title (the project beside a display name another run has)."""
+    kind = run.kind or OTHER
+    metric, label = layouts.headline(kind)
+    value = num((stats.get("latest") or {}).get(metric))
+    return {
+        "name": run.name,
+        "project": run.project,
+        "title": run_ids.title(run.display_name, run.name or run.id, run.project, shared),
+        "kind": kind,
+        "run_kind": stats.get("run_kind"),
+        "headline": {"metric": metric, "label": label, "value": value},
+    }
+
+
 def run_fields(
     run: Run,
     stats: dict[str, Any],
@@ -249,17 +271,19 @@ def run_fields(
     }
 
 
-def run_out(ctx: ApiContext, run: Run, derived: Derived, alerts: Sequence[AlertOut], now: float) -> RunOut:
+def run_out(
+    ctx: ApiContext, run: Run, derived: Derived, alerts: Sequence[AlertOut], now: float, shared: bool
+) -> RunOut:
     report = derived.report
     fields = run_fields(run, derived.stats, alerts, report, now, ctx.poll_interval(run.watch))
     summary = GoodputSummary(**goodput_fields(report)) if report else None
-    return RunOut(**fields, goodput=summary)
+    return RunOut(**fields, **kind_fields(run, derived.stats, ctx.layouts, shared), goodput=summary)
 
 
 def urgency(r: RunOut) -> tuple:
     """Overview order: what needs on-call first (unsilenced firing alerts, then the rest)."""
     muted = r.silenced_alerts > 0 and r.silenced_alerts >= sum(r.active_alerts.values())
-    return (HEALTH_RANK.get(r.health, 9), muted, r.id)
+    return (HEALTH_RANK.get(r.health, 9), muted, r.title, r.id)
 
 
 @dataclass
@@ -269,19 +293,43 @@ class Overview:
     alerts: list[AlertOut]  # pending and firing, most urgent first
 
 
-def overview(ctx: ApiContext, s: Session) -> Overview:
-    """Every run with its health, and every active alert: three queries whatever the number of runs."""
+def overview(ctx: ApiContext, s: Session, kind: str | None = None) -> Overview:
+    """Every run (of ``kind``, if given) with its health, and every active alert: three queries whatever
+    the number of runs."""
     now = ctx.now()
     silences = views.active_silence_specs(s, now)
-    active = [alert_out(a, silences, now) for a in views.active_alerts(s)]
+    rows = views.all_runs(s, with_stats=False)
+    shared = run_ids.ambiguous_names(r.display_name for r in rows)
+    titles = {
+        r.id: run_ids.title(r.display_name, r.name or r.id, r.project, r.display_name in shared) for r in rows
+    }
+    active = [alert_out(a, silences, now, titles) for a in views.active_alerts(s)]
     by_run: dict[str, list[AlertOut]] = {}
     for a in active:
         by_run.setdefault(a.run, []).append(a)
-    rows = views.all_runs(s, with_stats=False)
+    if kind is not None:
+        rows = [r for r in rows if (r.kind or OTHER) == kind]
     derived = ctx.stats_cache.get_many(s, rows, now)
-    runs = [run_out(ctx, r, derived[r.id], by_run.get(r.id, []), now) for r in rows]
+    runs = [run_out(ctx, r, derived[r.id], by_run.get(r.id, []), now, r.display_name in shared) for r in rows]
+    if kind is not None:  # the alerts of the runs shown
+        shown = {r.id for r in rows}
+        active = [a for a in active if a.run in shown]
     return Overview(now, runs, sorted(active, key=alert_order))
 
 
 def counts_by(alerts: Iterable[AlertOut], key: str) -> dict[str, int]:
     return dict(Counter(getattr(a, key) for a in alerts))
+
+
+def one_run(s: Session, run_id: str) -> Run:
+    """The run an API path names: its id, or a display name or source id only one run has.
+    404 when none, 409 (with the ids to choose from) when several."""
+    from fastapi import HTTPException
+
+    found = views.lookup_runs(s, run_id)
+    if not found:
+        raise HTTPException(404, f"no run with id {run_id!r}")
+    if len(found) > 1:
+        ids = ", ".join(r.id for r in found)
+        raise HTTPException(409, f"{len(found)} runs are called {run_id!r}: {ids}; ask for one by its id")
+    return found[0]

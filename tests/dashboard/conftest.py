@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,13 @@ class Live:
 def live(tmp_path: Path) -> Iterator[Live]:
     clock = ManualClock(1_780_000_000.0)
     service = build(f"sqlite:///{tmp_path / 'herowatch.db'}", clock, DASHBOARD_CONFIG)
+    with serving(service, clock) as live:
+        yield live
+
+
+@contextmanager
+def serving(service: Service, clock: ManualClock) -> Iterator[Live]:
+    """``service`` behind a real uvicorn on a free port, until the block ends (then stopped)."""
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(

@@ -63,8 +63,10 @@ def build(
     *,
     token: str | None = TOKEN,
     protect_reads: bool = False,
+    **secrets: str,
 ) -> Service:
-    env = {"database_url": db_url, "protect_reads": protect_reads}
+    """``secrets``: further settings from the environment, e.g. WANDB_API_KEY."""
+    env = {"database_url": db_url, "protect_reads": protect_reads, **secrets}
     if token is not None:
         env["HEROWATCH_API_TOKEN"] = token
     cfg = parse_config(text, "test.yaml")

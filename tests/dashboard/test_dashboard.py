@@ -34,7 +34,7 @@ def test_overview_shows_the_runs_and_a_new_stall_alert_without_a_reload(live, pa
     for name in ("hero-a", "hero-b", XSS):
         expect(page.locator(".run-name", has_text=name)).to_be_visible()
     expect(page.locator(".firing")).to_have_count(0)
-    expect(page.locator("li.run[data-run='hero-b'] svg.spark path.band")).to_have_count(1)
+    expect(page.locator("li.run[data-run='sim:hero-b/hero-b'] svg.spark path.band")).to_have_count(1)
     page.evaluate("window.__notReloaded = true")
 
     live.tick(18 * 60)  # 30 minutes in: the stall has lasted past the 15-minute limit
@@ -46,8 +46,10 @@ def test_overview_shows_the_runs_and_a_new_stall_alert_without_a_reload(live, pa
     expect(first).to_have_class(re.compile(r"\bhealth-critical\b"))
     expect(first.locator(".run-name")).to_have_text("hero-a")
     expect(first.locator(".problem")).to_contain_text("no new step for")
-    expect(page.locator("li.run[data-run='hero-b'] .badge")).to_have_text("OK")
-    expect(page.locator("li.run[data-run='hero-b'] dd").nth(3)).to_have_text(re.compile(r"^\d+\.\d%$"))
+    expect(page.locator("li.run[data-run='sim:hero-b/hero-b'] .badge")).to_have_text("OK")
+    expect(page.locator("li.run[data-run='sim:hero-b/hero-b'] dd").nth(3)).to_have_text(
+        re.compile(r"^\d+\.\d%$")
+    )
     page.screenshot(path=str(artifacts / "overview.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(artifacts / "overview-phone.png"), full_page=True)
@@ -65,7 +67,7 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
     expect(page.locator("header .who .name")).to_have_text("alice")
     firing.locator("a.silence-btn").click()
     expect(page.locator("textarea[name=matchers]")).to_have_value(
-        'alertname="progress_stalled"\nrun="hero-a"'
+        'alertname="progress_stalled"\nrun="sim:hero-a/hero-a"'
     )
     page.fill("input[name=duration]", "2h")
     page.fill("input[name=comment]", "rank 17 hung; NCCL debug in progress")
@@ -81,10 +83,14 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
     expect(muted.locator(".silenced")).to_contain_text("silenced")
     expect(page.locator("#group-firing li.alert")).to_have_count(0)
     (api_alert,) = live.api("/api/alerts", silenced="true")
-    assert api_alert["rule"] == "progress_stalled" and api_alert["run"] == "hero-a" and api_alert["silenced"]
+    assert (
+        api_alert["rule"] == "progress_stalled"
+        and api_alert["run_title"] == "hero-a"
+        and api_alert["silenced"]
+    )
     page.goto(live.url + "/")
     expect(page.locator(".firing")).to_have_count(0)  # nothing loud left
-    expect(page.locator("li.run[data-run='hero-a'] .problem")).to_contain_text("silenced")
+    expect(page.locator("li.run[data-run='sim:hero-a/hero-a'] .problem")).to_contain_text("silenced")
 
     page.goto(live.url + "/alerts")
     page.locator("#group-silenced li.alert button.ack").click()
@@ -123,7 +129,8 @@ def test_a_run_named_like_html_is_shown_as_text(live, page):
     ).raise_for_status()
     page.goto(live.url + "/silences")
     expect(page.locator("li.silence .comment")).to_have_text("<script>alert(2)</script>")
-    expect(page.locator("li.silence code.matcher")).to_have_text(f'run="{XSS}"')
+    # the display name, as typed, is stored as the run's id (what its alerts carry)
+    expect(page.locator("li.silence code.matcher")).to_have_text(f'run="sim:odd-name/{XSS}"')
     assert page.dialogs == [], "no script ran"
     assert page.errors == []
 
@@ -137,7 +144,7 @@ def test_the_run_page_draws_charts_with_markers_goodput_and_timeline(live, page,
         assert page.evaluate(BLUE_PIXELS, f"#{chart} canvas") > 500, f"{chart}: the series is drawn"
     payload = page.evaluate("JSON.parse(document.getElementById('chart-data').textContent)")
     assert any(m["kind"] == "restart" for m in payload["markers"])
-    loss = next(c for c in payload["charts"] if c["metric"] == "train/loss")
+    (loss,) = next(c for c in payload["charts"] if c["id"] == "chart-loss")["series"]
     jumps = [
         hi / before for hi, before in zip(loss["max"][1:], loss["mean"][:-1], strict=True) if hi and before
     ]

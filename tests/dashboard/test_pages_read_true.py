@@ -75,7 +75,7 @@ def test_layout_defects_are_gone(live, page):
     page.set_viewport_size({"width": 800, "height": 900})
     page.goto(live.url + "/")
     # was "29 / 250,..." cut by an ellipsis
-    expect(fact(page, "li.run[data-run='hero-a']", "Step")).to_have_text("54 / 250k")
+    expect(fact(page, "li.run[data-run='sim:hero-a/hero-a']", "Step")).to_have_text("54 / 250k")
     page.goto(live.url + "/silences")  # logged out: the login note is one sentence, beside the title
     note = page.locator(".title-row .act-note")
     expect(note).to_have_text("Log in to create or expire silences")

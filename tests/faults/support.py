@@ -15,6 +15,7 @@ from alerts.notifiers.console import ConsoleNotifier
 from monitor.config.loader import parse_config
 from monitor.service import Service, build_service
 from monitor.settings import Settings
+from monitor.storage import runs_repo
 from monitor.storage.models import Alert, Notification
 
 DATA_RULES = ("progress_stalled", "telemetry_gone")
@@ -78,10 +79,13 @@ def assert_exactly_once(service: Service, out: io.StringIO | None = None) -> Cou
     assert all(n == 1 for n in counts.values()), counts
     if out is not None:
         text = out.getvalue()
+        with service.sessions() as s:
+            shown = runs_repo.titles(s, (run for _, run, _ in counts))  # the console names runs so
         for (rule, run, status), _ in counts.items():
             icon = "FIRING" if status == "firing" else "RESOLVED"
+            name = shown.get(run, run)
             printed = sum(
-                1 for line in text.splitlines() if f"{icon} " in line and f" {rule} run={run} " in line
+                1 for line in text.splitlines() if f"{icon} " in line and f" {rule} run={name} " in line
             )
             assert printed == 1, (rule, run, status, text)
     return counts

@@ -109,7 +109,7 @@ def test_sigkill_mid_poll_then_restart_does_not_renotify(tmp_path: Path) -> None
         return rows == [("sent",)]
 
     def polled_at() -> float:
-        rows = q("select last_polled_at from runs where id = 'crashy'")
+        rows = q("select last_polled_at from runs where id = 'sim:crashy/crashy'")
         if not rows or rows[0][0] is None:
             return 0.0
         v = rows[0][0]

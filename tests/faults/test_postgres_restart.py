@@ -117,8 +117,8 @@ def test_postgres_restart_under_the_running_service(cluster: Cluster) -> None:
             cycle(service)
         assert rule_states(service, "progress_stalled") == ["resolved"]
         counts = assert_exactly_once(service, out)
-        assert counts[("progress_stalled", "hero-a", "firing")] == 1
-        assert counts[("progress_stalled", "hero-a", "resolved")] == 1
+        assert counts[("progress_stalled", "sim:hero-a/hero-a", "firing")] == 1
+        assert counts[("progress_stalled", "sim:hero-a/hero-a", "resolved")] == 1
         assert [k for k in counts if k[0] != "progress_stalled"] == [], counts
     finally:
         service.stop()

@@ -189,7 +189,7 @@ def test_run_deleted_mid_watch(server: WandbStandin, sqlite_url: str) -> None:
         with h.service.sessions() as s:
             from monitor.storage.models import Run
 
-            states = {r.id: r.state for r in s.query(Run)}
+            states = {r.name: r.state for r in s.query(Run)}
         assert states == {"keep": "running", "gone": "deleted"}
         assert h.service.engine.last_error.get("wandb") is None
         assert false_pages(h.service) == [], "a deleted run was paged as stalled"

@@ -94,18 +94,18 @@ def test_blind_runs_warn_once_resolve_and_doctor_says_why(tmp_path):
         assert f"ok   run {OK}:" in report
         assert "doctor: " in out.stderr, "a progress line while it works"
         doc = json.loads(doctor(stack, cfg, "--json").stdout)
-        assert doc["exit"] == 1 and doc["runs"][f"hero/{NAMES}"]["coverage"]["state"] == "blind"
+        assert doc["exit"] == 1 and by_title(doc, NAMES)["coverage"]["state"] == "blind"
         stack.slack.outside.clear()
         stack.slack.scopes.extend(["files:write", "channels:read"])
 
         # the exporter starts exposing the missing pods: that warning resolves
         stack.exporter.add_pod(PODS)
         wait_for(
-            lambda: [a for a in alerts_of(hw, "watching_blind", "resolved") if a["run"] == PODS],
+            lambda: [a for a in alerts_of(hw, "watching_blind", "resolved") if a["run_title"] == PODS],
             40,
             "resolve",
         )
-        assert [a["run"] for a in alerts_of(hw, "watching_blind", "firing")] == [NAMES]
+        assert [a["run_title"] for a in alerts_of(hw, "watching_blind", "firing")] == [NAMES]
 
         # a correct set-up: the unknown names mapped in the config, every pod exported
         fixed = stack.write_config(
@@ -121,3 +121,9 @@ def test_blind_runs_warn_once_resolve_and_doctor_says_why(tmp_path):
         for proc in stack.procs:
             assert proc.errors() == "", proc.errors()
     print(f"wall time of this test: {time.monotonic() - started:.1f}s")
+
+
+def by_title(doc: dict, title: str) -> dict:
+    """The doctor's JSON for the run people call ``title`` (runs are keyed by herowatch's id)."""
+    [run] = [r for r in doc["runs"].values() if r["title"] == title]
+    return run

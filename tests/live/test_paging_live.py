@@ -77,7 +77,7 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
         assert len(paged(stack, "progress_stalled", "hero-a")) == 2, dump(stack)
         assert not [p for p in pages if "run hero-c" in p], "the healthy run paged"
         assert not [p for p in pages if p.startswith("RESOLVED")], "a resolution was posted as a page"
-        [healthy] = [r for r in hw.api("/api/runs") if r["id"] == "hero-c"]
+        [healthy] = [r for r in hw.api("/api/runs") if r["name"] == "hero-c"]
         print(f"goodput of the healthy run: {healthy['goodput']}")
         assert healthy["goodput"]["ratio"] > 0.95, healthy
         hw.stop()

@@ -88,7 +88,7 @@ def test_a_lease_takeover_keeps_every_page_true(tmp_path, pg_url):
             assert not [p for p in new if "progress_stalled" in p], dump(stack)
             assert len([p for p in new if "source_unavailable" in p]) <= 1, dump(stack)
 
-            [healthy] = [r for r in survivor.api("/api/runs") if r["id"] == "hero-c"]
+            [healthy] = [r for r in survivor.api("/api/runs") if r["name"] == "hero-c"]
             print(f"goodput of the healthy run: {healthy['goodput']['ratio']:.3f}")
             assert healthy["goodput"]["ratio"] > 0.95, healthy
             survivor.stop()

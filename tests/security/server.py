@@ -18,7 +18,7 @@ from alerts.clock import ManualClock
 from monitor.settings import Settings
 from monitor.storage.models import Alert, AlertGroup
 from monitor.web.app import create_app
-from tests.helpers import make_service, tick
+from tests.helpers import make_service, sim_id, tick
 from tests.test_slack_interactions import ROOT_REF
 
 START = 1_780_000_000.0
@@ -34,7 +34,9 @@ def main() -> None:
     tick(service, clock, NOW - START)
     with service.sessions.begin() as s:
         alert = s.scalars(select(Alert).where(Alert.rule == "progress_stalled")).one()
-        (group,) = [g for g in s.scalars(select(AlertGroup)) if (g.labels or {}).get("run") == "hero-a"]
+        (group,) = [
+            g for g in s.scalars(select(AlertGroup)) if (g.labels or {}).get("run") == sim_id("hero-a")
+        ]
         group.root_ref = ROOT_REF
         facts = {"alert_id": alert.id, "group_key": group.group_key, "now": clock.time()}
     with open(info, "w", encoding="utf-8") as f:

@@ -196,8 +196,9 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
             lasted = format_duration(max(ends) - min(a.started_at for a in view.alerts), 2)
             what += f"\n:white_check_mark: Resolved {when(max(ends))} after {lasted}."
     blocks.append(_section(what))
+    subject = esc(view.run_title) if view.run_title else "—"
     fields = [
-        f"*{view.where.split(' ')[0].title() if view.run else 'Run'}*\n{esc(view.run) if view.run else '—'}",
+        f"*{view.where.split(' ')[0].title() if view.run else 'Run'}*\n{subject}",
         f"*Value*\n{_value_vs_threshold(lead)}",
         f"*Step*\n{num(lead.step)}",
         f"*{'Started' if view.resolved else 'Firing since'}*\n{when(lead.started_at)}",

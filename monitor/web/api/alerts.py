@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
-from monitor.storage import views
+from monitor.storage import runs_repo, views
 from monitor.web import status
 from monitor.web.auth import require_read, require_write
 from monitor.web.context import ApiContext, context
@@ -29,7 +29,11 @@ router = APIRouter(tags=["alerts"])
 def list_alerts(
     state: Literal["active", "pending", "firing", "resolved", "inactive"] | None = None,
     severity: Literal["critical", "warning", "info"] | None = None,
-    run: str | None = Query(None, max_length=512, description="only this run's alerts"),
+    run: str | None = Query(
+        None,
+        max_length=512,
+        description="only this run's alerts: its id, or a display name (every run of that name)",
+    ),
     silenced: bool | None = None,
     acknowledged: bool | None = None,
     limit: int = Query(200, ge=1, le=5000),
@@ -40,11 +44,16 @@ def list_alerts(
         silences = views.active_silence_specs(s, now)
         if silenced is True and state in (None, "resolved", "inactive"):
             state = state or "active"  # only active alerts can be silenced
-        rows = views.find_alerts(s, state=state, severity=severity, run=run, acknowledged=acknowledged)
+        # the id itself (a watch's own alerts, source_unavailable, carry the watch as their run), and
+        # the runs a display name stands for
+        runs = list(dict.fromkeys([run, *(r.id for r in views.lookup_runs(s, run))])) if run else None
+        rows = views.find_alerts(s, state=state, severity=severity, run=runs, acknowledged=acknowledged)
         out = (status.alert_out(a, silences, now) for a in rows)
         if silenced is not None:
             out = (a for a in out if a.silenced == silenced)
-        return list(islice(out, limit))
+        found = list(islice(out, limit))
+        titles = runs_repo.titles(s, (a.run for a in found))
+        return [a.model_copy(update={"run_title": titles.get(a.run)}) for a in found]
 
 
 @router.post(

@@ -15,8 +15,9 @@ from pydantic import BaseModel, Field
 from alerts.durations import parse_duration
 from monitor.fleet.frame import member_name
 from monitor.fleet.units import UNITS, resolution
-from monitor.storage import raster_read, views
+from monitor.storage import raster_read
 from monitor.storage.cells import Cells
+from monitor.web import status
 from monitor.web.auth import require_read
 from monitor.web.context import ApiContext, context
 from monitor.web.schemas import ErrorOut, epoch_seconds
@@ -116,8 +117,7 @@ def get_fleet(
     except ValueError as exc:
         raise HTTPException(422, f"until: {exc}") from None
     with ctx.sessions() as s:
-        if views.get_run(s, run_id) is None:
-            raise HTTPException(404, f"no run with id {run_id!r}")
+        run_id = status.one_run(s, run_id).id
         metas = raster_read.rasters_of(s, run_id)
         if not metas:
             raise HTTPException(404, f"run {run_id!r} has no fleet data (a Prometheus watch with fleet: set)")

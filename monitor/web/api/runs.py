@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, Query
 
-from monitor.storage import views
 from monitor.web import status
 from monitor.web.auth import require_read
 from monitor.web.context import ApiContext, context
-from monitor.web.coverage import coverage_out
+from monitor.web.coverage import CoverageOut, coverage_out
 from monitor.web.run_detail import MAX_POINTS, run_detail
-from monitor.web.schemas import CoverageOut, ErrorOut, RunDetail, RunOut
+from monitor.web.schemas import ErrorOut, RunDetail, RunOut
 
 router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
 
@@ -19,16 +18,22 @@ router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
     "/api/runs",
     response_model=list[RunOut],
     summary="Every watched run with its health",
-    description="Per run: state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
+    description="Per run: its kind (pretraining, sft, rl, other) and headline figure (an RL run's "
+    "reward, else the loss), state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
     "when it was last seen, firing and pending alerts by severity, goodput, and what is wrong in words. "
-    "Ordered by run id; `order=urgency` puts what needs on-call first.",
+    "Ordered by run id; `order=urgency` puts what needs on-call first; `kind=rl` lists RL runs only.",
 )
 def list_runs(
     order: str = Query("id", pattern="^(id|urgency)$", description="id, or urgency (firing alerts first)"),
+    kind: str | None = Query(
+        None,
+        pattern=r"^[a-z][a-z0-9_-]{0,31}$",
+        description="only runs of this kind: pretraining, sft, rl, other (or a kind a pack declares)",
+    ),
     ctx: ApiContext = Depends(context),
 ) -> list[RunOut]:
     with ctx.sessions() as s:
-        runs = status.overview(ctx, s).runs
+        runs = status.overview(ctx, s, kind).runs
     return sorted(runs, key=status.urgency) if order == "urgency" else runs
 
 
@@ -45,20 +50,22 @@ def list_runs(
 )
 def get_coverage(run_id: str, ctx: ApiContext = Depends(context)) -> CoverageOut:
     with ctx.sessions() as s:
-        run = views.get_run(s, run_id)
-        if run is None:
-            raise HTTPException(404, f"no run with id {run_id!r}")
-        return coverage_out(run)
+        return coverage_out(status.one_run(s, run_id))
 
 
 @router.get(
     "/api/runs/{run_id:path}",
     response_model=RunDetail,
     summary="One run: summary, series, restarts and alert timeline",
-    description="The run's summary plus its chart series (per metric, min and max per bucket, so a "
+    description="`run_id` is herowatch's id of the run (`wandb:entity/project/run id`, `sim:watch/run`, "
+    "`prometheus:watch/run`); a display name or a W&B run id that only one run has finds it too. "
+    "The run's summary plus its chart series (per metric, min and max per bucket, so a "
     "one-step spike survives downsampling), its restarts and downtimes with the time each cost, its "
     "goodput breakdown with every incident, and its alert timeline (transitions, newest first).",
-    responses={404: {"model": ErrorOut, "description": "no such run"}},
+    responses={
+        404: {"model": ErrorOut, "description": "no such run"},
+        409: {"model": ErrorOut, "description": "several runs have this display name: use an id"},
+    },
 )
 def get_run(
     run_id: str,
@@ -68,7 +75,5 @@ def get_run(
     ctx: ApiContext = Depends(context),
 ) -> RunDetail:
     with ctx.sessions() as s:
-        run = views.get_run(s, run_id)
-        if run is None:
-            raise HTTPException(404, f"no run with id {run_id!r}")
+        run = status.one_run(s, run_id)
         return run_detail(ctx, s, run, metrics=metric, max_points=max_points, timeline_limit=timeline_limit)

@@ -13,7 +13,7 @@ from monitor.storage import views
 from monitor.web.auth import require_read, require_write
 from monitor.web.context import ApiContext, clock_header, context
 from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
-from monitor.web.silences import create_from, silence_out
+from monitor.web.silences import create_from, run_matchers, silence_out
 
 router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)])
 MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
@@ -35,12 +35,14 @@ def list_silences(
     limit: int = Query(500, ge=1, le=5000),
     ctx: ApiContext = Depends(context),
 ) -> list[SilenceOut]:
-    try:
-        filters = [Matcher.parse(f) for f in filter]
-    except ValueError as exc:
-        raise HTTPException(422, f"filter: {exc}") from None
     now = ctx.now()
     with ctx.sessions() as s:
+        try:
+            filters = [Matcher.parse(f) for f in run_matchers(s, filter)]  # a run's name finds its id
+        except ValueError as exc:
+            raise HTTPException(422, f"filter: {exc}") from None
+        except ActionError as exc:
+            raise HTTPException(exc.status, f"filter: {exc.message}") from None
         active = views.active_alerts(s)
         rows = views.list_silences(s, now, state, 5000 if filters else limit)
         kept = [r for r in rows if matches_filter(views.matchers_of(r), filters)][:limit]

@@ -1,7 +1,8 @@
-"""Chart data: loss sparklines for the overview (inline SVG) and the run page's uPlot payload.
+"""Chart data: sparklines for the overview (inline SVG; the headline metric of each run's kind: the loss,
+an RL run's reward) and the run page's uPlot payload (the panels of the packs in force, panel_data).
 
 Sparklines come from the bounded series, min and max per bucket, so a one-step spike shows as a
-thin peak. They are cached per run and recomputed only when the run's series has changed (its
+thin peak. They are cached per run and metric and recomputed only when that series has changed (its
 ``series_meta.points``), so an overview of 200 runs refreshed every few seconds reads only the
 series that moved.
 """
@@ -11,23 +12,20 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from monitor.rules.panels import Panel
 from monitor.storage import views
+from monitor.web.dashboard.panel_data import panel_charts
 from monitor.web.dashboard.templating import epoch
-from monitor.web.schemas import RunDetail, Series
+from monitor.web.schemas import RunDetail
 
 LOSS = "train/loss"
 SPARK_W, SPARK_H, SPARK_COLS = 120.0, 28.0, 48
-CHARTS = (
-    ("loss", LOSS, "Loss", ""),
-    ("tps", "throughput/tokens_per_second", "Tokens per second", ""),
-    ("mfu", "throughput/mfu", "MFU", "%"),
-)
 
 
 @dataclass(frozen=True)
@@ -69,10 +67,10 @@ def sparkline(rows: Sequence[tuple[float, float | None, float | None]]) -> Spark
 
 
 class SparkCache:
-    """run -> (series version, sparkline). Thread-safe, bounded."""
+    """(run, metric) -> (series version, sparkline). Thread-safe, bounded."""
 
     def __init__(self, size: int = 5000) -> None:
-        self._data: OrderedDict[str, tuple[tuple[int, float], Spark | None]] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str], tuple[tuple[int, float], Spark | None]] = OrderedDict()
         self._lock = threading.Lock()
         self.size = size
 
@@ -82,7 +80,7 @@ class SparkCache:
         stale = []
         with self._lock:
             for run in run_ids:
-                hit = self._data.get(run)
+                hit = self._data.get((run, metric))
                 if hit is not None and hit[0] == versions.get(run):
                     out[run] = hit[1]
                 elif run in versions:
@@ -94,42 +92,39 @@ class SparkCache:
             with self._lock:
                 for run in stale:
                     spark = sparkline(rows.get(run, []))
-                    self._data[run] = (versions[run], spark)
-                    self._data.move_to_end(run)
+                    self._data[(run, metric)] = (versions[run], spark)
+                    self._data.move_to_end((run, metric))
                     out[run] = spark
                 while len(self._data) > self.size:
                     self._data.popitem(last=False)
         return out
 
-
-def _series_payload(series: Series) -> dict[str, Any]:
-    b = series.buckets
-    return {
-        "axis": series.axis,
-        "x": [p.x0 for p in b],
-        "t": [p.t for p in b],
-        "min": [p.min for p in b],
-        "max": [p.max for p in b],
-        "mean": [p.mean for p in b],
-        "spread": max((p.count for p in b), default=0) > 1,  # some bucket holds several steps: a band
-    }
+    def by_headline(self, s: Session, runs: Sequence[tuple[str, str]]) -> dict[str, Spark | None]:
+        """run -> the sparkline of its headline metric, for (run id, metric) pairs."""
+        by_metric: dict[str, list[str]] = {}
+        for run, metric in runs:
+            by_metric.setdefault(metric, []).append(run)
+        out: dict[str, Spark | None] = {}
+        for metric, ids in by_metric.items():
+            out.update(self.get_many(s, ids, metric))
+        return out
 
 
 BAND_KINDS = {"stall": "stalled", "restart": "restarting", "down": "down", "startup": "starting"}
 
 
-def chart_payload(run: RunDetail, now: float | None = None) -> dict[str, Any]:
-    """What static/run_charts.js draws: per chart min/max/mean per bucket (by step, and the time each
-    bucket's newest point arrived), alert and restart markers, and the goodput incidents as time bands
-    (stalls, restarts, downtime) so that on the time axis an outage is a shaded gap, not a line that ends."""
-    charts = []
-    for key, metric, title, unit in CHARTS:
-        series = run.series.get(metric)
-        if series is None or not series.buckets:
-            continue
-        charts.append(
-            {"id": f"chart-{key}", "metric": metric, "title": title, "unit": unit, **_series_payload(series)}
-        )
+def chart_payload(
+    run: RunDetail,
+    now: float | None = None,
+    panels: Sequence[Panel] = (),
+    references: Mapping[str, float] | None = None,
+    figures: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What static/run_charts.js draws: the panels that have data (per series min/max/mean per bucket, by
+    step and by the time each bucket's newest point arrived; reference lines), alert and restart markers,
+    and the goodput incidents as time bands (stalls, restarts, downtime) so that on the time axis an
+    outage is a shaded gap, not a line that ends."""
+    charts = panel_charts(panels, run.series, references or {}, figures or {})
     markers = []
     seen = set()
     for t in run.timeline:

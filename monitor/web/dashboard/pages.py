@@ -7,14 +7,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from monitor.storage import raster_read, views
+from monitor.rules.panels import OTHER
+from monitor.storage import raster_read, runs_repo, views
 from monitor.web import status
 from monitor.web.context import ApiContext, context
 from monitor.web.coverage import coverage_out
 from monitor.web.dashboard.charts import chart_payload
-from monitor.web.dashboard.templating import short_duration
+from monitor.web.dashboard.panel_data import panel_metrics
+from monitor.web.dashboard.templating import run_url, short_duration
 from monitor.web.run_detail import run_detail
 from monitor.web.schemas import AlertOut, RunDetail
 from monitor.web.viewer import may_see, to_login, viewer_of
@@ -70,16 +72,26 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
 
 # ---- overview -----------------------------------------------------------------------------------
 def overview_values(request: Request, ctx: ApiContext) -> dict[str, Any]:
+    kind = request.query_params.get("kind") or None
     with ctx.sessions() as s:
-        ov = status.overview(ctx, s)
+        counts = views.kind_counts(s)
+        if kind is not None and kind not in counts:
+            kind = None  # a kind no run has (or a stale link): every run
+        ov = status.overview(ctx, s, kind)
         runs = sorted(ov.runs, key=status.urgency)
-        sparks = request.app.state.sparks.get_many(s, [r.id for r in runs])
+        sparks = request.app.state.sparks.by_headline(s, [(r.id, r.headline.metric) for r in runs])
+    known = [k for k in ctx.layouts.kind_names() if k in counts] + sorted(
+        set(counts) - set(ctx.layouts.kind_names())
+    )
     return {
         "runs": runs,
         "sparks": sparks,
         "health": Counter(r.health for r in runs),
         "groups": group_alerts(ov.alerts),
         "group_titles": ALERT_GROUPS,
+        "kind": kind,
+        "kinds": [(k, counts[k]) for k in known],
+        "total": sum(counts.values()),
     }
 
 
@@ -174,16 +186,19 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         row = views.get_run(s, run_id)
         if row is None:
             return None
-        run = run_detail(ctx, s, row, max_points=512, timeline_limit=200)
+        panels = ctx.layouts.panels_for(row.kind or OTHER)  # the panels of the packs for its kind
+        figures = (row.stats or {}).get("figures") or {}
+        run = run_detail(ctx, s, row, metrics=panel_metrics(panels), max_points=512, timeline_limit=200)
         coverage = coverage_out(row)
         fleet = [{"metric": m.metric, "label": m.label} for m in raster_read.rasters_of(s, run_id)]
     bar = goodput_bar(run)
+    charts = chart_payload(run, ctx.now(), panels, ctx.references.get(row.watch, {}), figures)
     order = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "ended": 4, "unused": 5}
     return {
         "run": run,
         "coverage": coverage,
         "cov_rules": sorted(coverage.rules, key=lambda r: order.get(r.state, 9)),
-        "charts": chart_payload(run, ctx.now()),
+        "charts": charts,
         "story": story(run),
         "bar_all": bar,
         "bar": [b for b in bar if b["w"] > 0],
@@ -196,7 +211,14 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
     if (denied := guard(request, ctx)) is not None:
         return denied
     values = run_values(ctx, run_id)
-    if values is None:
+    if values is None:  # a display name or a source's own run id (an old link): the run, or a choice
+        with ctx.sessions() as s:
+            found = views.lookup_runs(s, run_id)
+        if len(found) == 1:
+            query = f"?{request.url.query}" if request.url.query else ""
+            return RedirectResponse(run_url(found[0].id) + query, status_code=303)
+        if found:
+            return page(request, ctx, "runs_named.html", 300, key=run_id, runs=found)
         return page(
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )
@@ -227,6 +249,10 @@ def alerts_values(ctx: ApiContext) -> dict[str, Any]:
             status.alert_out(a, silences, now)
             for _, a in zip(range(20), views.find_alerts(s, state="resolved"), strict=False)
         ]
+        titles = runs_repo.titles(s, (a.run for a in [*active, *resolved]))
+    active, resolved = (
+        [a.model_copy(update={"run_title": titles.get(a.run)}) for a in x] for x in (active, resolved)
+    )
     return {"groups": group_alerts(active), "group_titles": ALERT_GROUPS, "resolved": resolved}
 
 

@@ -26,6 +26,8 @@ HEALTH_WORDS = {
     "ended": "ENDED",
 }
 
+KIND_WORDS = {"pretraining": "Pretraining", "sft": "SFT", "rl": "RL", "other": "Other"}
+
 
 def epoch(t: str | float | None) -> float | None:
     if t is None or t == "":
@@ -100,6 +102,7 @@ class Renderer:
             safe_href=safe_href,
             urlq=lambda s: quote(str(s), safe=""),
             health_word=lambda h: HEALTH_WORDS.get(h, h.upper()),
+            kind_word=lambda k: KIND_WORDS.get(k, str(k).capitalize()),
         )
 
     def render(self, template: str, now: float, /, **values: Any) -> str:

@@ -1,9 +1,12 @@
-/* herowatch run page: draws loss, tokens/s and MFU with uPlot, against time (the default) or step.
-   Data comes from the page's <script type="application/json" id="chart-data"> (JSON, never HTML).
-   Per bucket the shaded band spans min..max (a one-step spike stays visible) and the line is the mean.
-   Against time, a stall or downtime is a gap in the line under a shaded, labelled band (from the run's
-   goodput incidents); alert and restart markers are vertical lines. Drawn on the canvas; the only DOM
-   writes are uPlot's own and textContent. */
+/* herowatch run page: draws the panels the packs in force declare for the run's kind (monitor/rules/panels)
+   with uPlot, against time (the default) or step. Data comes from the page's
+   <script type="application/json" id="chart-data"> (JSON, never HTML): per panel, its series (each with
+   min/max/mean per bucket, on the left or right axis) and its reference lines (a rule's baseline, a
+   length cap). Per series the shaded band spans min..max (a one-step spike stays visible, or the band
+   the panel declares: ± a standard deviation, shortest..longest) and the line is the mean. Against
+   time, a stall or downtime is a gap in the line under a shaded, labelled band (from the run's goodput
+   incidents); alert and restart markers are vertical lines. Drawn on the canvas; the only DOM writes are
+   uPlot's own and textContent. */
 (function () {
   "use strict";
   var holder = document.getElementById("chart-data");
@@ -13,6 +16,10 @@
   var ink = dark ? "#d4d4d8" : "#27272a";
   var grid = dark ? "rgba(255,255,255,0.08)" : "rgba(0,0,0,0.07)";
   var MARK = { alert: "#dc2626", restart: "#7c3aed" };
+  var LINE = dark ? ["#93c5fd", "#fdba74", "#86efac", "#f9a8d4"] : ["#1d4ed8", "#c2410c", "#15803d", "#be185d"];
+  var EDGE = ["rgba(37,99,235,0.45)", "rgba(234,88,12,0.45)", "rgba(22,163,74,0.45)", "rgba(219,39,119,0.45)"];
+  var FILL = ["rgba(37,99,235,0.28)", "rgba(234,88,12,0.22)", "rgba(22,163,74,0.22)", "rgba(219,39,119,0.22)"];
+  var REF = dark ? "#e4e4e7" : "#3f3f46";
   var BAND = { stall: "rgba(220,38,38,0.13)", restart: "rgba(124,58,237,0.13)", down: "rgba(127,29,29,0.16)",
                startup: "rgba(107,114,128,0.13)" };
   var STEP_INCRS = [];  // whole steps only: 1, 2, 5, 10, 20, 50, ...
@@ -33,6 +40,9 @@
   function tickValues(u, vals, axisIdx, space, incr) {
     var big = 0;
     vals.forEach(function (v) { if (v != null) big = Math.max(big, Math.abs(v)); });
+    if (big > 0 && big < 1e-3) {  // a learning rate: 2.0e-6, with one exponent digit per axis
+      return vals.map(function (v) { return v == null ? "" : v === 0 ? "0" : v.toExponential(1); });
+    }
     var sc = scaleOf(big), d = decimalsFor((incr || 1) / sc[0]);
     return vals.map(function (v) { return v == null ? "" : (v / sc[0]).toFixed(d) + sc[1]; });
   }
@@ -57,10 +67,10 @@
   }
 
   // ---- the series against the chosen axis: sorted x, and a null wherever the run went quiet ---------
-  function columns(c) {
+  function columns(c) {  // one series: [x, max, min, mean]
     var rows = [];
     for (var i = 0; i < c.x.length; i++) {
-      var x = axis === "time" ? c.t[i] : c.x[i];
+      var x = axis === "time" ? c.t[i] : (c.xaxis === "time" ? null : c.x[i]);
       if (x != null) rows.push([x, c.max[i], c.min[i], c.mean[i]]);
     }
     rows.sort(function (a, b) { return a[0] - b[0]; });
@@ -84,7 +94,7 @@
   }
 
   // ---- drawn on the canvas: incident bands (time axis) and marker lines ---------------------------
-  function overlay(bands, markers) {
+  function overlay(bands, markers, lines) {
     return { hooks: { draw: [function (u) {
       var ctx = u.ctx, top = u.bbox.top, height = u.bbox.height;
       var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
@@ -93,6 +103,20 @@
       ctx.font = (11 * dpr) + "px system-ui, sans-serif";
       ctx.textAlign = "left";  // uPlot leaves its last axis' alignment on the context
       ctx.textBaseline = "alphabetic";
+      lines.forEach(function (l) {  // reference lines: dashed, labelled at their left end (markers crowd the right)
+        var y = u.valToPos(l.value, l.axis === "right" ? "y2" : "y", true);
+        if (!isFinite(y) || y < top || y > top + height) return;
+        ctx.strokeStyle = REF;
+        ctx.lineWidth = 1.25 * dpr;
+        ctx.setLineDash([6 * dpr, 4 * dpr]);
+        ctx.beginPath();
+        ctx.moveTo(left, y);
+        ctx.lineTo(right, y);
+        ctx.stroke();
+        ctx.setLineDash([]);
+        ctx.fillStyle = REF;
+        ctx.fillText(l.label + " " + num(l.value), left + 4 * dpr, y - 4 * dpr);
+      });
       bands.forEach(function (b) {
         var x0 = Math.max(left, u.valToPos(b.from, "x", true));
         var x1 = Math.min(right, u.valToPos(b.to == null ? data.now : b.to, "x", true));
@@ -142,12 +166,23 @@
     var text = axis === "time" ? utc(x) : Math.round(x).toLocaleString("en-US");
     return v == null ? text + " (latest)" : text;
   }
-  function legendValue(s) {
+  function legendValue(base, band) {  // base: the series' max column (max, min, mean follow)
     return function (u, v, si, idx) {
-      var i = idx == null ? latest(u, 3) : idx;
+      var i = idx == null ? latest(u, base + 2) : idx;
       if (i == null) return "—";
-      if (s === "band") return num(u.data[2][i]) + " – " + num(u.data[1][i]);
-      return num(u.data[3][i]);
+      if (band) return num(u.data[base + 1][i]) + " – " + num(u.data[base][i]);
+      return num(u.data[base + 2][i]);
+    };
+  }
+  function yRange(lines, side, log) {  // the data's range, stretched to hold the panel's reference lines
+    return function (u, min, max) {
+      lines.forEach(function (l) {
+        if ((l.axis === "right") !== side) return;
+        min = min == null ? l.value : Math.min(min, l.value);
+        max = max == null ? l.value : Math.max(max, l.value);
+      });
+      if (min == null || max == null) return [0, 1];
+      return log ? window.uPlot.rangeLog(min, max, 10, true) : window.uPlot.rangeNum(min, max, 0.1, true);
     };
   }
 
@@ -157,30 +192,50 @@
     var host = document.getElementById(c.id);
     if (!host) return;
     var unit = c.unit ? " (" + c.unit + ")" : "";
+    var right = c.series.some(function (s) { return s.axis === "right"; });
+    var single = c.series.length === 1;
+    var series = [{ label: axis === "time" ? "time" : "step", value: legendX }], bands = [];
+    c.series.forEach(function (s, k) {
+      var base = 1 + 3 * k, scale = s.axis === "right" ? "y2" : "y", name = single ? "" : s.label + " ";
+      series.push(
+        { label: name + (s.band === "std" ? "± std" : "min – max"), scale: scale, stroke: EDGE[k % 4], width: 1,
+          value: legendValue(base, true) },
+        { label: name + "min", scale: scale, stroke: EDGE[k % 4], width: 1, value: legendValue(base, true) },
+        { label: single ? "mean" : s.label, scale: scale, stroke: LINE[k % 4], width: 1.5,
+          value: legendValue(base, false) }
+      );
+      bands.push({ series: [base, base + 1], fill: FILL[k % 4] });
+    });
+    var scales = {
+      x: axis === "time" ? { time: true, range: timeRange } : { time: false },
+      y: { distr: c.log ? 3 : 1, range: yRange(c.lines, false, c.log) }
+    };
+    var axes = [
+      axis === "time"
+        ? { stroke: ink, grid: { stroke: grid }, label: "time (UTC)", labelSize: 18, values: timeTicks }
+        : { stroke: ink, grid: { stroke: grid }, incrs: STEP_INCRS, label: "step", labelSize: 18,
+            values: function (u, vals) { return vals.map(function (v) { return Math.round(v).toLocaleString("en-US"); }); } },
+      { stroke: ink, grid: { stroke: grid }, size: 64, label: c.title + unit, labelSize: 18, values: tickValues }
+    ];
+    if (right) {
+      scales.y2 = { range: yRange(c.lines, true, false) };
+      axes.push({ scale: "y2", side: 1, stroke: ink, grid: { show: false }, size: 64, label: c.right_unit,
+                  labelSize: 18, values: tickValues });
+    }
+    var tables = c.series.map(columns);
     var opts = {
       width: Math.max(280, host.clientWidth),
       height: window.innerWidth < 600 ? 200 : 240,
-      scales: { x: axis === "time" ? { time: true, range: timeRange } : { time: false } },
+      scales: scales,
       tzDate: function (ts) { return window.uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); },
       legend: { live: true },
       cursor: { drag: { x: true, y: false } },
-      series: [
-        { label: axis === "time" ? "time" : "step", value: legendX },
-        { label: "min – max", stroke: "rgba(37,99,235,0.45)", width: 1, value: legendValue("band") },
-        { label: "min", stroke: "rgba(37,99,235,0.45)", width: 1, value: legendValue("band") },
-        { label: "mean", stroke: dark ? "#93c5fd" : "#1d4ed8", width: 1.5, value: legendValue("mean") }
-      ],
-      bands: [{ series: [1, 2], fill: "rgba(37,99,235,0.28)" }],
-      axes: [
-        axis === "time"
-          ? { stroke: ink, grid: { stroke: grid }, label: "time (UTC)", labelSize: 18, values: timeTicks }
-          : { stroke: ink, grid: { stroke: grid }, incrs: STEP_INCRS, label: "step", labelSize: 18,
-              values: function (u, vals) { return vals.map(function (v) { return Math.round(v).toLocaleString("en-US"); }); } },
-        { stroke: ink, grid: { stroke: grid }, size: 64, label: c.title + unit, labelSize: 18, values: tickValues }
-      ],
-      plugins: [overlay(axis === "time" ? data.bands : [], markers)]
+      series: series,
+      bands: bands,
+      axes: axes,
+      plugins: [overlay(axis === "time" ? data.bands : [], markers, c.lines || [])]
     };
-    var u = new window.uPlot(opts, columns(c), host);
+    var u = new window.uPlot(opts, tables.length === 1 ? tables[0] : window.uPlot.join(tables), host);
     host.setAttribute("data-axis", axis);
     host.uplot = u;  // for the browser tests: the drawn ticks and scales
     plots.push([u, host]);
