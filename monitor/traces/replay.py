@@ -143,6 +143,7 @@ class Replayer:
         self._clocks: dict[str, _Clock] = {}
         self._on_event = on_event
         self._observe = self.evaluator.observe
+        self._evaluate_run = self.evaluator.evaluate
         # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
         self.metrics_profile = metrics_profile
         self.vocabulary = Vocabulary() if metrics_profile is not None else None
@@ -234,7 +235,11 @@ class Replayer:
             if t < clock.t:
                 raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
             if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
-                events = self._evaluate(run, clock.t)
+                now = clock.t
+                if self._unavailable or now >= self._coverage_at.get(run, -math.inf):
+                    events = self._evaluate(run, now)
+                else:  # (_evaluate with no source down and no coverage due)
+                    events = self._evaluate_run(run, now)
                 if events:
                     self._record(run, events)
                 clock.pending = False
