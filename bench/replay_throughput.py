@@ -76,7 +76,7 @@ def write_trace(path: Path, steps: int, seed: int = 0) -> int:
     return size
 
 
-def measure(path: Path, chunk: int = 50_000) -> dict[str, float]:
+def measure(path: Path, chunk: int = 50_000, dump: Path | None = None) -> dict[str, float]:
     """Parse-only and replay CPU (and wall) seconds over the whole trace, measured side by side.
 
     The trace is read in chunks of ``chunk`` lines; each chunk is parsed alone, then parsed and
@@ -115,6 +115,10 @@ def measure(path: Path, chunk: int = 50_000) -> dict[str, float]:
     out["replay_cpu"] += time.process_time() - cpu
     out["replay_wall"] += time.perf_counter() - wall
     out["events"] = len(events)
+    if dump is not None:  # the transitions, to compare two versions of the replay (must be identical)
+        with open(dump, "w", encoding="utf-8") as fh:
+            for e in events:
+                fh.write(json.dumps({**e.to_json(), "fingerprint": e.fingerprint}, sort_keys=True) + "\n")
     out["above_info"] = sum(1 for e in events if e.state == "firing" and e.severity != "info")
     return out
 
@@ -165,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=1_000_000)
     ap.add_argument("--keep", action="store_true", help="keep the generated trace")
     ap.add_argument("--profile-lines", type=int, default=50_000, help="lines profiled (0: no profile)")
+    ap.add_argument("--dump-events", type=Path, default=None, help="write the alert transitions (JSONL)")
     args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="herowatch-bench-"))
@@ -176,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.perf_counter() - start:.1f}s ({path})"
     )
     try:
-        m = measure(path)
+        m = measure(path, dump=args.dump_events)
         prof = profile(path, args.profile_lines) if args.profile_lines > 0 else []
     finally:
         if not args.keep:

@@ -26,13 +26,14 @@ source delivers changes that.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from alerts.lifecycle import AlertStatus, Transition, advance
 from alerts.model import AlertState, Finding, Severity, fingerprint
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Slot
+from monitor.engine.segment import feed_segment
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -191,6 +192,13 @@ class Evaluator:
         if rr.live:  # an open alert: this sample may have ended it (wherever it went: cheap, rare)
             for slot in rr.live.values():
                 rr.queue(slot)
+
+    def observe_segment(self, run: str, samples: Sequence[Sample], i: int, j: int) -> list[AlertEvent]:
+        """Replay's batched path: ``samples[i:j]`` of ``run`` (no state, no source error, time never
+        going back), with ``evaluate(run, t)`` at each sample time but the last, as ``observe`` one
+        by one would; only the evaluations that can find something are made (``engine.segment``)."""
+        rr = self._runs.get(run) or self._run(run)
+        return feed_segment(rr, samples, i, j, lambda now: self.evaluate(run, now), self.observe)
 
     # ---- evaluation ------------------------------------------------------------------------
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:

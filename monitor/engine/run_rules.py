@@ -52,6 +52,7 @@ class RunRules:
     orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
     arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
     clocks: list[tuple[Detector, Slot]] = field(default_factory=list)  # ``clocked``, with their detectors
+    splits: dict[int, tuple] = field(default_factory=dict)  # plan -> its free and synchronous feeds (segment)
 
     @classmethod
     def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:

@@ -25,6 +25,7 @@ from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
 
 DEFAULT_INTERVAL = 15.0
+BATCH = 512  # plain samples of one run fed to the evaluator at once
 COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
 COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
 
@@ -90,7 +91,7 @@ class RunSummary:
 class _Clock:
     """A run's simulated clock, and what the summary needs of its samples."""
 
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate")
+    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw")
 
     def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
         self.t = -math.inf
@@ -99,6 +100,7 @@ class _Clock:
         self.first_step: int | None = None
         self.last_step: int | None = None
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
+        self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
 
 
 def to_replay_event(ev: AlertEvent) -> ReplayEvent:
@@ -136,14 +138,14 @@ class Replayer:
         if interval <= 0:
             raise ValueError("the evaluation interval must be positive")
         rules_for_run = rules if callable(rules) else (lambda run, _r=list(rules): _r)
-        self.evaluator = Evaluator(rules_for_run, labels_for_run)
+        self._ev = Evaluator(rules_for_run, labels_for_run)
         self.interval = float(interval)
         self.events: list[ReplayEvent] = []
         self.summaries: dict[str, RunSummary] = {}
         self._clocks: dict[str, _Clock] = {}
         self._on_event = on_event
-        self._observe = self.evaluator.observe
-        self._evaluate_run = self.evaluator.evaluate
+        self._observe = self._ev.observe
+        self._evaluate_run = self._ev.evaluate
         # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
         self.metrics_profile = metrics_profile
         self.vocabulary = Vocabulary() if metrics_profile is not None else None
@@ -155,10 +157,17 @@ class Replayer:
         self._coverage_at: dict[str, float] = {}  # run -> when its coverage is judged next
         self._coverage_every: dict[str, float] = {}  # run -> how long until the next judgement
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
+        self._buf: list[Sample] = []  # plain samples of one run not fed to the evaluator yet (flush)
+
+    @property
+    def evaluator(self) -> Evaluator:
+        """The evaluator, with every sample fed so far taken in."""
+        self.flush()
+        return self._ev
 
     def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
         blind = self._unavailable.get(self._scope.get(run, "")) if self._unavailable else None
-        events = self.evaluator.evaluate(run, now, blind) if blind else self.evaluator.evaluate(run, now)
+        events = self._ev.evaluate(run, now, blind) if blind else self._ev.evaluate(run, now)
         if blind:
             events += self._check_sources(self._scope[run], now)
         if now >= self._coverage_at.get(run, -math.inf):
@@ -179,7 +188,7 @@ class Replayer:
         self, run: str, now: float, unavailable: frozenset[str]
     ) -> tuple[RunCoverage, Blind | None, AlertEvent | None]:
         """The run's coverage and ``watching_blind``, as the live engine judges them after a poll."""
-        ev = self.evaluator
+        ev = self._ev
         cov = ev.coverage(run, now, unavailable)
         voc = self.vocabulary
         keys = voc.keys(run) if voc is not None else []
@@ -214,7 +223,7 @@ class Replayer:
         events = []
         for kind in health.sources():
             finding = health.finding(kind, now, affected, any_known=True)
-            event = self.evaluator.apply(self._source_rule(kind), scope, finding, now)
+            event = self._ev.apply(self._source_rule(kind), scope, finding, now)
             if event is not None:
                 events.append(event)
         return events
@@ -229,23 +238,34 @@ class Replayer:
                 voc.translator(run, self.metrics_profile) if voc is not None else None
             )
             self.summaries[run] = RunSummary(run, first_t=t)
+        buf = self._buf
+        # a plain sample (no news, the same keys as the run's last one, so nothing for the vocabulary
+        # to learn) waits in the batch; anything else is fed at once, after the batch
+        raw, clock.raw = clock.raw, sample.metrics
+        if (
+            sample.state is None
+            and sample.source_error is None
+            and not self._health
+            and raw is not None
+            and raw.keys() == sample.metrics.keys()
+            and run in self._scope
+        ):
+            if buf and buf[-1].run != run:
+                self.flush()
+                buf = self._buf
+            if t >= (buf[-1].t if buf else clock.t):  # (going back in time is refused below)
+                if clock.translate is not None:
+                    sample = clock.translate(sample)
+                buf.append(sample)
+                if len(buf) >= BATCH:
+                    self.flush()
+                return
+        if buf:
+            self.flush()
         if clock.translate is not None:
             sample = clock.translate(sample)
         if t != clock.t:
-            if t < clock.t:
-                raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
-            if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
-                now = clock.t
-                if self._unavailable or now >= self._coverage_at.get(run, -math.inf):
-                    events = self._evaluate(run, now)
-                else:  # (_evaluate with no source down and no coverage due)
-                    events = self._evaluate_run(run, now)
-                if events:
-                    self._record(run, events)
-                clock.pending = False
-                if (clock.t // self.interval + 1) * self.interval < t:
-                    self._advance(run, clock, t)
-            clock.t = t
+            self._next_time(run, clock, t)
         # source health: only news (a state, an error) or a watch with a source in trouble needs a look
         if (
             sample.state is not None
@@ -267,14 +287,71 @@ class Replayer:
         feed = self.feed
         for sample in samples:
             feed(sample)
+        self.flush()
+
+    def flush(self) -> None:
+        """Feed the batch of plain samples to the evaluator: segment by segment (a segment ends where
+        the replayer has work of its own: a coverage judgement, a grid tick), each with the evaluations
+        a feed sample by sample would make inside it (``Evaluator.observe_segment``)."""
+        buf = self._buf
+        if not buf:
+            return
+        self._buf = []
+        run = buf[0].run
+        clock = self._clocks[run]
+        interval = self.interval
+        n, i = len(buf), 0
+        while i < n:
+            t = buf[i].t
+            if t != clock.t:
+                self._next_time(run, clock, t)
+            cover = self._coverage_at.get(run, -math.inf)
+            j = i + 1
+            while j < n:
+                u, prev = buf[j].t, buf[j - 1].t
+                if u != prev and (prev >= cover or (prev // interval + 1) * interval < u):
+                    break
+                j += 1
+            events = self._ev.observe_segment(run, buf, i, j)
+            if events:
+                self._record(run, events)
+            clock.pending = True
+            clock.samples += j - i
+            for k in range(i, j):
+                step = buf[k].step
+                if step is not None:
+                    if clock.first_step is None:
+                        clock.first_step = step
+                    clock.last_step = step
+            clock.t = buf[j - 1].t
+            i = j
+
+    def _next_time(self, run: str, clock: _Clock, t: float) -> None:
+        """A sample of ``run`` at a new time ``t``: evaluate the samples at ``clock.t``, tick the grid."""
+        if t < clock.t:
+            raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
+        if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
+            now = clock.t
+            if self._unavailable or now >= self._coverage_at.get(run, -math.inf):
+                events = self._evaluate(run, now)
+            else:  # (_evaluate with no source down and no coverage due)
+                events = self._evaluate_run(run, now)
+            if events:
+                self._record(run, events)
+            clock.pending = False
+            if (clock.t // self.interval + 1) * self.interval < t:
+                self._advance(run, clock, t)
+        clock.t = t
 
     @property
     def end(self) -> float:
         """The latest sample time seen, over all runs (-inf before any)."""
+        self.flush()
         return max((c.t for c in self._clocks.values()), default=-math.inf)
 
     def advance_to(self, until: float) -> None:
         """Bring every run's clock to ``until`` (inclusive): ticks on the way and one at ``until``."""
+        self.flush()
         for run, clock in self._clocks.items():
             if until > clock.t:
                 self._advance(run, clock, until)
@@ -286,6 +363,7 @@ class Replayer:
 
     def finish(self, end: float | None = None) -> list[ReplayEvent]:
         """Run every clock to the end of the trace (or ``end``) and return all events in time order."""
+        self.flush()
         stop = self.end if end is None else end
         if stop > -math.inf:
             self.advance_to(stop)
@@ -293,7 +371,7 @@ class Replayer:
             clock = self._clocks[run]
             summary.samples, summary.last_t = clock.samples, clock.t
             summary.first_step, summary.last_step = clock.first_step, clock.last_step
-            summary.stats = self.evaluator.stats(run)
+            summary.stats = self._ev.stats(run)
             summary.coverage, summary.blind, event = self._check_coverage(run, clock.t, frozenset())
             if event is not None:
                 self._record(run, [event])
@@ -312,7 +390,7 @@ class Replayer:
         k = int(clock.t // step) + 1
         if k * step >= until:
             return  # the common case: no grid point before the next sample
-        quiet_until = self.evaluator.quiet_until
+        quiet_until = self._ev.quiet_until
         while k * step < until:
             quiet = quiet_until(run)
             if quiet > k * step:

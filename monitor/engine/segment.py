@@ -1,0 +1,187 @@
+"""Batched observation: a run of samples fed to one run's detectors, each detector in a loop of its own.
+
+``herowatch replay`` hands the evaluator a *segment*: consecutive samples of one run that carry the
+same metric names, none of them news (no state, no source error), and between which the replayer
+has nothing of its own to do (no coverage judgement, no grid tick, no source down). Fed one by one,
+the run would be evaluated at each new sample time; almost always that evaluation finds nothing to
+look at. Here it is skipped whenever it provably finds nothing, and the samples go to the detectors
+in batches (``Detector.observe_many``), which saves a call per sample and detector.
+
+Exact, because an evaluation looks only at slots that are queued (a detector turned ``hot``), clocked
+ones (``wake_at``) and ones with open alerts. So:
+
+- *free* detectors (not clocked, not sharing statistics) each consume the segment on their own, up to
+  the end of the first sample time after which they are hot; one may run ahead of the others: it is
+  not looked at until it is queued, and it is queued at the sample time at which it turned hot;
+- *synchronous* detectors (clocked ones, shared-statistics groups) are fed sample by sample together,
+  up to the earliest stop of the free ones, and stop at the end of a sample time after which one of
+  them is hot or a clocked detector of the run may be due;
+- at a stop the run is evaluated at that sample time, as the sample-by-sample path would; with a
+  queued slot or an open alert the stops come at every sample time (the sample-by-sample path).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+
+from monitor.engine.run_rules import Feed, RunRules
+from monitor.samples import Sample
+
+Evaluate = Callable[[float], list]
+
+
+def split(rr: RunRules, plan: list[Feed]) -> tuple[list[Feed], list[Feed]]:
+    """A plan's free feeds and synchronous feeds (in rule order), cached per plan."""
+    got = rr.splits.get(id(plan))
+    if got is not None and got[0] is plan:
+        return got[1], got[2]
+    shared = {id(s.leader) for s in rr.slots if s.leader is not None}
+    free, sync = [], []
+    for feed in plan:
+        det, slot = feed[1], feed[2]
+        (sync if slot.leader is not None or id(det) in shared else free).append(feed)
+    if len(rr.splits) >= 64:
+        rr.splits.clear()
+    rr.splits[id(plan)] = (plan, free, sync)
+    return free, sync
+
+
+def _group_end(samples: Sequence[Sample], k: int, end: int) -> int:
+    """The index after the last sample at ``samples[k].t`` (before ``end``)."""
+    t = samples[k].t
+    k += 1
+    while k < end and samples[k].t == t:
+        k += 1
+    return k
+
+
+def observe_segment(
+    rr: RunRules, plan: list[Feed], samples: Sequence[Sample], i: int, j: int, evaluate: Evaluate
+) -> list:
+    """Feed ``samples[i:j]`` (already recorded as arrivals) to the plan's detectors; evaluate the run
+    (``evaluate(now)``) at each sample time before the last at which the sample-by-sample path could
+    find something. Returns those evaluations' events. At the end every detector has seen all of
+    ``samples[i:j]``; slots hot since the last sample time are queued, for the caller's evaluation."""
+    free, sync = split(rr, plan)
+    n_free = len(free)
+    cursor = [i] * n_free
+    stopped = [0] * n_free  # 2: hot, 1: a clocked one due, at the end of the sample time before its cursor
+    masked = [False] * n_free
+    fed = {id(f[1]) for f in plan}
+    unfed = [d for d, _ in rr.clocks if id(d) not in fed]  # their wake_at moves only when evaluated
+    events: list = []
+    pos = i
+    while pos < j:
+        limit = j
+        if rr.dirty or rr.live or rr.orphans:  # evaluated at the next sample time whatever comes
+            limit = _group_end(samples, pos, j)
+        if unfed:
+            due = min(d.wake_at for d in unfed)
+            if due <= samples[limit - 1].t:
+                k = bisect_left(samples, due, pos, limit, key=_time)
+                limit = _group_end(samples, k, limit) if k < limit else limit
+        stop = limit
+        for k in range(n_free):
+            code = stopped[k]
+            if not code:
+                c = cursor[k]
+                if c >= limit:
+                    continue
+                det = free[k][1]
+                c, code = det.observe_many(samples, c, limit)
+                cursor[k] = c
+                if not code:
+                    continue
+                stopped[k] = code
+                slot = free[k][2]
+                if det.clocked and not slot.queued:
+                    # ahead of the others until its stop: the evaluations before it must not see it due
+                    slot.queued = masked[k] = True
+            if cursor[k] < stop:
+                stop = cursor[k]
+        k = pos
+        if sync:
+            end = stop
+            stopping = False
+            while k < end:
+                s = samples[k]
+                for observe, det, slot in sync:
+                    observe(s)
+                    if det.hot and not slot.queued:
+                        slot.queued = True
+                        rr.dirty.append(slot)
+                k += 1
+                if not stopping and rr.dirty:
+                    stopping = True  # evaluated at the end of this sample time: feed the rest of it
+                    end = _group_end(samples, k - 1, stop)
+        else:
+            k = stop
+        if rr.live and k > pos:  # an open alert: each sample may have ended it
+            for slot in rr.live.values():
+                rr.queue(slot)
+        pos = k
+        for m in range(n_free):
+            if stopped[m] and cursor[m] == pos:
+                slot = free[m][2]
+                if masked[m]:
+                    slot.queued = masked[m] = False
+                if stopped[m] == 2:
+                    rr.queue(slot)
+                stopped[m] = 0
+        if pos < j and samples[pos].t != samples[pos - 1].t:
+            events += evaluate(samples[pos - 1].t)
+    return events
+
+
+def _time(s: Sample) -> float:
+    return s.t
+
+
+def feed_segment(
+    rr: RunRules,
+    samples: Sequence[Sample],
+    i: int,
+    j: int,
+    evaluate: Evaluate,
+    observe: Callable[[Sample], None],
+) -> list:
+    """``Evaluator.observe_segment``: the run's bookkeeping of ``samples[i:j]`` (arrivals, newest time
+    and step, providers), then ``observe_segment`` over each stretch with the same metric names."""
+    if samples[i].t < rr.newest:  # (a replay never goes back in time: the sample-by-sample path)
+        events: list = []
+        for k in range(i, j):
+            if k > i and samples[k].t != samples[k - 1].t:
+                events += evaluate(samples[k - 1].t)
+            observe(samples[k])
+        return events
+    arrive = rr.arrivals.observe
+    top = rr.top_step
+    said = None
+    keys = []
+    for k in range(i, j):
+        s = samples[k]
+        names = tuple(s.metrics)
+        keys.append(names)
+        step = s.step
+        arrive(s.t, names, step, None)
+        if step is not None and step > top:
+            top = step
+        if s.source is not None and (s.source, names, step is None) != said:
+            said = (s.source, names, step is None)
+            rr.provided(s, names)
+    rr.top_step = top
+    rr.newest = samples[j - 1].t
+    events = []
+    start = i
+    for k in range(i + 1, j + 1):
+        if k == j or keys[k - i] != keys[start - i]:
+            names = keys[start - i]
+            plan = rr.plans.get(names)
+            if plan is None:
+                plan = rr.plan(names)
+            events += observe_segment(rr, plan, samples, start, k, evaluate)
+            if k < j and samples[k].t != samples[k - 1].t:
+                events += evaluate(samples[k - 1].t)
+            start = k
+    return events
