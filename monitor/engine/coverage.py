@@ -116,6 +116,28 @@ class Arrivals:
         else:
             seen.add(t)
 
+    def observe_times(self, names: tuple[str, ...], stepped: bool, times: list[float]) -> None:
+        """``observe`` of samples without a state at ``times`` (in order), all with these names."""
+        if not times or (not stepped and not names):
+            return
+        raw = (names, stepped)
+        key = self._plans.get(raw)
+        if key is None:
+            key = (tuple(sorted(n for n in names if n in self.tracked)), stepped)
+            if len(self._plans) >= 256:
+                self._plans.clear()
+            self._plans[raw] = key
+        seen = self.shapes.get(key)
+        if seen is None:
+            seen = self.shapes[key] = Seen(times[0])
+        last, count, gaps = seen.last, seen.count, seen.gaps
+        for t in times:
+            if t > last:
+                gaps.append(t - last)
+                last = t
+                count += 1
+        seen.last, seen.count = last, count
+
     def seen(self) -> dict[str, Seen]:
         """Per input (metric, ``STEP``, ``STATE``, ``ANY``): its arrivals, merged over the shapes."""
         parts: dict[str, list[Seen]] = {}

@@ -155,21 +155,28 @@ def feed_segment(
                 events += evaluate(samples[k - 1].t)
             observe(samples[k])
         return events
-    arrive = rr.arrivals.observe
     top = rr.top_step
     said = None
     keys = []
+    times: list[float] = []  # of the samples with the same names and stepping, for the arrivals
+    shape = None
     for k in range(i, j):
         s = samples[k]
         names = tuple(s.metrics)
         keys.append(names)
         step = s.step
-        arrive(s.t, names, step, None)
+        if (names, step is not None) != shape:
+            if shape is not None:
+                rr.arrivals.observe_times(shape[0], shape[1], times)
+            shape, times = (names, step is not None), []
+        times.append(s.t)
         if step is not None and step > top:
             top = step
         if s.source is not None and (s.source, names, step is None) != said:
             said = (s.source, names, step is None)
             rr.provided(s, names)
+    if shape is not None:
+        rr.arrivals.observe_times(shape[0], shape[1], times)
     rr.top_step = top
     rr.newest = samples[j - 1].t
     events = []

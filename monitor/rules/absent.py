@@ -9,13 +9,14 @@ and a run that stopped stepping is ``stall``'s, so one incident does not raise t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -64,6 +65,19 @@ class AbsentDetector(Detector[AbsentSpec]):
             self.wake_at = math.inf
         else:
             self.wake_at = self.seen_at + self.rule.after
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        # a segment's samples carry the same metrics and no state: with the metric, each sets seen_at
+        # to its time and wake_at after it; none can be due, so the state is the last one's
+        if i >= end or self.metric not in samples[i].metrics or self.rule.after <= 0:
+            return super().observe_many(samples, i, end)
+        t = samples[end - 1].t
+        self.seen_at = t
+        step = last_step(samples, i, end)
+        if step is not None:
+            self.step = step
+        self.wake_at = t + self.rule.after if self.state in RUNNING_OR_UNKNOWN else math.inf
+        return end, 0
 
     def evaluate(self, now: float) -> Finding:
         m = self.metric

@@ -93,7 +93,9 @@ class Detector(ABC, Generic[SpecT]):
         """Take in ``samples[i:end]`` in order, up to the end of the first sample time after which the
         detector is ``hot`` (or, clocked, due: ``wake_at`` reached). Returns the index after the last
         sample taken and why it stopped: 0 (it did not), 2 (hot after a sample of that time), 1 (due).
-        Replay's batched path (``engine.segment``); the default feeds ``observe`` one by one."""
+        Replay's batched path (``engine.segment``): the samples are of one run, in time order, carry
+        the same metric names, no state and no source error. The default feeds ``observe`` one by one;
+        a kind may take the common case in a loop of its own, ending in the same state."""
         observe = self.observe
         clocked = self.clocked
         while i < end:
@@ -138,6 +140,15 @@ class Detector(ABC, Generic[SpecT]):
     def share_with(self, leader: Detector) -> None:
         """Adopt ``leader``'s state (same share_key). From now on ``observe`` only refreshes ``hot``."""
         raise NotImplementedError
+
+
+def last_step(samples: Sequence[Sample], i: int, end: int) -> int | None:
+    """The step of the last sample of ``samples[i:end]`` that has one."""
+    for k in range(end - 1, i - 1, -1):
+        step = samples[k].step
+        if step is not None:
+            return step
+    return None
 
 
 DETECTORS: dict[str, type[Detector]] = {}

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import Detector, fmt_value, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -140,6 +140,25 @@ class EndedDetector(Detector[EndedSpec]):
             sig.observe(sample)
         if sig.news or (self.hot and sample.step is not None):
             self._arm()  # (a finished run's last rows may still bring it to its target)
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        # a segment's samples carry no state: without the cause metrics they bring nothing but steps
+        sig = self.signals
+        names = samples[i].metrics if i < end else ()
+        if (
+            self.hot
+            or self._follower
+            or i >= end
+            or self.wake_at <= samples[end - 1].t
+            or (sig.oom_counter is not None and sig.oom_counter in names)
+            or (sig.exit_code is not None and sig.exit_code in names)
+        ):
+            return super().observe_many(samples, i, end)
+        sig.news = False
+        step = last_step(samples, i, end)
+        if step is not None:
+            sig.step = step
+        return end, 0
 
     def _arm(self) -> None:
         """``hot`` when it holds now; ``wake_at`` when the grace of a crash runs out."""

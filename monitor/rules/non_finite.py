@@ -6,6 +6,7 @@ A finite value afterwards clears the condition; ``keep_firing_for`` keeps the al
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import field_validator
@@ -50,6 +51,25 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         self.hot = bad
         if bad:
             self.count += 1
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        if self.hot:
+            return super().observe_many(samples, i, end)
+        m = self.metric
+        last = None
+        while i < end:
+            s = samples[i]
+            i += 1
+            v = s.metrics.get(m)
+            if v is None:
+                continue
+            if v - v:
+                self.observe(s)
+                return self._stop(samples, i, end)
+            last = s
+        if last is not None:
+            self.value, self.step = last.metrics[m], last.step
+        return i, 0
 
     def evaluate(self, now: float) -> Finding:
         v = self.value

@@ -26,7 +26,7 @@ Rules on the same metric with the same statistics parameters share one baseline.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -130,6 +130,20 @@ class SpikeDetector(Detector[SpikeSpec]):
         if not self._follower:
             b.observe(sample)
         self.hot = b.floor_raised if self._floor_mode else b.is_spike
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        if self.hot or self._follower:
+            return super().observe_many(samples, i, end)
+        b = self.baseline
+        observe = b.observe
+        floor = self._floor_mode
+        while i < end:
+            observe(samples[i])
+            i += 1
+            if b.floor_raised if floor else b.is_spike:
+                self.hot = True
+                return self._stop(samples, i, end)
+        return i, 0
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

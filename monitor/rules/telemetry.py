@@ -8,13 +8,14 @@ read, nothing is known about the run: the rule holds off (a source outage is not
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import ANY, RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.base import ANY, RUNNING_OR_UNKNOWN, Detector, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -69,6 +70,23 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         else:
             since = self.last_data if self.last_data is not None else self.first_seen
             self.wake_at = since + self.rule.after
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        # a segment's samples carry metrics and no state: each sets last_data to its time and
+        # wake_at after it; none can be due, so the state is the last one's
+        after = self.rule.after
+        if i >= end or self.first_seen is None or self.state not in RUNNING_OR_UNKNOWN or after <= 0:
+            return super().observe_many(samples, i, end)
+        if not samples[i].metrics:
+            return super().observe_many(samples, i, end)
+        t = samples[end - 1].t
+        self.blind = False
+        self.last_data = t
+        step = last_step(samples, i, end)
+        if step is not None:
+            self.last_step = step
+        self.wake_at = t + after
+        return end, 0
 
     def evaluate(self, now: float) -> Finding:
         if self.state not in RUNNING_OR_UNKNOWN:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -111,6 +112,54 @@ class ThresholdDetector(Detector[ThresholdSpec]):
                 self._bbeyond += 1
             return
         self._roll(b, sample.t, v)
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        if self.hot or self._after:
+            return super().observe_many(samples, i, end)
+        m, above, below = self.metric, self._above, self._below
+        last = None
+        if not self._windowed:
+            while i < end:
+                s = samples[i]
+                i += 1
+                v = s.metrics.get(m)
+                if v is None or v - v:
+                    continue
+                last = s
+                if v > above or v < below:
+                    self._sample, self.figure = s, v
+                    self.cond = self.hot = True
+                    return self._stop(samples, i, end)
+            if last is not None:
+                self._sample, self.figure = last, last.metrics[m]
+                self.cond = self.hot = False
+            return i, 0
+        width = self._width
+        ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
+        while i < end:
+            s = samples[i]
+            i += 1
+            v = s.metrics.get(m)
+            if v is None or v - v:
+                continue
+            last = s
+            b = s.t // width
+            if b == ob:  # the common case: accumulate
+                bn += 1
+                bsum += v
+                if v > above or v < below:
+                    beyond += 1
+                continue
+            self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
+            self._roll(b, s.t, v)
+            ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
+            if self.hot:
+                self._sample = s
+                return self._stop(samples, i, end)
+        self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
+        if last is not None:
+            self._sample = last
+        return i, 0
 
     def _roll(self, b: float, t: float, v: float) -> None:
         """A sample opens a new bucket: close the open one, drop old ones, judge the window."""

@@ -91,7 +91,7 @@ class RunSummary:
 class _Clock:
     """A run's simulated clock, and what the summary needs of its samples."""
 
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw")
+    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw", "as_is")
 
     def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
         self.t = -math.inf
@@ -101,6 +101,7 @@ class _Clock:
         self.last_step: int | None = None
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
         self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
+        self.as_is = False  # its translation left it as it was
 
 
 def to_replay_event(ev: AlertEvent) -> ReplayEvent:
@@ -254,8 +255,10 @@ class Replayer:
                 self.flush()
                 buf = self._buf
             if t >= (buf[-1].t if buf else clock.t):  # (going back in time is refused below)
-                if clock.translate is not None:
-                    sample = clock.translate(sample)
+                if clock.translate is not None and not clock.as_is:
+                    translated = clock.translate(sample)
+                    clock.as_is = translated is sample
+                    sample = translated
                 buf.append(sample)
                 if len(buf) >= BATCH:
                     self.flush()
@@ -263,7 +266,10 @@ class Replayer:
         if buf:
             self.flush()
         if clock.translate is not None:
-            sample = clock.translate(sample)
+            translated = clock.translate(sample)
+            # the same keys again are then as they are (the translation's fast path only grows)
+            clock.as_is = translated is sample
+            sample = translated
         if t != clock.t:
             self._next_time(run, clock, t)
         # source health: only news (a state, an error) or a watch with a source in trouble needs a look
