@@ -135,6 +135,7 @@ class Replayer:
         on_event: Callable[[ReplayEvent], None] | None = None,
         unavailable_after: float = DEFAULT_AFTER,
         metrics_profile: str | None = AUTO,
+        batched: bool = True,
     ) -> None:
         if interval <= 0:
             raise ValueError("the evaluation interval must be positive")
@@ -159,6 +160,7 @@ class Replayer:
         self._coverage_every: dict[str, float] = {}  # run -> how long until the next judgement
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
         self._buf: list[Sample] = []  # plain samples of one run not fed to the evaluator yet (flush)
+        self.batched = batched  # False: every sample fed to the evaluator alone (the reference path)
 
     @property
     def evaluator(self) -> Evaluator:
@@ -245,6 +247,7 @@ class Replayer:
         raw, clock.raw = clock.raw, sample.metrics
         if (
             sample.state is None
+            and self.batched
             and sample.source_error is None
             and not self._health
             and raw is not None
