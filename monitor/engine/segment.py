@@ -25,22 +25,77 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
-from monitor.engine.run_rules import Feed, RunRules
+from monitor.engine.run_rules import Feed, RunRules, Slot
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
 
 
-def split(rr: RunRules, plan: list[Feed]) -> tuple[list[Feed], list[Feed]]:
-    """A plan's free feeds and synchronous feeds (in rule order), cached per plan."""
+class Group:
+    """Detectors sharing statistics (a leader and its followers), fed together as one free feed."""
+
+    clocked = False
+
+    def __init__(self, feeds: list[Feed]) -> None:
+        self.members = [f[1] for f in feeds]
+        self.slots = [f[2] for f in feeds]
+        self.leader, self.followers = self.members[0], self.members[1:]
+        self.hot_slots: list[Slot] = []  # the members hot at the sample time it stopped at
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        members = self.members
+        k = self.leader.observe_shared(self.followers, samples, i, end)
+        hot = k > i and any(m.hot for m in members)  # (hot only after a sample taken)
+        i = k
+        while i < end and not hot:
+            s = samples[i]
+            for m in members:
+                m.observe(s)
+            i += 1
+            hot = any(m.hot for m in members)
+        if not hot:
+            return i, 0
+        hot_slots = {id(slot): slot for m, slot in zip(members, self.slots, strict=True) if m.hot}
+        t = samples[i - 1].t
+        while i < end and samples[i].t == t:  # the rest of that sample time
+            s = samples[i]
+            for m, slot in zip(members, self.slots, strict=True):
+                m.observe(s)
+                if m.hot:
+                    hot_slots[id(slot)] = slot
+            i += 1
+        self.hot_slots = list(hot_slots.values())
+        return i, 2
+
+
+def split(rr: RunRules, plan: list[Feed]) -> tuple[list, list[Feed]]:
+    """A plan's free feeds (a group sharing statistics as one) and its synchronous feeds (clocked
+    detectors sharing statistics), cached per plan."""
     got = rr.splits.get(id(plan))
     if got is not None and got[0] is plan:
         return got[1], got[2]
-    shared = {id(s.leader) for s in rr.slots if s.leader is not None}
-    free, sync = [], []
+    groups: dict[int, list[Feed]] = {}
+    for feed in plan:  # (a leader comes before its followers)
+        slot = feed[2]
+        if slot.leader is not None:
+            groups.setdefault(id(slot.leader), []).append(feed)
+    free: list = []
+    sync: list[Feed] = []
     for feed in plan:
         det, slot = feed[1], feed[2]
-        (sync if slot.leader is not None or id(det) in shared else free).append(feed)
+        if id(det) in groups:
+            group = [feed, *groups[id(det)]]
+            if any(f[1].clocked for f in group):
+                sync.extend(group)
+            else:
+                free.append((None, Group(group), None))
+        elif slot.leader is None:
+            free.append(feed)
+    leaders = {id(f[1]) for f in plan}
+    for leader, followers in groups.items():
+        if leader not in leaders:  # (followers always come with their leader: same inputs)
+            sync.extend(followers)
+    sync.sort(key=lambda f: f[2].index)
     if len(rr.splits) >= 64:
         rr.splits.clear()
     rr.splits[id(plan)] = (plan, free, sync)
@@ -127,7 +182,11 @@ def observe_segment(
                 if masked[m]:
                     slot.queued = masked[m] = False
                 if stopped[m] == 2:
-                    rr.queue(slot)
+                    if slot is None:  # a group: the members that turned hot
+                        for member in free[m][1].hot_slots:
+                            rr.queue(member)
+                    else:
+                        rr.queue(slot)
                 stopped[m] = 0
         if pos < j and samples[pos].t != samples[pos - 1].t:
             events += evaluate(samples[pos - 1].t)

@@ -116,6 +116,15 @@ class Detector(ABC, Generic[SpecT]):
             i += 1
         return i, 2 if hot else 1
 
+    def observe_shared(
+        self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int
+    ) -> int:
+        """``observe_many`` for a group sharing statistics (``share_key``), asked of its leader: take
+        ``samples[i:end]`` for the whole group as far as it can in a loop of its own, stopping after
+        the first sample after which a member may be ``hot`` (each member's ``hot`` then set as its
+        ``observe`` would). Returns the index it got to; the default takes none."""
+        return i
+
     @abstractmethod
     def evaluate(self, now: float) -> Finding:
         """Is the rule's condition true at ``now``?"""

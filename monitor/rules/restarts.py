@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -130,6 +130,35 @@ class RestartsDetector(Detector[RestartsSpec]):
         if self.times:
             self._expire(sample.t)
             self.hot = len(self.times) >= self.rule.min_restarts
+
+    def observe_shared(
+        self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int
+    ) -> int:
+        # a segment's samples carry no state: without the counter and with no step going back they
+        # bring no restart, and rules with no restart in their window have nothing to do
+        sig = self.signals
+        members = [self, *followers]
+        name = sig.counter_name
+        if i >= end or any(m.times or m.hot for m in members):  # type: ignore[attr-defined]
+            return i
+        if name is not None and name in samples[i].metrics:
+            return i
+        last, stepped, k = sig.last_step, False, i
+        while k < end:
+            step = samples[k].step
+            if step is not None:
+                if last is not None and step < last:
+                    break  # a rewind: sample by sample
+                last, stepped = step, True
+            k += 1
+        if k > i:
+            sig.fresh = []
+            if stepped:
+                sig.signalled = False
+                sig.last_step = last
+                if sig.high_water is None or last > sig.high_water:
+                    sig.high_water = last
+        return k
 
     def _expire(self, now: float) -> None:
         times, horizon = self.times, now - self.rule.window

@@ -145,6 +145,25 @@ class SpikeDetector(Detector[SpikeSpec]):
                 return self._stop(samples, i, end)
         return i, 0
 
+    def observe_shared(
+        self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int
+    ) -> int:
+        members = [self, *followers]
+        if any(m.hot for m in members):
+            return i
+        b = self.baseline
+        observe = b.observe
+        floor = any(m._floor_mode for m in members)  # type: ignore[attr-defined]
+        point = not all(m._floor_mode for m in members)  # type: ignore[attr-defined]
+        while i < end:
+            observe(samples[i])
+            i += 1
+            if point and b.is_spike or floor and b.floor_raised:
+                for m in members:
+                    m.hot = b.floor_raised if m._floor_mode else b.is_spike  # type: ignore[attr-defined]
+                break
+        return i
+
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict
 
