@@ -10,12 +10,9 @@ carried on is caught. Ticks at which no rule can change are skipped (``Evaluator
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from alerts.model import AlertState
 from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -23,69 +20,12 @@ from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rul
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
+from monitor.traces.replay_events import ReplayEvent, RunSummary, to_replay_event
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
 COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
 COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
-
-
-@dataclass(frozen=True)
-class ReplayEvent:
-    """One alert transition, as ``herowatch replay --format jsonl`` prints it."""
-
-    t: float
-    run: str
-    rule: str
-    kind: str
-    metric: str | None
-    severity: str
-    state: str  # pending, firing, resolved, or inactive (a pending alert whose condition ended)
-    step: int | None
-    value: float | None
-    summary: str
-    reason: str
-    fingerprint: str
-
-    def to_json(self) -> dict[str, Any]:
-        value = self.value
-        if value is not None and not math.isfinite(value):
-            value = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-        return {
-            "t": self.t,
-            "run": self.run,
-            "rule": self.rule,
-            "kind": self.kind,
-            "metric": self.metric,
-            "severity": self.severity,
-            "state": self.state,
-            "step": self.step,
-            "value": value,
-            "summary": self.summary,
-            "reason": self.reason,
-        }
-
-
-@dataclass
-class RunSummary:
-    run: str
-    samples: int = 0
-    first_t: float | None = None
-    last_t: float | None = None
-    first_step: int | None = None
-    last_step: int | None = None
-    fired: Counter[str] = field(default_factory=Counter)  # severity -> alerts that fired
-    rules_fired: Counter[str] = field(default_factory=Counter)  # rule -> times it fired
-    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
-    coverage: RunCoverage | None = None  # which rules could see, at the end
-    blind: Blind | None = None  # its watching_blind text, if any rule could not
-
-    @property
-    def worst(self) -> str | None:
-        for sev in ("critical", "warning", "info"):
-            if self.fired.get(sev):
-                return sev
-        return None
 
 
 class _Clock:
@@ -102,26 +42,6 @@ class _Clock:
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
         self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
         self.as_is = False  # its translation left it as it was
-
-
-def to_replay_event(ev: AlertEvent) -> ReplayEvent:
-    rule, status = ev.key.rule, ev.status
-    state = ev.transition.to_state
-    word = "inactive" if state is AlertState.INACTIVE else state.value
-    return ReplayEvent(
-        t=ev.transition.at,
-        run=ev.key.run,
-        rule=rule.name,
-        kind=rule.kind,
-        metric=rule.metric,
-        severity=rule.severity.value,
-        state=word,
-        step=ev.finding.step if ev.finding.step is not None else (status.step if status else None),
-        value=ev.finding.value,
-        summary=ev.annotations.get("summary", ""),
-        reason=ev.finding.reason,
-        fingerprint=ev.key.fingerprint,
-    )
 
 
 class Replayer:
