@@ -130,6 +130,15 @@ def deliver(service) -> None:  # noqa: ANN001
                 return
 
 
+def object_counts() -> dict[str, int]:
+    gc.collect()
+    out: dict[str, int] = {}
+    for o in gc.get_objects():
+        name = type(o).__qualname__
+        out[name] = out.get(name, 0) + 1
+    return out
+
+
 def rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/status") as f:
         for line in f:
@@ -152,6 +161,17 @@ def drop_database(admin_url: str, name: str) -> None:
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+def autovacuum_on(db) -> bool:  # noqa: ANN001
+    with db.connect() as c:
+        return c.scalar(text("SHOW autovacuum")) == "on"
+
+
+def vacuum(db) -> None:  # noqa: ANN001
+    """What autovacuum does in production (it is on by default): dead row versions made reusable."""
+    with db.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
+        c.execute(text("VACUUM"))
 
 
 def sizes(db) -> tuple[float, float, float, dict[str, int]]:  # noqa: ANN001
@@ -198,10 +218,19 @@ def main() -> None:  # noqa: PLR0915
     ap.add_argument(
         "--tracemalloc", action="store_true", help="print where memory grew from day 2 to the end (slow)"
     )
+    ap.add_argument(
+        "--vacuum",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="VACUUM the soak database once a simulated day (auto: when the server's autovacuum is off)",
+    )
+    ap.add_argument(
+        "--objects", action="store_true", help="print the object types whose count grew from day 2 on"
+    )
     args = ap.parse_args()
 
     if args.tracemalloc:
-        tracemalloc.start(12)
+        tracemalloc.start(6)
     receiver = Receiver()
     url = fresh_database(args.database_url, args.db_name)
     clock = ManualClock(1_700_000_000.0)
@@ -211,6 +240,7 @@ def main() -> None:  # noqa: PLR0915
     engine, budget = service.engine, args.poll / speedup
     engine.resume()
     names = list(engine.watches)
+    do_vacuum = args.vacuum == "on" or (args.vacuum == "auto" and not autovacuum_on(service.db))
     cycles_per_day = round(DAY / args.poll)
     days = round(args.days)
     print(
@@ -219,6 +249,8 @@ def main() -> None:  # noqa: PLR0915
         f"every {incident_loop(args.poll) / 3600:g} h; a cycle's budget {budget * 1000:.0f} ms real (poll "
         f"interval / {speedup:.0f}x: {args.days:g} days in {args.real_minutes:g} min)"
     )
+    if do_vacuum:
+        print("the server's autovacuum is off: the soak runs VACUUM once a simulated day, as it would")
     print(
         f"{'day':>4}{'RSS MB':>9}{'DB MB':>8}{'history':>9}{'rest':>7}{'alerts':>8}{'outbox':>8}"
         f"{'sent':>7}{'buckets':>9}{'late':>6}{'cycle p50':>11}{'max ms':>8}{'real s':>8}"
@@ -242,6 +274,8 @@ def main() -> None:  # noqa: PLR0915
                 late += dt > budget
                 worst = max(worst, dt)
             gc.collect()
+            if do_vacuum:
+                vacuum(service.db)
             total, history, rest, tables = sizes(service.db)
             n = counts(service.db)
             cycle_times.sort()
@@ -259,6 +293,8 @@ def main() -> None:  # noqa: PLR0915
             per_day.append(row)
             if args.tracemalloc and day == min(2, days):
                 snapshot = tracemalloc.take_snapshot()
+            if args.objects and day == min(2, days):
+                objects = object_counts()
             print(
                 f"{day:>4}{row['rss']:>9.1f}{total:>8.1f}{history:>9.1f}{rest:>7.1f}{n['alerts']:>8}"
                 f"{n['notifications']:>8}{receiver.count:>7}{n['series_buckets']:>9}{late:>6}"
@@ -271,6 +307,10 @@ def main() -> None:  # noqa: PLR0915
         if not args.keep:
             drop_database(args.database_url, args.db_name)
     report(per_day, late, worst, budget, days * cycles_per_day, time.monotonic() - started, receiver)
+    if args.objects:
+        now = object_counts()
+        grown = sorted(((n - objects.get(t, 0), t) for t, n in now.items()), reverse=True)[:12]
+        print("object counts grown since day 2: " + ", ".join(f"{t} {d:+d}" for d, t in grown if d > 0))
     if args.tracemalloc:
         grown = tracemalloc.take_snapshot().compare_to(snapshot, "traceback")
         print("memory grown since day 2, by where it was allocated:")
