@@ -49,6 +49,7 @@ from monitor.storage import outbox_store  # noqa: E402
 
 DAY = 86_400.0
 # the alert history: what grows with the alerts raised (kept on purpose), apart from the rest
+OUTBOX_AFTER = 60.0  # simulated seconds from the polls to the outbox and reminder jobs of a cycle
 HISTORY = ("alerts", "alert_transitions", "alert_groups", "alert_group_members", "notifications")
 
 # Incidents of a loop (kind, start and duration as fractions of the loop, the rest); each run's are
@@ -270,11 +271,12 @@ def main() -> None:  # noqa: PLR0915
             cycle_times = []
             t_day = time.monotonic()
             for _ in range(cycles_per_day):
-                clock.advance(args.poll)
+                clock.advance(args.poll - OUTBOX_AFTER)
                 t0 = time.perf_counter()
                 for name in names:
                     engine.poll(name)
                     engine.check_health(name)
+                clock.advance(OUTBOX_AFTER)  # the group_wait of what the polls raised has passed
                 service.plan_repeats()
                 deliver(service)
                 dt = time.perf_counter() - t0
