@@ -11,7 +11,8 @@ When a new snapshot is built (:class:`SnapshotStore`):
 
 - after a write to the database by this process: the engine's cycle, an acknowledgement, a silence (a
   commit of a connection that wrote, heard from SQLAlchemy's engine events, so the engine's write path
-  needs no hook of its own);
+  needs no hook of its own; writes only to tables the snapshot does not read, such as a lease renewal
+  or an outbox claim, do not count);
 - when the snapshot is older than the shortest poll interval of the configured watches (by the
   service's clock, and by the wall clock for a clock that does not move): what other processes wrote
   (a replica polling other watches, ``herowatch silence`` from a shell) and what time alone changes
@@ -21,6 +22,7 @@ When a new snapshot is built (:class:`SnapshotStore`):
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections import Counter
@@ -37,7 +39,32 @@ from monitor.web import status
 from monitor.web.context import DEFAULT_POLL_INTERVAL, ApiContext
 from monitor.web.schemas import AlertOut, RunOut
 
-WRITES = ("insert", "update", "delete", "replace", "merge", "upsert")
+READS = ("select", "pragma", "show", "set ", "savepoint", "release", "begin", "explain")
+WRITE_TO = re.compile(
+    r"\s*(?:insert\s+(?:or\s+\w+\s+)?into|update|delete\s+from|replace\s+into)\s+\"?(\w+)", re.I
+)
+# tables nothing in the snapshot comes from: the leases, the outbox, cursors, detector state, fleet frames
+UNSEEN = frozenset(
+    {
+        "leases",
+        "notifications",
+        "alert_groups",
+        "alert_group_members",
+        "source_cursors",
+        "rule_state",
+        "fleet_rasters",
+        "fleet_columns",
+    }
+)
+
+
+def changes_status(sql: str) -> bool:
+    """Whether a statement may change what the snapshot shows: any write, unless it plainly writes to a
+    table the snapshot does not read (a lease renewal, an outbox claim)."""
+    if sql.lstrip()[:9].lower().startswith(READS):
+        return False
+    m = WRITE_TO.match(sql)
+    return m is None or m.group(1).lower() not in UNSEEN
 
 
 def etag_of(*parts: str | bytes) -> str:
@@ -148,7 +175,7 @@ class SnapshotStore:
         self._heard.add(id(bind))
 
         def statement(conn, cursor, text, params, context, executemany) -> None:  # noqa: ANN001, ARG001
-            if text.lstrip()[:7].lower().startswith(WRITES):
+            if changes_status(text):
                 conn.info["herowatch_wrote"] = True
 
         def commit(conn) -> None:  # noqa: ANN001
