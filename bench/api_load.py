@@ -153,13 +153,16 @@ def start_server(url: str, static: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
 
 
-def snapshot_cost(url: str) -> dict[str, float]:
+def snapshot_cost(url: str) -> dict[str, float] | None:
     """What a change costs once (the snapshot's build, the JSON of /api/runs), in this process: the work
     every request did before the snapshot, done now once per poll cycle that wrote."""
-    from monitor.web.conditional import json_bytes
+    try:
+        from monitor.web.conditional import json_bytes
+        from monitor.web.snapshot import build
+    except ImportError:  # a version before the snapshot
+        return None
     from monitor.web.context import ApiContext
     from monitor.web.schemas import RunOut
-    from monitor.web.snapshot import build
 
     engine = make_engine(url)
     ctx = ApiContext(
@@ -221,6 +224,9 @@ def main() -> None:
                 got = httpx.get(base + path, timeout=30)  # also warms the caches
                 body = got.content
                 assert path != "/api/runs" or len(got.json()) == args.runs
+                if conditional and "etag" not in got.headers:
+                    print(f"{label}: no ETag, no 304 path (a version before the snapshot)")
+                    continue
                 sizes[path] = len(body)
                 Path(static, twin).write_bytes(b"x" * len(body))
                 pairs = [
@@ -271,6 +277,8 @@ def main() -> None:
             f"\nGET / (overview): {sizes['/']:,} bytes of HTML for {args.runs} runs = "
             f"{sizes['/'] / args.runs:,.0f} bytes a run (before the snapshot and compact sparklines: 2,532)"
         )
+    if rebuild is None:
+        return
     build_ms, cold_ms, encode_ms = (rebuild[k] * 1e3 for k in ("build", "cold", "encode"))
     print(
         f"a change (once per poll cycle that wrote, not per request): snapshot build {build_ms:.1f} ms "
