@@ -210,13 +210,11 @@ class Service:
                 real,
                 jitter=min(real * 0.1, 5.0),
             )
-        for w in self.config.watch:  # source health on its own clock: a stuck poll cannot delay it
-            add_interval_job(
-                self.scheduler,
-                f"health:{w.name}",
-                lambda n=w.name: self.engine.check_health(n),
-                min(w.poll_interval, 5.0) / self.speed,
-            )
+        if (
+            self.config.watch
+        ):  # source health on its own clock (a stuck poll cannot delay it): one job for all
+            every = min(min(w.poll_interval, 5.0) for w in self.config.watch) / self.speed
+            add_interval_job(self.scheduler, "health", self.engine.check_health, every)
         add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
         planner = min([60.0, *(every / 2 for every in self.refresh.values())])  # a refresh is never late
         add_interval_job(self.scheduler, "repeats", self.plan_repeats, planner / self.speed)

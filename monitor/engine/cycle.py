@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -25,9 +26,11 @@ from alerts.clock import Clock
 from monitor import run_ids
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
+from monitor.engine.batching import GroupCommit, WriteJob, Writes
 from monitor.engine.blind_watch import BlindWatch
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
+from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, stuck_after
 from monitor.engine.recording import Recorder
 from monitor.engine.source_health import source_rule
@@ -42,6 +45,7 @@ from monitor.sources.base import PollResult, Source, Target
 from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
+from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
@@ -85,6 +89,7 @@ class Engine:
         self.clock = clock
         self.speed = speed
         self._run_watch: dict[str, str] = {}
+        self._watch_runs: dict[str, dict[str, None]] = defaultdict(dict)  # watch -> its runs, in order
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
@@ -109,6 +114,13 @@ class Engine:
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
         self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
         self.last_error: dict[str, str | None] = {}
+        self.phases = Phases()  # where the polls' time goes (bench/scale.py prints it)
+        self.batches = GroupCommit(self._write_batch)  # polls finishing together are written together
+        self._runs: dict[str, Run] = {}  # the rows of the runs this process polls, as written
+        self._cursors: dict[str, dict[str, dict]] = {}  # source -> run -> cursor, as written
+        self._warm: set[str] = set()  # watches whose runs and cursors are in memory
+        self._lease_until: dict[str, float] = {}  # watch -> until when this replica holds its lease
+        self.series = SeriesTails()  # the newest chart buckets of each run, as written
 
     # ---- wiring ---------------------------------------------------------------------------------
     def _rules_for_run(self, run: str):  # noqa: ANN202
@@ -131,15 +143,29 @@ class Engine:
         self._titles[run.id] = run_ids.title(
             run.display_name, run.name, run.project, run.display_name in self._ambiguous
         )
-        self._run_watch[run.id] = run.watch
+        self._index(run.id, run.watch)
         self._run_state[run.id] = run.state
         self._run_labels[run.id] = {
             **self.watches[run.watch].labels,
             **{k: str(v) for k, v in (run.labels or {}).items()},
         }
 
+    def _index(self, run: str, watch: str) -> None:
+        old = self._run_watch.get(run)
+        if old != watch:
+            if old is not None:
+                self._watch_runs[old].pop(run, None)
+            self._run_watch[run] = watch
+            self._watch_runs[watch][run] = None
+
+    def keep(self, run: Run) -> Run:
+        """Hold the run's row in memory (unless it is already): the engine writes it from there."""
+        held = self._runs.setdefault(run.id, run)
+        self._index(held.id, held.watch)
+        return held
+
     def runs_of(self, watch: str) -> list[str]:
-        return [r for r, w in self._run_watch.items() if w == watch]
+        return list(self._watch_runs.get(watch, ()))
 
     def stats_of(self, run: Run, watch: Watch) -> RunStats:
         stats = self._stats.get(run.id)
@@ -167,6 +193,10 @@ class Engine:
         return facts
 
     def forget(self, run: str) -> None:
+        self._runs.pop(run, None)
+        for by_run in self._cursors.values():
+            by_run.pop(run, None)
+        self.series.forget(run)
         self.evaluator.drop(run)
         self._stats.pop(run, None)
         self._polls_since_checkpoint.pop(run, None)
@@ -190,30 +220,77 @@ class Engine:
         return max(3 * self.watches[watch].poll_interval, 30.0)
 
     def _take_lease(self, watch: str) -> bool:
-        if self.leases is not None and not self.leases.acquire(
-            f"poll:{watch}", self.clock.time(), self.lease_ttl(watch)
-        ):
-            if watch in self.adopted:
-                self.adoption.let_go(watch)
-            return False
+        """Hold the watch's lease for this poll. A lease held for more than half its time still needs no
+        statement of its own: every batch that writes the watch renews it (``_fence_many``)."""
+        now, ttl = self.clock.time(), self.lease_ttl(watch)
+        fresh = watch in self.adopted and self._lease_until.get(watch, -math.inf) - now > ttl / 2
+        if self.leases is not None and not fresh:
+            if not self.leases.acquire(f"poll:{watch}", now, ttl):
+                if watch in self.adopted:
+                    self.adoption.let_go(watch)
+                return False
+            self._lease_until[watch] = now + ttl
         if watch not in self.adopted:
             self.adoption.adopt(watch)
         return True
 
     # ---- one cycle ------------------------------------------------------------------------------
     def poll(self, watch_name: str) -> CycleReport:
+        """Poll the watch's sources (without the engine lock), then have the results written with those
+        of the other polls that finish meanwhile (``batching.GroupCommit``): returns once they are."""
         watch = self.watches[watch_name]
         report = CycleReport(watch_name)
-        if not self._take_lease(watch_name):
+        with self.phases.timed("lease"):
+            leased = self._take_lease(watch_name)
+        if not leased:
             report.skipped = True
             return report
-        with self.sessions() as s:
-            rows = list(s.scalars(select(Run).where(Run.watch == watch_name)))
-            known = {r.id: dict(r.labels or {}) for r in rows}
-            names = {r.id: r.name for r in rows if r.name}
-            cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
-            if self.clock.time() - self._ambiguous_at >= SHARED_NAMES_EVERY:
-                self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), self.clock.time()
+        with self.batches.reading():
+            with self.phases.timed("read"):
+                known, names, cursors = self._known(watch)
+            results = self._read_sources(watch, known, names, cursors)
+        job = WriteJob(watch_name, results, known, self.clock.time(), report)
+        with self.phases.timed("batch"):
+            self.batches.submit(job)
+        if job.lost:
+            self.adoption.let_go(watch_name)
+            report.skipped = True
+        elif job.error is not None:
+            # The transaction rolled back: what this cycle put in memory must not outlive it.
+            self.adoption.let_go(watch_name)
+            raise job.error
+        return report
+
+    def _known(self, watch: Watch) -> tuple[dict[str, dict], dict[str, str], dict[str, dict]]:
+        """The watch's runs (their labels and names) and the sources' cursors: from memory once the
+        watch was read (the engine writes them itself, fenced by the lease), else from the database."""
+        now = self.clock.time()
+        if watch.name not in self._warm or now - self._ambiguous_at >= SHARED_NAMES_EVERY:
+            with self.sessions() as s:
+                if watch.name not in self._warm:
+                    rows = list(s.scalars(select(Run).where(Run.watch == watch.name)))
+                    ids = [r.id for r in rows]
+                    with self._lock:
+                        for r in rows:
+                            self.keep(r)
+                        for kind in watch.targets():
+                            self._cursors.setdefault(kind, {}).update(runs_repo.cursors_for(s, kind, ids))
+                        self._warm.add(watch.name)
+                if now - self._ambiguous_at >= SHARED_NAMES_EVERY:
+                    self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), now
+        # Without the lock (a batch may be writing): runs and cursors are replaced, never changed in place.
+        rows = [r for i in self.runs_of(watch.name) if (r := self._runs.get(i)) is not None]
+        known = {r.id: dict(r.labels or {}) for r in rows}
+        names = {r.id: r.name for r in rows if r.name}
+        cursors = {}
+        for kind in watch.targets():
+            mine = self._cursors.get(kind, {})
+            cursors[kind] = {r: dict(c) for r in known if (c := mine.get(r)) is not None}
+        return known, names, cursors
+
+    def _read_sources(
+        self, watch: Watch, known: dict[str, dict], names: dict[str, str], cursors: dict[str, dict]
+    ) -> dict[str, PollResult]:
         budget = max(1.0, watch.poll_interval / self.speed)
         # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
         # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
@@ -226,34 +303,79 @@ class Engine:
             if not phase:
                 continue
             targets = {
-                kind: Target(watch_name, cfg, watch.labels, known, names) for kind, cfg in phase.items()
+                kind: Target(watch.name, cfg, watch.labels, known, names) for kind, cfg in phase.items()
             }
-            got = self.pollers[watch_name].poll(
-                self._pool, self.sources, targets, cursors, self.clock.time, budget
-            )
+            with self.phases.timed("sources"):
+                got = self.pollers[watch.name].poll(
+                    self._pool, self.sources, targets, cursors, self.clock.time, budget
+                )
             for res in got.values():
                 for info in res.runs:
                     known.setdefault(info.run, dict(info.labels))
                     if info.name:
                         names.setdefault(info.run, info.name)
             results.update(got)
-        now = self.clock.time()
-        try:
-            with self._lock, self.sessions.begin() as s:
-                self._fence(s, watch_name, now)
-                self._persist(s, watch, results, known, now, report)
-        except LeaseLost:
-            self.adoption.let_go(watch_name)
-            report.skipped = True
-        except Exception:
-            # The transaction rolled back: what this cycle put in memory must not outlive it.
-            self.adoption.let_go(watch_name)
-            raise
-        return report
+        return results
+
+    def _write_batch(self, jobs: list[WriteJob]) -> None:
+        """Write the polls of a batch in one transaction; a watch whose lease is gone is left out."""
+        t0 = time.perf_counter()
+        with self._lock:
+            self.phases.add("lock wait", time.perf_counter() - t0, 0.0)
+            try:
+                with self.phases.timed("write"), self.sessions.begin() as s:
+                    held = self._fence_many(s, [j.watch for j in jobs], self.clock.time())
+                    writes = Writes()
+                    with self.phases.timed("persist"):
+                        for job in jobs:
+                            if job.watch not in held:
+                                job.lost = True
+                                continue
+                            watch = self.watches[job.watch]
+                            self._persist(s, watch, job.results, job.known, job.now, job.report, writes)
+                    with self.phases.timed("flush"):
+                        writes.flush(s, max(j.now for j in jobs))
+                        s.flush()
+            except Exception as exc:
+                for job in jobs:
+                    if not job.lost:
+                        job.error = exc
+        self.phases.add("batch size", 0.0, 0.0, len(jobs))
+        self.phases.add("batches", 0.0, 0.0, 1)
+
+    def _fence_many(self, s: Session, watches: list[str], now: float) -> set[str]:
+        """The watches whose lease this replica still holds, renewed in the batch's transaction (their
+        rows stay locked until it commits: a fence against a takeover mid-batch)."""
+        if self.leases is None:
+            return set(watches)
+        ttls = {f"poll:{w}": self.lease_ttl(w) for w in watches}
+        held = self.leases.renew_held(s, ttls, now)
+        for w in watches:
+            if f"poll:{w}" in held:
+                self._lease_until[w] = now + ttls[f"poll:{w}"]
+            else:
+                self._lease_until.pop(w, None)
+        return {w for w in watches if f"poll:{w}" in held}
 
     def _fence(self, s: Session, watch: str, now: float) -> None:
         if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
             raise LeaseLost(watch)  # fenced: another replica took over mid-cycle
+
+    def _run(self, s: Session, info: RunInfo, watch: str, now: float, writes: Writes) -> Run:
+        """The run in memory (read once from the database if this process has not seen it yet); a run
+        first seen now is written at once (the batch's other rows refer to it)."""
+        run_id = info.run
+        run = self._runs.get(run_id)
+        if run is None:
+            run = s.get(Run, run_id)
+            if run is not None:
+                s.expunge(run)
+            else:
+                run = runs_repo.new_run(info, watch, now)
+                runs_repo.upsert_runs(s, [run])
+            run = self.keep(run)
+        writes.runs[run_id] = run
+        return run
 
     def _persist(
         self,
@@ -263,6 +385,7 @@ class Engine:
         known: Mapping[str, dict],
         now: float,
         report: CycleReport,
+        writes: Writes,
     ) -> None:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
@@ -271,7 +394,7 @@ class Engine:
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:
-                runs_repo.upsert_run(s, info, watch.name, now)
+                runs_repo.apply_info(self._run(s, info, watch.name, now, writes), info, watch.name)
             self.blind.note_gaps(kind, res.gaps)
             self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
@@ -282,17 +405,14 @@ class Engine:
             else:
                 self.last_poll_ok[kind] = now
                 self.last_error[kind] = None
-        s.flush()
         unavailable = self.pollers[watch.name].health.unavailable(now)
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
         for run_id in sorted(run_ids):
-            run = s.get(Run, run_id)
-            if run is None:  # samples for a run no source described: record it minimally
-                info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
-                run = runs_repo.upsert_run(s, info, watch.name, now)
-                s.flush()
+            # samples for a run no source described: recorded minimally
+            info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
+            run = self._run(s, info, watch.name, now, writes)
             self.remember(run)
             run.last_polled_at = now
             samples = list(samples_by_run.get(run_id, ()))
@@ -301,7 +421,7 @@ class Engine:
             samples = self.vocabulary.translate(
                 run_id, samples, watch.metrics_profile, run.stats, watch.metrics
             )
-            runs_repo.record_samples(s, run, samples)
+            self.series.fold(s, run_id, runs_repo.fold_samples(run, samples), writes.series)
             self._run_state[run_id] = run.state
             report.samples += len(samples)
             stats = self.stats_of(run, watch)
@@ -330,7 +450,7 @@ class Engine:
             report.events.extend(events)
             self._polls_since_checkpoint[run_id] += 1
             if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
-                self.adoption.save_state(s, [run_id], now)
+                self.adoption.save_state(s, [run_id], now, writes.states)
         report.events.extend(self._check_health(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
         self.recorder.record(s, [blind] if blind is not None else [], now)
@@ -338,24 +458,45 @@ class Engine:
         report.events.extend([blind] if blind is not None else [])
         for kind, res in results.items():
             if not res.error:
-                runs_repo.save_cursors(s, kind, res.cursors, now)
+                mine = self._cursors.setdefault(kind, {})
+                for run_id, cursor in res.cursors.items():
+                    mine[run_id] = dict(cursor)
+                    writes.cursors[(run_id, kind)] = mine[run_id]
         report.runs = len(run_ids)
 
     # ---- source health, on its own schedule -------------------------------------------------------
-    def check_health(self, watch_name: str) -> list[AlertEvent]:
-        """Evaluate the watch's ``source_unavailable`` alerts now, even while a poll is stuck."""
-        if watch_name not in self.adopted:
-            return []
-        now = self.clock.time()
-        try:
-            with self._lock, self.sessions.begin() as s:
-                self._fence(s, watch_name, now)
-                return self._check_health(s, self.watches[watch_name], now)
-        except LeaseLost:
-            self.adoption.let_go(watch_name)
-            return []
+    def check_health(self, watch_name: str | None = None) -> list[AlertEvent]:
+        """Evaluate the ``source_unavailable`` alerts of a watch (default: of every watch this process
+        holds) now, even while a poll is stuck. Only the watches whose alerts change are written, in
+        one transaction, fenced by their leases."""
+        names = [watch_name] if watch_name is not None else sorted(self.adopted)
+        with self._lock:
+            now = self.clock.time()
+            pending: dict[str, list[AlertEvent]] = {}
+            for name in names:
+                if name in self.adopted and (events := self._health_events(self.watches[name], now)):
+                    pending[name] = events
+            if not pending:
+                return []
+            try:
+                with self.sessions.begin() as s:
+                    held = self._fence_many(s, list(pending), now)
+                    for name in held:
+                        self.recorder.record(s, pending[name], now)
+            except Exception:
+                for name in pending:  # rolled back: the transitions in memory must not outlive it
+                    self.adoption.let_go(name)
+                raise
+            for name in set(pending) - held:
+                self.adoption.let_go(name)
+            return [e for name in sorted(held) for e in pending[name]]
 
     def _check_health(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
+        events = self._health_events(watch, now)
+        self.recorder.record(s, events, now)
+        return events
+
+    def _health_events(self, watch: Watch, now: float) -> list[AlertEvent]:
         health = self.pollers[watch.name].health
         runs = self.runs_of(watch.name)
         affected = [r for r in runs if self._run_state.get(r) not in TERMINAL_STATES]
@@ -365,7 +506,6 @@ class Engine:
             event = self.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
-        self.recorder.record(s, events, now)
         return events
 
     # ---- shutdown ---------------------------------------------------------------------------------
