@@ -2,16 +2,18 @@
 multi-row statements per table instead of a set of statements per run.
 
 A poll reads its sources on its own (without the engine lock), then hands its results to
-:class:`GroupCommit` and waits. One of the waiting polls (the leader) takes every result handed in
-so far, waits at most ``window`` seconds for the polls still reading their sources, and writes them
-all (``write``); the others return when their result is written. A poll alone (tests, a quiet
-replica) is written at once. ``Writes`` collects the rows of the batch that are written at its end.
+:class:`GroupCommit`. Its writer thread takes every result handed in so far, waits at most ``window``
+seconds for the polls still reading their sources (and, when no poll waits for the batch, for more
+results), and writes them all (``write``) while the next results queue up. A poll that waits and is
+alone (tests, a quiet replica) is written at once. ``Writes`` collects the
+rows of the batch that are written at its end.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from monitor.storage import rule_state_repo, runs_repo
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesWrites
 
-WINDOW = 0.05  # seconds a batch waits at most for the polls still reading their sources
+WINDOW = 0.1  # seconds a batch waits at most for more results (see GroupCommit)
 
 
 @dataclass
@@ -39,6 +41,8 @@ class WriteJob:
     lost: bool = False  # the lease was gone when the batch was written: nothing of it was
     error: BaseException | None = None  # the batch failed: nothing of it was written
     done: threading.Event = field(default_factory=threading.Event)
+    submitted: float = 0.0  # time.monotonic() when handed in
+    waited: bool = True  # the poll waits for it (else the engine's ``done`` callback takes the outcome)
 
 
 @dataclass
@@ -61,13 +65,26 @@ class Writes:
 
 
 class GroupCommit:
-    def __init__(self, write: Callable[[list[WriteJob]], None], window: float = WINDOW) -> None:
+    """Results handed in are written by one writer thread, in batches: all that waits when it is free
+    (after at most ``window`` seconds for the polls still reading). ``submit(job)`` returns once the
+    job is written; ``submit(job, wait=False)`` at once (``done(job)`` is then called once it is)."""
+
+    def __init__(
+        self,
+        write: Callable[[list[WriteJob]], None],
+        done: Callable[[WriteJob], None] | None = None,
+        window: float = WINDOW,
+    ) -> None:
         self._write = write
+        self._done = done
         self.window = window
         self._queue: list[WriteJob] = []
         self._cv = threading.Condition()
-        self._leader = threading.Lock()
         self._reading = 0  # polls reading their sources now: their results are worth waiting for
+        self._writer: threading.Thread | None = None
+        self._closed = False
+        self._writing = False
+        self.latencies: deque[float] = deque(maxlen=100_000)  # seconds from hand-in to written
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -80,21 +97,64 @@ class GroupCommit:
                 self._reading -= 1
                 self._cv.notify_all()
 
-    def submit(self, job: WriteJob) -> WriteJob:
-        """Have ``job`` written (in a batch with whatever else is waiting); returns once it was."""
+    def submit(self, job: WriteJob, wait: bool = True) -> WriteJob:
+        """Have ``job`` written with whatever else is waiting; with ``wait``, return once it was."""
+        job.submitted = time.monotonic()
+        job.waited = wait
         with self._cv:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._run, name="batch-writer", daemon=True)
+                self._writer.start()
             self._queue.append(job)
             self._cv.notify_all()
-        with self._leader:
-            if not job.done.is_set():
-                deadline = time.monotonic() + self.window
-                with self._cv:
-                    while self._reading > 0 and (left := deadline - time.monotonic()) > 0:
-                        self._cv.wait(left)
-                    batch, self._queue = self._queue, []
-                try:
-                    self._write(batch)
-                finally:
-                    for j in batch:
-                        j.done.set()
+        if wait:
+            job.done.wait()
         return job
+
+    def drain(self, timeout: float = 60.0) -> None:
+        """Return once every result handed in so far is written."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while (self._queue or self._writing) and (left := deadline - time.monotonic()) > 0:
+                self._cv.wait(left)
+
+    def close(self) -> None:
+        """Write what is waiting, then stop the writer."""
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        if self._writer is not None:
+            self._writer.join(timeout=30)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._closed:
+                    self._cv.wait()
+                if not self._queue:
+                    return
+                # Wait for the polls still reading; with nobody waiting on the batch (the scheduler's
+                # polls), for ``window`` after the oldest result too: fewer, bigger batches.
+                deadline = min(j.submitted for j in self._queue) + self.window
+                while (
+                    (self._reading > 0 or not any(j.waited for j in self._queue))
+                    and not self._closed
+                    and (left := deadline - time.monotonic()) > 0
+                ):
+                    self._cv.wait(left)
+                batch, self._queue = self._queue, []
+                self._writing = True
+            try:
+                self._write(batch)
+            except BaseException as exc:  # noqa: BLE001 - a writer bug fails the batch, not the writer
+                for j in batch:
+                    j.error = j.error or exc
+            now = time.monotonic()
+            for j in batch:
+                self.latencies.append(now - j.submitted)
+                if not j.waited and self._done is not None:
+                    self._done(j)  # before ``done``: the watch's next poll waits for it
+                j.done.set()
+            with self._cv:
+                self._writing = False
+                self._cv.notify_all()

@@ -19,29 +19,31 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
 from monitor import run_ids
 from monitor.config.schema import Watch
+from monitor.engine import run_memory
 from monitor.engine.adoption import Adoption
 from monitor.engine.batching import GroupCommit, WriteJob, Writes
 from monitor.engine.blind_watch import BlindWatch
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
+from monitor.engine.health_job import HealthJob
+from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
-from monitor.engine.polling import WatchPoller, stuck_after
+from monitor.engine.polling import WatchPoller, read_sources, stuck_after
 from monitor.engine.recording import Recorder
-from monitor.engine.source_health import source_rule
+from monitor.engine.run_memory import SHARED_NAMES_EVERY  # noqa: F401 (re-exported: where it was)
 from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
-from monitor.samples import TERMINAL_STATES, RunInfo, Sample
-from monitor.sources.base import PollResult, Source, Target
+from monitor.samples import RunInfo, Sample
+from monitor.sources.base import PollResult, Source
 from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
@@ -49,7 +51,6 @@ from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
-SHARED_NAMES_EVERY = 60.0  # seconds between reads of the display names several runs share
 
 
 @dataclass
@@ -115,11 +116,13 @@ class Engine:
         self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
         self.last_error: dict[str, str | None] = {}
         self.phases = Phases()  # where the polls' time goes (bench/scale.py prints it)
-        self.batches = GroupCommit(self._write_batch)  # polls finishing together are written together
+        self.batches = GroupCommit(self._write_batch, self._written)  # polls finishing together: one batch
+        self._pending: dict[str, WriteJob] = {}  # watch -> its poll handed to the writer last
         self._runs: dict[str, Run] = {}  # the rows of the runs this process polls, as written
         self._cursors: dict[str, dict[str, dict]] = {}  # source -> run -> cursor, as written
         self._warm: set[str] = set()  # watches whose runs and cursors are in memory
-        self._lease_until: dict[str, float] = {}  # watch -> until when this replica holds its lease
+        self.leases_kept = LeaseKeeper(self)
+        self.health = HealthJob(self)
         self.series = SeriesTails()  # the newest chart buckets of each run, as written
 
     # ---- wiring ---------------------------------------------------------------------------------
@@ -174,24 +177,6 @@ class Engine:
             stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step, keys)
         return stats
 
-    def _page_facts(self, run: Run, watch: Watch, stats: RunStats) -> dict:
-        """What the pages show of a run beyond its stats: its kind (configured, or inferred from what
-        it logged) and the figures of the rules its panels draw (a rule's own baseline)."""
-        if watch.kind is not None:
-            kind, how, evidence = watch.kind, "configured", []
-        else:
-            (kind, evidence), how = self.layouts.infer(stats.seen), "inferred"
-        run.kind = kind
-        facts: dict = {"run_kind": {"name": kind, "how": how, "evidence": evidence}}
-        drawn = self._drawn
-        if drawn:
-            facts["figures"] = {
-                rule.name: figures
-                for rule, det in self.evaluator.detectors(run.id)
-                if rule.name in drawn and (figures := finite(det.stats()))
-            }
-        return facts
-
     def forget(self, run: str) -> None:
         self._runs.pop(run, None)
         for by_run in self._cursors.values():
@@ -217,29 +202,21 @@ class Engine:
                 self.adoption.adopt(name)
 
     def lease_ttl(self, watch: str) -> float:
-        return max(3 * self.watches[watch].poll_interval, 30.0)
+        return self.leases_kept.ttl(watch)
 
     def _take_lease(self, watch: str) -> bool:
-        """Hold the watch's lease for this poll. A lease held for more than half its time still needs no
-        statement of its own: every batch that writes the watch renews it (``_fence_many``)."""
-        now, ttl = self.clock.time(), self.lease_ttl(watch)
-        fresh = watch in self.adopted and self._lease_until.get(watch, -math.inf) - now > ttl / 2
-        if self.leases is not None and not fresh:
-            if not self.leases.acquire(f"poll:{watch}", now, ttl):
-                if watch in self.adopted:
-                    self.adoption.let_go(watch)
-                return False
-            self._lease_until[watch] = now + ttl
-        if watch not in self.adopted:
-            self.adoption.adopt(watch)
-        return True
+        return self.leases_kept.take(watch)
 
     # ---- one cycle ------------------------------------------------------------------------------
-    def poll(self, watch_name: str) -> CycleReport:
+    def poll(self, watch_name: str, wait: bool = True) -> CycleReport:
         """Poll the watch's sources (without the engine lock), then have the results written with those
-        of the other polls that finish meanwhile (``batching.GroupCommit``): returns once they are."""
+        of the other polls that finish meanwhile (``batching.GroupCommit``): returns once they are, or
+        (``wait=False``, the scheduler's polls) at once, the report filled in once they are."""
         watch = self.watches[watch_name]
         report = CycleReport(watch_name)
+        previous = self._pending.get(watch_name)
+        if previous is not None:  # its cursors and runs are read from what the previous poll wrote
+            previous.done.wait()
         with self.phases.timed("lease"):
             leased = self._take_lease(watch_name)
         if not leased:
@@ -247,75 +224,36 @@ class Engine:
             return report
         with self.batches.reading():
             with self.phases.timed("read"):
-                known, names, cursors = self._known(watch)
-            results = self._read_sources(watch, known, names, cursors)
+                known, names, cursors = run_memory.known(self, watch)
+            budget = max(1.0, watch.poll_interval / self.speed)
+            poller = self.pollers[watch_name]
+            with self.phases.timed("sources"):
+                results = read_sources(
+                    poller, self._pool, self.sources, watch, known, names, cursors, self.clock.time, budget
+                )
         job = WriteJob(watch_name, results, known, self.clock.time(), report)
+        if not wait:
+            self._pending[watch_name] = job
+            self.batches.submit(job, wait=False)
+            return report
         with self.phases.timed("batch"):
             self.batches.submit(job)
+        self._written(job)
+        if job.error is not None:
+            raise job.error
+        return report
+
+    def _written(self, job: WriteJob) -> None:
+        """What became of a poll's results: a watch whose lease was gone, or whose batch failed, is let go."""
+        watch_name, report = job.watch, job.report
         if job.lost:
             self.adoption.let_go(watch_name)
             report.skipped = True
         elif job.error is not None:
             # The transaction rolled back: what this cycle put in memory must not outlive it.
             self.adoption.let_go(watch_name)
-            raise job.error
-        return report
-
-    def _known(self, watch: Watch) -> tuple[dict[str, dict], dict[str, str], dict[str, dict]]:
-        """The watch's runs (their labels and names) and the sources' cursors: from memory once the
-        watch was read (the engine writes them itself, fenced by the lease), else from the database."""
-        now = self.clock.time()
-        if watch.name not in self._warm or now - self._ambiguous_at >= SHARED_NAMES_EVERY:
-            with self.sessions() as s:
-                if watch.name not in self._warm:
-                    rows = list(s.scalars(select(Run).where(Run.watch == watch.name)))
-                    ids = [r.id for r in rows]
-                    with self._lock:
-                        for r in rows:
-                            self.keep(r)
-                        for kind in watch.targets():
-                            self._cursors.setdefault(kind, {}).update(runs_repo.cursors_for(s, kind, ids))
-                        self._warm.add(watch.name)
-                if now - self._ambiguous_at >= SHARED_NAMES_EVERY:
-                    self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), now
-        # Without the lock (a batch may be writing): runs and cursors are replaced, never changed in place.
-        rows = [r for i in self.runs_of(watch.name) if (r := self._runs.get(i)) is not None]
-        known = {r.id: dict(r.labels or {}) for r in rows}
-        names = {r.id: r.name for r in rows if r.name}
-        cursors = {}
-        for kind in watch.targets():
-            mine = self._cursors.get(kind, {})
-            cursors[kind] = {r: dict(c) for r in known if (c := mine.get(r)) is not None}
-        return known, names, cursors
-
-    def _read_sources(
-        self, watch: Watch, known: dict[str, dict], names: dict[str, str], cursors: dict[str, dict]
-    ) -> dict[str, PollResult]:
-        budget = max(1.0, watch.poll_interval / self.speed)
-        # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
-        # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
-        phases = [watch.targets()]
-        if not known:
-            finders = {k: c for k, c in watch.targets().items() if c.finds_runs}
-            phases = [finders, {k: c for k, c in watch.targets().items() if k not in finders}]
-        results: dict[str, PollResult] = {}
-        for phase in phases:
-            if not phase:
-                continue
-            targets = {
-                kind: Target(watch.name, cfg, watch.labels, known, names) for kind, cfg in phase.items()
-            }
-            with self.phases.timed("sources"):
-                got = self.pollers[watch.name].poll(
-                    self._pool, self.sources, targets, cursors, self.clock.time, budget
-                )
-            for res in got.values():
-                for info in res.runs:
-                    known.setdefault(info.run, dict(info.labels))
-                    if info.name:
-                        names.setdefault(info.run, info.name)
-            results.update(got)
-        return results
+            if not job.waited:
+                log.error("writing the poll of %s failed: %s", watch_name, job.error, exc_info=job.error)
 
     def _write_batch(self, jobs: list[WriteJob]) -> None:
         """Write the polls of a batch in one transaction; a watch whose lease is gone is left out."""
@@ -324,7 +262,7 @@ class Engine:
             self.phases.add("lock wait", time.perf_counter() - t0, 0.0)
             try:
                 with self.phases.timed("write"), self.sessions.begin() as s:
-                    held = self._fence_many(s, [j.watch for j in jobs], self.clock.time())
+                    held = self.leases_kept.fence(s, [j.watch for j in jobs], self.clock.time())
                     writes = Writes()
                     with self.phases.timed("persist"):
                         for job in jobs:
@@ -343,40 +281,6 @@ class Engine:
         self.phases.add("batch size", 0.0, 0.0, len(jobs))
         self.phases.add("batches", 0.0, 0.0, 1)
 
-    def _fence_many(self, s: Session, watches: list[str], now: float) -> set[str]:
-        """The watches whose lease this replica still holds, renewed in the batch's transaction (their
-        rows stay locked until it commits: a fence against a takeover mid-batch)."""
-        if self.leases is None:
-            return set(watches)
-        ttls = {f"poll:{w}": self.lease_ttl(w) for w in watches}
-        held = self.leases.renew_held(s, ttls, now)
-        for w in watches:
-            if f"poll:{w}" in held:
-                self._lease_until[w] = now + ttls[f"poll:{w}"]
-            else:
-                self._lease_until.pop(w, None)
-        return {w for w in watches if f"poll:{w}" in held}
-
-    def _fence(self, s: Session, watch: str, now: float) -> None:
-        if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
-            raise LeaseLost(watch)  # fenced: another replica took over mid-cycle
-
-    def _run(self, s: Session, info: RunInfo, watch: str, now: float, writes: Writes) -> Run:
-        """The run in memory (read once from the database if this process has not seen it yet); a run
-        first seen now is written at once (the batch's other rows refer to it)."""
-        run_id = info.run
-        run = self._runs.get(run_id)
-        if run is None:
-            run = s.get(Run, run_id)
-            if run is not None:
-                s.expunge(run)
-            else:
-                run = runs_repo.new_run(info, watch, now)
-                runs_repo.upsert_runs(s, [run])
-            run = self.keep(run)
-        writes.runs[run_id] = run
-        return run
-
     def _persist(
         self,
         s: Session,
@@ -394,7 +298,7 @@ class Engine:
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:
-                runs_repo.apply_info(self._run(s, info, watch.name, now, writes), info, watch.name)
+                runs_repo.apply_info(run_memory.run(self, s, info, watch.name, now, writes), info, watch.name)
             self.blind.note_gaps(kind, res.gaps)
             self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
@@ -412,7 +316,7 @@ class Engine:
         for run_id in sorted(run_ids):
             # samples for a run no source described: recorded minimally
             info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
-            run = self._run(s, info, watch.name, now, writes)
+            run = run_memory.run(self, s, info, watch.name, now, writes)
             self.remember(run)
             run.last_polled_at = now
             samples = list(samples_by_run.get(run_id, ()))
@@ -433,7 +337,7 @@ class Engine:
             run.stats = {
                 **stats.snapshot(now),
                 "metrics_profile": self.vocabulary.describe(run_id),
-                **self._page_facts(run, watch, stats),
+                **run_memory.page_facts(self, run, watch, stats),
             }
             skew = self.evaluator.apply(
                 skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
@@ -451,7 +355,7 @@ class Engine:
             self._polls_since_checkpoint[run_id] += 1
             if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
                 self.adoption.save_state(s, [run_id], now, writes.states)
-        report.events.extend(self._check_health(s, watch, now))
+        report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
         self.recorder.record(s, [blind] if blind is not None else [], now)
         self.blind.refresh(s, watch.name)
@@ -465,53 +369,16 @@ class Engine:
         report.runs = len(run_ids)
 
     # ---- source health, on its own schedule -------------------------------------------------------
+    # ---- source health, on its own schedule -------------------------------------------------------
     def check_health(self, watch_name: str | None = None) -> list[AlertEvent]:
-        """Evaluate the ``source_unavailable`` alerts of a watch (default: of every watch this process
-        holds) now, even while a poll is stuck. Only the watches whose alerts change are written, in
-        one transaction, fenced by their leases."""
-        names = [watch_name] if watch_name is not None else sorted(self.adopted)
-        with self._lock:
-            now = self.clock.time()
-            pending: dict[str, list[AlertEvent]] = {}
-            for name in names:
-                if name in self.adopted and (events := self._health_events(self.watches[name], now)):
-                    pending[name] = events
-            if not pending:
-                return []
-            try:
-                with self.sessions.begin() as s:
-                    held = self._fence_many(s, list(pending), now)
-                    for name in held:
-                        self.recorder.record(s, pending[name], now)
-            except Exception:
-                for name in pending:  # rolled back: the transitions in memory must not outlive it
-                    self.adoption.let_go(name)
-                raise
-            for name in set(pending) - held:
-                self.adoption.let_go(name)
-            return [e for name in sorted(held) for e in pending[name]]
-
-    def _check_health(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
-        events = self._health_events(watch, now)
-        self.recorder.record(s, events, now)
-        return events
-
-    def _health_events(self, watch: Watch, now: float) -> list[AlertEvent]:
-        health = self.pollers[watch.name].health
-        runs = self.runs_of(watch.name)
-        affected = [r for r in runs if self._run_state.get(r) not in TERMINAL_STATES]
-        events = []
-        for kind in watch.targets():
-            finding = health.finding(kind, now, affected, any_known=bool(runs))
-            event = self.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
-            if event is not None:
-                events.append(event)
-        return events
+        """The ``source_unavailable`` alerts of a watch (default: every watch held), now (``health_job``)."""
+        return self.health.check(watch_name)
 
     # ---- shutdown ---------------------------------------------------------------------------------
     def checkpoint(self) -> int:
         """Save the detector state of every run of the watches this process still holds (at shutdown).
         Returns the number of runs saved."""
+        self.batches.drain()  # the polls handed to the writer first
         now = self.clock.time()
         saved = 0
         with self._lock, self.sessions.begin() as s:
@@ -524,8 +391,5 @@ class Engine:
         return saved
 
     def close(self) -> None:
+        self.batches.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def finite(figures: Mapping[str, object]) -> dict[str, float]:
-    return {k: float(v) for k, v in figures.items() if isinstance(v, int | float) and math.isfinite(v)}
