@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import logging
 import os
@@ -134,6 +135,29 @@ def profiled_polls(service, n: int) -> str:  # noqa: ANN001
     return "\n".join(f"  {ln}" for ln in lines if "function calls" in ln or "(" in ln)
 
 
+class GcPauses:
+    """Time the garbage collector stops the process, per generation (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._t0 = 0.0
+        gc.callbacks.append(self)
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._t0
+            self.count[info["generation"]] += 1
+
+    def reset(self) -> None:
+        self.seconds, self.count = [0.0, 0.0, 0.0], [0, 0, 0]
+
+
+GC = GcPauses()
+
+
 def run(label: str, url: str, args: argparse.Namespace) -> dict:
     interval = args.interval
     cfg = parse_config(config(args.runs, args.runs_per_watch, args.metrics, interval))
@@ -158,10 +182,12 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
     phases = getattr(service.engine, "phases", None)
     if phases is not None:
         phases.reset()
+    GC.reset()
     cpu0, wall0 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     time.sleep(args.seconds)
     cpu1, wall1 = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     spent = phases.snapshot() if phases is not None else {}
+    gc_pauses = (list(GC.seconds), list(GC.count))
     with lock:
         seen = list(polls)
     batches = getattr(service.engine, "batches", None)
@@ -203,6 +229,7 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
         "cpu_per_interval": cpu / (wall1 - wall0) * interval,
         "raw_per_interval": raw,
         "phases": spent,
+        "gc": gc_pauses,
         "profile": profile,
     }
 
@@ -262,6 +289,12 @@ def main() -> None:
                 continue
             n = max(1, t.count)
             print(f"  {name:<12}{t.count:>8} x  wall {1000 * t.wall / n:>8.2f}  CPU {1000 * t.cpu / n:>8.2f}")
+        (secs, counts) = r["gc"]
+        print(
+            "  GC pauses (gen 0/1/2): "
+            + ", ".join(f"{c} x {1000 * t / max(1, c):.1f} ms" for t, c in zip(secs, counts, strict=True))
+            + f" = {sum(secs):.1f} s of {args.seconds:g} s"
+        )
         if "batches" in r["phases"]:
             size = r["phases"]["batch size"].count / max(1, r["phases"]["batches"].count)
             print(f"  polls per batch: {size:.1f}")
