@@ -179,6 +179,9 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
     service.engine.poll = timed
     service.start()
     time.sleep(args.warmup)  # every watch taken up and polled once: the steady state is measured
+    if args.gc_freeze:  # what the warm-up built is long-lived: out of the collector's full passes
+        gc.collect()
+        gc.freeze()
     phases = getattr(service.engine, "phases", None)
     if phases is not None:
         phases.reset()
@@ -247,6 +250,7 @@ def main() -> None:
     ap.add_argument("--profile-polls", type=int, default=100, help="polls profiled after the timed run")
     ap.add_argument("--database-url", default=None, help="also run against this server (PostgreSQL)")
     ap.add_argument("--skip-sqlite", action="store_true")
+    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the warm-up (an experiment)")
     args = ap.parse_args()
     args.warmup = 2 * args.interval if args.warmup is None else args.warmup
     logging.getLogger("apscheduler").setLevel(logging.ERROR)

@@ -1,7 +1,10 @@
 """The poll-evaluate-persist cycle: sources -> samples -> rules -> lifecycle -> outbox, one watch at a time.
 
 Everything a cycle changes (runs, cursors, chart series, alert transitions and the notifications they
-cause) is written in one transaction. Time comes from the injected clock. The sources of a watch are
+cause) is written in one transaction, together with the other polls that finished meanwhile
+(``batching``: a few multi-row statements per table; the rows come from memory, ``run_memory``). A watch
+whose lease is gone is left out of its batch and let go; a batch that fails lets all its watches go
+(re-read from the database at their next poll). Time comes from the injected clock. The sources of a watch are
 polled concurrently (``polling``); a source that cannot be read freezes exactly the rules it feeds
 and, after a while, raises ``source_unavailable`` for the watch (``source_health``), checked on its
 own schedule (``check_health``) so that a stuck poll cannot delay it. Detector state is saved every
@@ -217,6 +220,7 @@ class Engine:
         previous = self._pending.get(watch_name)
         if previous is not None:  # its cursors and runs are read from what the previous poll wrote
             previous.done.wait()
+            self._pending.pop(watch_name, None)
         with self.phases.timed("lease"):
             leased = self._take_lease(watch_name)
         if not leased:
@@ -232,8 +236,8 @@ class Engine:
                     poller, self._pool, self.sources, watch, known, names, cursors, self.clock.time, budget
                 )
         job = WriteJob(watch_name, results, known, self.clock.time(), report)
+        self._pending[watch_name] = job
         if not wait:
-            self._pending[watch_name] = job
             self.batches.submit(job, wait=False)
             return report
         with self.phases.timed("batch"):
