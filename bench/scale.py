@@ -200,26 +200,35 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
     raw = raw_insert_seconds(service.db, int(args.runs * args.metrics * interval / 10.0))
     service.stop()
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    watches = len(cfg.watch)
-    due = int(watches * args.seconds / interval)
-    on_time, durations, samples = 0, [], 0
+    # A turn is due every interval plus the scheduler's jitter (up to 10%, at most 5 s): a poll is on
+    # time when it started within that (and 1 s) of the watch's previous poll; a longer gap is a late
+    # poll and the turns it skipped. A watch not polled at all in the window missed all its turns.
+    bound = interval + min(0.1 * interval, 5.0) + 1.0
+    on_time, late, durations, samples = 0, 0, [], 0
     last: dict[str, float] = {}
     for name, t0, took, report in sorted(seen, key=lambda p: p[1]):
+        if t0 >= wall1:
+            break
         prev = last.get(name, wall0 - interval)
         last[name] = t0
-        if not wall0 <= t0 < wall1:
+        if t0 < wall0:
             continue
         durations.append(took)
         samples += report.samples if report is not None else 0  # filled in once written
-        if (
-            t0 - prev <= 1.1 * interval + 1.0 and took <= interval
-        ):  # started on its turn (jitter), done in time
+        gap = t0 - prev
+        if gap <= bound and took <= interval:
             on_time += 1
+        else:
+            late += 1 + max(0, int(gap // bound) - 1)
+    for name in cfg.watch:
+        gap = wall1 - last.get(name.name, wall0 - interval)
+        late += int(gap // bound)  # turns due since the watch's last poll, not taken
+    due = on_time + late
     d = sorted(durations)
     return {
         "label": label,
         "polls": len(d),
-        "on_time": min(on_time, due),
+        "on_time": on_time,
         "due": due,
         "cpu_share": cpu / (wall1 - wall0),
         "rss_mb": rss_mb(),
