@@ -31,7 +31,7 @@ from monitor.delivery.pipeline import Pipeline  # noqa: E402
 from monitor.storage import migrate  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
 from monitor.storage.models import Alert, Notification  # noqa: E402
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin  # noqa: E402
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin  # noqa: E402
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from alerts.clock import SystemClock  # noqa: E402
 from monitor.config.loader import parse_config  # noqa: E402
 from monitor.service import build_service  # noqa: E402
 from monitor.settings import Settings  # noqa: E402
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin  # noqa: E402
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin  # noqa: E402
 
 INCIDENTS = {"loss_nonfinite": 20.0, "oom_kills": 30.0, "progress_stalled": 40.0}  # seconds after start
 STALL_LIMIT = 10.0

@@ -26,7 +26,7 @@ from monitor.web.app import create_app
 from tests.dashboard.conftest import free_port
 from tests.dashboard.support import TOKEN
 from tests.helpers import sim_id
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.test_slack_interactions import SECRET, body_of, click, signed
 
 RUNS = ["via-api", "via-dashboard", "via-slack", "via-cli"]

@@ -8,7 +8,7 @@ import json
 
 from alerts.notifiers.console import ConsoleNotifier
 from tests.helpers import STALL_CONFIG, make_service, tick
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.test_webhook import Hook, hook  # noqa: F401 - the loopback webhook fixture
 
 

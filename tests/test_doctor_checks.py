@@ -13,7 +13,7 @@ from alerts.notifiers.slack import SlackNotifier
 from alerts.notifiers.webhook import WebhookNotifier
 from monitor.cli.main import app
 from tests.prometheus_server import free_port
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
 
 def notifier(slack: SlackStandin, channel: str = "C0ALERTS") -> SlackNotifier:

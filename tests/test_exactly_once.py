@@ -20,7 +20,7 @@ from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Notification
 from tests.conftest import REPO
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
 
 def wait_for(cond, timeout=30.0, what="condition"):

@@ -19,7 +19,7 @@ from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Lease, Run
 from tests.conftest import REPO, _fresh_pg_database
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, PROJECT, wid
 

@@ -14,7 +14,7 @@ from alerts.clock import ManualClock
 from tests.dashboard.support import client
 from tests.faults.support import alerts, cycle, service_for
 from tests.kinds_support import STEP_SECONDS, levanter, log_steps, sft
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, wandb_standin_fixture  # noqa: F401 - the server fixture
 

@@ -168,19 +168,23 @@ class Evaluator:
         if sample.source_error is not None:
             return  # an outage is the caller's to tell (``evaluate(..., unavailable)``), not news
         step = sample.step
+        t = sample.t
         names = tuple(sample.metrics)
-        rr.arrivals.observe(sample.t, names, step, sample.state)
-        if sample.t < rr.newest:
+        rr.arrivals.observe(t, names, step, sample.state)
+        if t < rr.newest:
             if step is None or step <= rr.top_step:
                 return  # re-delivered or late: the run is already past it (not a rewind, not news)
         else:
-            rr.newest = sample.t
+            rr.newest = t
         if step is not None and step > rr.top_step:
             rr.top_step = step
-        rr.provided(sample, names)
-        for observe, det, slot in rr.plan(names):
+        if sample.source is not None:
+            rr.provided(sample, names)
+        plan = rr.plans.get(names)
+        if plan is None:
+            plan = rr.plan(names)  # (marks its slots fed: they are fed right below)
+        for observe, det, slot in plan:
             observe(sample)
-            slot.fed = True
             if det.hot and not slot.queued:
                 slot.queued = True
                 rr.dirty.append(slot)
@@ -214,7 +218,10 @@ class Evaluator:
         rr = self._run(run)
         if rr.dirty or rr.orphans:
             return -math.inf
-        quiet = min((s.det.wake_at for s in rr.clocked if not s.open), default=math.inf)
+        quiet = math.inf
+        for det, slot in rr.clocks:
+            if not slot.open and det.wake_at < quiet:
+                quiet = det.wake_at
         for slot in rr.live.values():
             quiet = min(quiet, self._due(slot))
         return quiet
@@ -249,8 +256,8 @@ class Evaluator:
                 if alert is not None:
                     self._step(alert.key, _GONE, now, events)
         todo = rr.dirty
-        for slot in rr.clocked:  # (a clocked rule with open alerts is due by _due below)
-            if now >= slot.det.wake_at and not slot.queued and not slot.open:
+        for det, slot in rr.clocks:  # (a clocked rule with open alerts is due by _due below)
+            if now >= det.wake_at and not slot.queued and not slot.open:
                 slot.queued = True
                 todo.append(slot)
         if rr.live:

@@ -51,6 +51,7 @@ class RunRules:
     _provided: set[tuple] = field(default_factory=set)
     orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
     arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
+    clocks: list[tuple[Detector, Slot]] = field(default_factory=list)  # ``clocked``, with their detectors
 
     @classmethod
     def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:
@@ -80,6 +81,7 @@ class RunRules:
                 else:
                     leaders[share] = slot.det
         rr = cls(slots, every, by_metric, clocked)
+        rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
         rr.dirty = list(slots)  # evaluate everything once
         for slot in slots:
@@ -89,7 +91,9 @@ class RunRules:
     def plan(self, names: tuple[str, ...]) -> list[Feed]:
         """The detectors a sample with these metric names goes to, in rule order (leaders first).
 
-        Cached per key set: a run's rows mostly carry the same metrics step after step."""
+        Cached per key set: a run's rows mostly carry the same metrics step after step. The plan is
+        asked for only to feed a sample through it at once: its slots are marked fed here, once, not
+        at every sample."""
         plan = self.plans.get(names)
         if plan is not None:
             return plan
@@ -98,6 +102,8 @@ class RunRules:
             for f in self.by_metric.get(name, ()):
                 feeds[id(f)] = f
         plan = sorted(feeds.values(), key=lambda f: f[2].index)
+        for f in plan:
+            f[2].fed = True
         if len(self.plans) >= MAX_PLANS:
             self.plans.clear()
         self.plans[names] = plan

@@ -9,7 +9,7 @@ with the run's stats, and ``seed`` resumes from it after a restart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from monitor.profiles.detect import Detection, detect
@@ -96,6 +96,14 @@ class Vocabulary:
         if state is None or state.choice != choice:
             state = self._run(sample.run, choice, None)
         return state.apply(sample)
+
+    def translator(self, run: str, choice: str = AUTO) -> Callable[[Sample], Sample]:
+        """``translate_one`` for one run's samples, the lookups done once (replay's hot path). Valid
+        while the run is translated with this ``choice`` only (then its state is never replaced)."""
+        state = self._runs.get(run)
+        if state is None or state.choice != choice:
+            state = self._run(run, choice, None)
+        return state.apply
 
     def describe(self, run: str) -> dict[str, Any] | None:
         """The run's profile for the API and the run page (JSON), or None before any sample."""

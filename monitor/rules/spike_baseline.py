@@ -142,7 +142,8 @@ class SpikeBaseline:
             return False  # missing, NaN or Inf: the non_finite rule's business
         step = sample.step
         if step is not None:
-            if self._last_step is not None and step < self._last_step and self.reset_on_rewind:
+            last = self._last_step
+            if last is not None and step < last and self.reset_on_rewind:
                 self.reset()
             self._last_step = step
         if self.log:
@@ -162,18 +163,22 @@ class SpikeBaseline:
             self._roll(b, t, y)
         self._sample = sample
         self._y = y
-        spike = y >= self._gate and y - self._med >= self.needed()
-        self.is_spike = spike
-        if spike:
+        gate = self._gate  # +inf while warming up: below it nothing is a spike (the common case)
+        if y >= gate and y - self._med >= self.needed():
+            self.is_spike = True
             self.spikes += 1
             self.last_spike = {"t": t, "step": step, "value": v, "score": (y - self._med) / self.sigma_eff()}
+        else:
+            self.is_spike = False
         if self.track_floor:
-            floor = self._omin
-            if self._cmins and self._cmins[0][1] < floor:
-                floor = self._cmins[0][1]
-            self.floor_raised = (
-                self._floor_ready and floor >= self._gate and floor - self._med >= self.needed()
-            )
+            if self._floor_ready:
+                floor = self._omin
+                cmins = self._cmins
+                if cmins and cmins[0][1] < floor:
+                    floor = cmins[0][1]
+                self.floor_raised = floor >= gate and floor - self._med >= self.needed()
+            else:
+                self.floor_raised = False
         return True
 
     def _roll(self, b: float, t: float, y: float) -> None:

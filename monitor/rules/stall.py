@@ -144,7 +144,16 @@ class StallDetector(Detector[StallSpec]):
             if self.last_step_at is None and self.awaiting_since is None and st == "running":
                 self.awaiting_since = t  # first sight of a run reported running, no step yet
         else:
-            self._step(step, t)
+            last = self.last_step
+            if last is not None and step > last and self.awaiting_since is None:  # the common case
+                if step > self.top_step:
+                    self.top_step = step
+                gap = t - self.last_step_at
+                if gap > 0:
+                    self._gap(last, step - last, gap)
+                self.last_step, self.last_step_at = step, t
+            else:
+                self._step(step, t)
         # when it may fire at the earliest, with no new sample
         if self.state not in RUNNING_OR_UNKNOWN:
             self.wake_at = math.inf
@@ -157,15 +166,8 @@ class StallDetector(Detector[StallSpec]):
             self.wake_at = math.inf
 
     def _step(self, step: int, t: float) -> None:
+        """A step other than the next one of a running run (observe handles that, the common case)."""
         last = self.last_step
-        if last is not None and step > last and self.awaiting_since is None:  # the common case
-            if step > self.top_step:
-                self.top_step = step
-            gap = t - self.last_step_at
-            if gap > 0:
-                self._gap(last, step - last, gap)
-            self.last_step, self.last_step_at = step, t
-            return
         if self.first_step is None:
             self.first_step, self.first_step_at, self.top_step = step, t, step
         elif step > self.top_step:

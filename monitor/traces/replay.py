@@ -90,14 +90,15 @@ class RunSummary:
 class _Clock:
     """A run's simulated clock, and what the summary needs of its samples."""
 
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step")
+    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate")
 
-    def __init__(self) -> None:
+    def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
         self.t = -math.inf
         self.pending = False  # samples at ``t`` not evaluated yet
         self.samples = 0
         self.first_step: int | None = None
         self.last_step: int | None = None
+        self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
 
 
 def to_replay_event(ev: AlertEvent) -> ReplayEvent:
@@ -142,6 +143,7 @@ class Replayer:
         self._clocks: dict[str, _Clock] = {}
         self._on_event = on_event
         self._observe = self.evaluator.observe
+        self._evaluate_run = self.evaluator.evaluate
         # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
         self.metrics_profile = metrics_profile
         self.vocabulary = Vocabulary() if metrics_profile is not None else None
@@ -155,7 +157,7 @@ class Replayer:
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
 
     def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
-        blind = self._unavailable.get(self._scope.get(run, ""))
+        blind = self._unavailable.get(self._scope.get(run, "")) if self._unavailable else None
         events = self.evaluator.evaluate(run, now, blind) if blind else self.evaluator.evaluate(run, now)
         if blind:
             events += self._check_sources(self._scope[run], now)
@@ -219,25 +221,39 @@ class Replayer:
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
-        if self.vocabulary is not None:
-            sample = self.vocabulary.translate_one(sample, self.metrics_profile)
         run, t = sample.run, sample.t
         clock = self._clocks.get(run)
         if clock is None:
-            clock = self._clocks[run] = _Clock()
+            voc = self.vocabulary
+            clock = self._clocks[run] = _Clock(
+                voc.translator(run, self.metrics_profile) if voc is not None else None
+            )
             self.summaries[run] = RunSummary(run, first_t=t)
+        if clock.translate is not None:
+            sample = clock.translate(sample)
         if t != clock.t:
             if t < clock.t:
                 raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
             if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
-                events = self._evaluate(run, clock.t)
+                now = clock.t
+                if self._unavailable or now >= self._coverage_at.get(run, -math.inf):
+                    events = self._evaluate(run, now)
+                else:  # (_evaluate with no source down and no coverage due)
+                    events = self._evaluate_run(run, now)
                 if events:
                     self._record(run, events)
                 clock.pending = False
                 if (clock.t // self.interval + 1) * self.interval < t:
                     self._advance(run, clock, t)
             clock.t = t
-        self._sources(sample)
+        # source health: only news (a state, an error) or a watch with a source in trouble needs a look
+        if (
+            sample.state is not None
+            or sample.source_error is not None
+            or self._health
+            or run not in self._scope
+        ):
+            self._sources(sample)
         self._observe(sample)
         clock.pending = True
         clock.samples += 1

@@ -27,7 +27,7 @@ from monitor.settings import Settings
 from monitor.web.app import create_app
 from tests.deploy.support import DEPLOY
 from tests.prometheus_server import PrometheusServer, free_port, wait_for
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
 GRAFANA = DEPLOY / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "herowatch.json"

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from alerts.clock import ManualClock
 from monitor.storage.models import Notification
 from tests.faults.support import cycle, deliver, notifications, service_for
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
 T0 = 1_780_000_000.0
 

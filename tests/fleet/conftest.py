@@ -38,7 +38,7 @@ from tests.dashboard.conftest import free_port
 from tests.fleet.exporter import FleetCollector, FleetExporter, Scenario
 from tests.helpers import make_service, tick
 from tests.prometheus_server import PrometheusServer, wait_for
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
 STEP = 15.0
 TICKS = 42  # 10.5 minutes of fleet

@@ -3,7 +3,7 @@
 - a W&B-compatible server (``tests/standins/wandb_server.py``) fed by a trainer thread that logs a
   step every ``STEP`` seconds with real timestamps and real values (the llm.c GPT-2 log in
   ``../shared/data/real/``);
-- a Slack Web API server that records every call (``tests/standins/slack_server.py``);
+- a Slack Web API server that records every call (``tests/standins/slack/``);
 - a real Prometheus (Debian's) scraping a Kubernetes/DCGM-style exporter (``prometheus_client``) with
   one pod per run: OOM events, container restarts, SM activity.
 
@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from tests.conftest import REAL_DATA, REPO
 from tests.prometheus_server import PrometheusServer, free_port
-from tests.standins.slack_server import DEFAULT_TOKEN, SlackStandin
+from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, PROJECT
 

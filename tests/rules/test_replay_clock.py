@@ -85,3 +85,25 @@ def test_time_based_rules_fire_on_the_evaluation_grid_up_to_the_end():
         e for e in replay(rows, hero(), interval=300, end=T0 + 3600).firing() if e.rule == "telemetry_gone"
     ]
     assert fine == [] and len(coarse) == 1 and coarse[0].t % 300 == 0
+
+
+def test_a_source_outage_in_a_trace_pages_the_source_not_the_run_and_clears_when_rows_return():
+    """Rows from W&B, then 40 minutes of errors (no step, longer than the stall limit), then rows again:
+    replay says the source was unavailable and then back, and never that the run stalled."""
+
+    def row(i: int, t: float) -> Sample:
+        loss = 3.0 - 0.001 * i
+        state = "running" if i == 0 else None  # the state once, then plain rows: the common case
+        return Sample(t, "r", i, {"train/loss": loss, "grad/norm/total": 0.5}, state, "wandb")
+
+    before = [row(i, T0 + 10 * i) for i in range(180)]  # 30 minutes
+    down = T0 + 1800
+    errors = [Sample(down + 15 * k, "r", source="wandb", source_error="HTTP 503") for k in range(160)]
+    back = down + 2400
+    after = [row(180 + i, back + 10 * i) for i in range(60)]
+    events = replay(before + errors + after, hero()).events
+
+    source = [(e.state, e.t) for e in events if e.rule == "source_unavailable" and e.state != "pending"]
+    assert [state for state, _ in source] == ["firing", "resolved"]
+    assert down < source[0][1] < back <= source[1][1] < back + 60
+    assert not [e for e in events if e.rule == "progress_stalled" and e.state == "firing"]
