@@ -24,6 +24,7 @@ severe (``Severity.rank``), then the oldest.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +33,12 @@ from alerts.model import Severity
 
 Kind = Literal["open", "notify", "update", "repeat", "refresh", "single"]
 NOTIFYING: frozenset[str] = frozenset({"open", "notify", "repeat", "single"})
+
+
+def json_number(x: float | None) -> float | None:
+    """``x`` as JSON can carry it: a NaN or infinite value (a NaN loss) becomes null, which every JSON
+    parser reads, where ``NaN`` would make the whole document unsendable."""
+    return x if x is None or math.isfinite(x) else None
 
 
 @dataclass(frozen=True)
@@ -67,9 +74,9 @@ class Hint:
             "text": self.text,
             "member": self.member,
             "metric": self.metric,
-            "value": self.value,
-            "median": self.median,
-            "score": self.score,
+            "value": json_number(self.value),
+            "median": json_number(self.median),
+            "score": json_number(self.score),
         }
 
 
@@ -115,8 +122,8 @@ class AlertView:
             "summary": self.summary,
             "description": self.description,
             "runbook_url": self.runbook_url,
-            "value": self.value,
-            "threshold": self.threshold,
+            "value": json_number(self.value),
+            "threshold": json_number(self.threshold),
             "step": self.step,
             "metric": self.metric,
             "started_at": self.started_at,

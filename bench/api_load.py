@@ -9,16 +9,16 @@ chart series of 512 min/max buckets each, firing and pending alerts with their t
 silences), serves the real app with uvicorn on 127.0.0.1 in a separate process (one worker, as
 `herowatch serve` runs), and loads each target in turn for a fixed time with wrk (if installed:
 `apt-get install wrk`) or else httpx from threads. Every target is also compared with a static file
-of exactly its size served by the same server: the framework's floor. Traffic goes to 127.0.0.1 only
-and every load is bounded in time.
+of exactly its size served by the same server: the framework's floor, printed beside it as a ratio
+(req/s, p99). The conditional lines send the ETag back (``If-None-Match``) as the dashboard's refresh
+does, and are compared with the static file answering 304 to its own ETag. Traffic goes to 127.0.0.1
+only and every load is bounded in time.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import random
 import re
 import shutil
 import statistics
@@ -34,173 +34,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alerts.clock import ManualClock  # noqa: E402
-from monitor.runs.run_stats import RunStats  # noqa: E402
+from bench.status_data import NOW, fill  # noqa: E402
 from monitor.settings import Settings  # noqa: E402
-from monitor.storage import migrate  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
-from monitor.storage.models import (  # noqa: E402
-    Alert,
-    AlertTransition,
-    Run,
-    SeriesBucket,
-    SeriesMeta,
-    Silence,
-)
-
-NOW = 1_780_000_000.0
-METRICS = ("train/loss", "throughput/tokens_per_second", "throughput/mfu")
-BUCKETS = 512
-
-
-# ---- the data -----------------------------------------------------------------------------------
-def run_stats(rng: random.Random, last_step: int, kind: str) -> dict:
-    """A RunStats snapshot from a few hundred samples ending at NOW, with the run's incident."""
-    rs = RunStats(target_step=250_000)
-    step_time = rng.uniform(8, 14)
-    n = 300
-    t0 = NOW - n * step_time - (2400 if kind == "stall" else 0)
-    rs.observe(t0 - 30, None, {}, state="running")
-    for i in range(n):
-        t = t0 + i * step_time
-        step = last_step - n + i
-        if kind == "restart" and i == n // 2:
-            step -= 40
-        if kind == "stall" and i == n - 1:
-            t += 2400
-        rs.observe(
-            t,
-            step,
-            {
-                "train/loss": 2.2 + 3 / math.sqrt(1 + step / 500),
-                "throughput/mfu": 41.0,
-                "throughput/tokens_per_second": 4_194_304 / step_time,
-            },
-            state="running",
-        )
-    if kind == "crashed":
-        rs.observe(NOW - 600, None, {}, state="crashed")
-    return rs.snapshot(NOW)
-
-
-def series_rows(run_id: str, last_step: int, rng: random.Random) -> tuple[list[dict], list[dict]]:
-    width = 2 ** max(0, math.ceil(math.log2(max(1, last_step / BUCKETS))))
-    metas, buckets = [], []
-    for metric in METRICS:
-        n = min(BUCKETS, last_step // width)
-        metas.append(
-            {
-                "run_id": run_id,
-                "metric": metric,
-                "axis": "step",
-                "width": float(width),
-                "buckets": n,
-                "points": n * width,
-            }
-        )
-        for b in range(n):
-            x0 = b * width
-            if metric == "train/loss":
-                base = 2.2 + 8 / math.sqrt(1 + x0 / 150)
-            elif metric == "throughput/mfu":
-                base = 41 + rng.gauss(0, 0.5)
-            else:
-                base = 400_000 + rng.gauss(0, 5000)
-            lo, hi = base * 0.98, base * (1.02 if rng.random() > 0.01 else 2.0)  # now and then a spike
-            buckets.append(
-                {
-                    "run_id": run_id,
-                    "metric": metric,
-                    "x0": float(x0),
-                    "min": lo,
-                    "max": hi,
-                    "sum": base * width,
-                    "count": width,
-                    "nonfinite": 0,
-                    "last": base,
-                    "t_last": NOW,
-                }
-            )
-    return metas, buckets
-
-
-def fill(url: str, runs: int) -> None:
-    migrate.upgrade(url)
-    engine = make_engine(url)
-    sessions = make_sessionmaker(engine)
-    rng = random.Random(42)
-    kinds = ["ok"] * 7 + ["stall", "restart", "crashed"]
-    started = time.perf_counter()
-    with sessions.begin() as s:
-        for i in range(runs):
-            rid, kind = f"hero-{i:03d}", rng.choice(kinds)
-            last_step = rng.randint(5_000, 200_000)
-            s.add(
-                Run(
-                    id=rid,
-                    watch="bench",
-                    source="wandb",
-                    display_name=rid,
-                    labels={"team": "pretrain"},
-                    state="crashed" if kind == "crashed" else "running",
-                    last_step=last_step,
-                    last_step_at=NOW - 10,
-                    last_seen_at=NOW,
-                    last_polled_at=NOW,
-                    first_seen_at=NOW - 86400,
-                    restarts=1 if kind == "restart" else 0,
-                    stats=run_stats(rng, last_step, kind),
-                )
-            )
-        s.flush()
-        for i in range(runs):
-            metas, buckets = series_rows(f"hero-{i:03d}", rng.randint(5_000, 200_000), rng)
-            s.execute(SeriesMeta.__table__.insert(), metas)
-            s.execute(SeriesBucket.__table__.insert(), buckets)
-        for i in range(0, runs, 7):
-            state = "firing" if i % 2 == 0 else "pending"
-            rid = f"hero-{i:03d}"
-            labels = {"alertname": "progress_stalled", "run": rid, "severity": "critical", "team": "pretrain"}
-            a = Alert(
-                fingerprint=f"fp{i}",
-                rule="progress_stalled",
-                kind="stall",
-                run_id=rid,
-                severity="critical",
-                labels=labels,
-                annotations={"summary": f"{rid}: no new step for 40m (limit 15m)"},
-                state=state,
-                active_at=NOW - 1800,
-                fired_at=NOW - 1500 if state == "firing" else None,
-                updated_at=NOW,
-            )
-            s.add(a)
-            s.flush()
-            s.add(
-                AlertTransition(
-                    alert_id=a.id,
-                    run_id=rid,
-                    at=NOW - 1800,
-                    from_state="inactive",
-                    to_state=state,
-                    reason="no new step for 40m (limit 15m)",
-                )
-            )
-        for i in range(5):
-            s.add(
-                Silence(
-                    matchers={"matchers": [f"run=hero-{i * 14:03d}"]},
-                    starts_at=NOW - 60,
-                    ends_at=NOW + 7200,
-                    created_by="bench",
-                    comment="",
-                    created_at=NOW - 60,
-                )
-            )
-    engine.dispose()
-    print(
-        f"filled {runs} runs ({runs * len(METRICS) * BUCKETS:,} series buckets at most) "
-        f"in {time.perf_counter() - started:.1f}s"
-    )
 
 
 # ---- the server (a child process) ---------------------------------------------------------------
@@ -231,9 +67,20 @@ def _seconds(text: str) -> float:
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[m.group(2)]
 
 
-def load_wrk(url: str, seconds: int, connections: int, threads: int) -> dict:
+def load_wrk(url: str, seconds: int, connections: int, threads: int, headers: dict[str, str]) -> dict:
+    extra = [a for k, v in headers.items() for a in ("-H", f"{k}: {v}")]
     out = subprocess.run(
-        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "60s", "--latency", url],
+        [
+            "wrk",
+            f"-t{threads}",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--timeout",
+            "60s",
+            "--latency",
+            *extra,
+            url,
+        ],
         capture_output=True,
         text=True,
         timeout=seconds + 30,
@@ -251,7 +98,7 @@ def load_wrk(url: str, seconds: int, connections: int, threads: int) -> dict:
     }
 
 
-def load_httpx(url: str, seconds: int, connections: int, threads: int) -> dict:
+def load_httpx(url: str, seconds: int, connections: int, threads: int, headers: dict[str, str]) -> dict:
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -259,12 +106,12 @@ def load_httpx(url: str, seconds: int, connections: int, threads: int) -> dict:
 
     def worker() -> None:
         mine, bad = [], 0
-        with httpx.Client(timeout=30) as c:
+        with httpx.Client(timeout=30, headers=headers) as c:
             while time.perf_counter() < stop_at:
                 t = time.perf_counter()
                 r = c.get(url)
                 mine.append(time.perf_counter() - t)
-                bad += r.status_code != 200
+                bad += r.status_code not in (200, 304)
         with lock:
             latencies.extend(mine)
             errors[0] += bad
@@ -286,6 +133,67 @@ def load_httpx(url: str, seconds: int, connections: int, threads: int) -> dict:
     }
 
 
+def start_server(url: str, static: Path) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([sys.executable, __file__, "--serve", url, str(port), str(static)])
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(base + "/healthz", timeout=1).raise_for_status()
+            return server, base
+        except httpx.HTTPError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.terminate()
+                raise SystemExit("the server did not start") from None
+            time.sleep(0.1)
+
+
+def snapshot_cost(url: str) -> dict[str, float] | None:
+    """What a change costs once (the snapshot's build, the JSON of /api/runs), in this process: the work
+    every request did before the snapshot, done now once per poll cycle that wrote."""
+    try:
+        from monitor.web.conditional import json_bytes
+        from monitor.web.snapshot import build
+    except ImportError:  # a version before the snapshot
+        return None
+    from monitor.web.context import ApiContext
+    from monitor.web.schemas import RunOut
+
+    engine = make_engine(url)
+    ctx = ApiContext(
+        sessions=make_sessionmaker(engine),
+        clock=ManualClock(NOW),
+        settings=Settings(database_url=url),
+        poll_intervals={"bench": 60.0},
+    )
+    builds, encodes = [], []
+    for i in range(6):
+        t = time.perf_counter()
+        with ctx.sessions() as s:
+            snap = build(ctx, s, i)
+        builds.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        json_bytes(RunOut, snap.runs)
+        encodes.append(time.perf_counter() - t)
+    cold = builds.pop(0)  # the first reads every run's stats; later ones only those of runs polled since
+    engine.dispose()
+    return {"cold": cold, "build": statistics.median(builds), "encode": statistics.median(encodes)}
+
+
+# What is loaded: (label, path, the static file's name, conditional: send the ETag back and expect 304)
+TARGETS = [
+    ("GET /api/runs", "/api/runs", "runs.json", False),
+    ("GET /api/runs If-None-Match (304)", "/api/runs", "runs.json", True),
+    ("GET / (overview)", "/", "overview.html", False),
+    ("GET /fragments/overview (304)", "/fragments/overview", "fragment.html", True),
+]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -294,6 +202,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="wrk threads")
     ap.add_argument("--client", choices=["auto", "wrk", "httpx"], default="auto")
     ap.add_argument("--database-url", help="default: a fresh SQLite file in a temporary folder")
+    ap.add_argument("--only", help="only the targets whose label holds this text (e.g. api/runs)")
     ap.add_argument("--serve", nargs=3, metavar=("URL", "PORT", "STATIC_DIR"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -301,46 +210,47 @@ def main() -> None:
         return
     client = args.client if args.client != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
     load = load_wrk if client == "wrk" else load_httpx
+    targets = [t for t in TARGETS if not args.only or args.only in t[0]]
+    rows, sizes = [], {}
     with tempfile.TemporaryDirectory(prefix="herowatch-bench-") as tmp:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"
         fill(url, args.runs)
+        rebuild = snapshot_cost(url)
         static = Path(tmp, "static")
         static.mkdir()
-        import socket
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        base = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen([sys.executable, __file__, "--serve", url, str(port), str(static)])
+        server, base = start_server(url, static)
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(base + "/healthz", timeout=1).raise_for_status()
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise SystemExit("the server did not start") from None
-                    time.sleep(0.1)
-            targets = [
-                ("GET /api/runs", "/api/runs", "runs.json"),
-                ("GET / (overview)", "/", "overview.html"),
-            ]
-            rows = []
-            for label, path, twin in targets:
-                body = httpx.get(base + path, timeout=30).content  # also warms the caches
-                assert path != "/api/runs" or len(httpx.get(base + path).json()) == args.runs
+            for label, path, twin, conditional in targets:
+                got = httpx.get(base + path, timeout=30)  # also warms the caches
+                body = got.content
+                assert path != "/api/runs" or len(got.json()) == args.runs
+                if conditional and "etag" not in got.headers:
+                    print(f"{label}: no ETag, no 304 path (a version before the snapshot)")
+                    continue
+                sizes[path] = len(body)
                 Path(static, twin).write_bytes(b"x" * len(body))
+                pairs = [
+                    (label, path, got.headers.get("etag")),
+                    ("  static file, same size", f"/bench-static/{twin}", None),
+                ]
+                if conditional:
+                    pairs[1] = (
+                        "  static file, same size (304)",
+                        pairs[1][1],
+                        httpx.get(base + pairs[1][1]).headers["etag"],
+                    )
                 for conns in (int(c) for c in args.connections.split(",")):
-                    for name, target in (
-                        (label, path),
-                        ("  static file, same size", f"/bench-static/{twin}"),
-                    ):
-                        for _ in range(5):
-                            httpx.get(base + target, timeout=30)
-                        r = load(base + target, args.seconds, conns, min(args.threads, conns))
-                        rows.append((name, conns, len(body), r))
+                    pair = []
+                    for name, target, etag in pairs:
+                        headers = {"If-None-Match": etag} if conditional and etag else {}
+                        status = {
+                            httpx.get(base + target, headers=headers, timeout=30).status_code
+                            for _ in range(5)
+                        }
+                        assert status == ({304} if conditional else {200}), (name, status)
+                        r = load(base + target, args.seconds, conns, min(args.threads, conns), headers)
+                        pair.append((name, conns, 0 if conditional else len(body), r))
+                    rows.append(pair)
         finally:
             server.terminate()
             server.wait(15)
@@ -348,15 +258,32 @@ def main() -> None:
         f"\n{args.runs} runs, load by {client}, {args.seconds}s per line, uvicorn (1 worker) on 127.0.0.1, "
         f"database {url.split(':')[0]}, {sys.platform}, {os.cpu_count()} CPUs"
     )
+    print("targets: /api/runs at least 0.50 of the static file's req/s, p99 at most 2.0x the static file's\n")
     print(
-        f"{'target':30} {'conns':>5} {'bytes':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'requests':>8} {'errors':>6}"
+        f"{'target':36} {'conns':>5} {'bytes':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'requests':>8} {'errors':>6} {'req/s ratio':>11} {'p99 ratio':>9}"
     )
-    for name, conns, size, r in rows:
+    for (name, conns, size, r), (sname, _, ssize, s) in rows:
         print(
-            f"{name:30} {conns:>5} {size:>9,} {r['rps']:>8.1f} {r['p50'] * 1e3:>8.1f} {r['p99'] * 1e3:>8.1f} "
-            f"{r['n']:>8,} {r['errors']:>6}"
+            f"{name:36} {conns:>5} {size:>9,} {r['rps']:>8.1f} {r['p50'] * 1e3:>8.1f} {r['p99'] * 1e3:>8.1f} "
+            f"{r['n']:>8,} {r['errors']:>6} {r['rps'] / s['rps']:>10.2f}x {r['p99'] / s['p99']:>8.2f}x"
         )
+        print(
+            f"{sname:36} {conns:>5} {ssize:>9,} {s['rps']:>8.1f} {s['p50'] * 1e3:>8.1f} "
+            f"{s['p99'] * 1e3:>8.1f} {s['n']:>8,} {s['errors']:>6}"
+        )
+    if "/" in sizes:
+        print(
+            f"\nGET / (overview): {sizes['/']:,} bytes of HTML for {args.runs} runs = "
+            f"{sizes['/'] / args.runs:,.0f} bytes a run (before the snapshot and compact sparklines: 2,532)"
+        )
+    if rebuild is None:
+        return
+    build_ms, cold_ms, encode_ms = (rebuild[k] * 1e3 for k in ("build", "cold", "encode"))
+    print(
+        f"a change (once per poll cycle that wrote, not per request): snapshot build {build_ms:.1f} ms "
+        f"({cold_ms:.1f} ms with every run's stats read), /api/runs JSON {encode_ms:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

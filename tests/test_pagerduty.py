@@ -237,3 +237,13 @@ def test_serve_says_which_receiver_misses_its_key_and_where(tmp_path, monkeypatc
     assert result.exit_code == 2, result.output
     said = f"{cfg}:13: receivers[0]: receiver 'pager': set the environment variable PAGERDUTY_ROUTING_KEY"
     assert said in result.output and "Traceback" not in result.output
+
+
+def test_a_nan_loss_pages_without_its_unsendable_value(pd):
+    """JSON has no NaN: the page goes out with the summary that says so, the value left out."""
+    nan = alert(3, "loss_nonfinite", value=float("nan"), summary="r1: loss is NaN")
+    result = notifier(pd).send(group(nan, receiver="pd", episode=42))
+    assert result.ok, result.error
+    (call,) = pd.calls
+    (details,) = call.body["payload"]["custom_details"]["alerts"]
+    assert details["summary"] == "r1: loss is NaN" and "value" not in details

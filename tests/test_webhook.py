@@ -62,3 +62,16 @@ def test_webhook_delivers_and_classifies_failures(hook):
 def test_webhook_down_is_worth_retrying():
     r = WebhookNotifier("http://127.0.0.1:9/nothing", timeout=1).send(N)
     assert r.retry and "unreachable" in r.error
+
+
+def test_a_nan_loss_alert_is_delivered_with_its_value_as_null(hook):
+    """A NaN loss must not make the notification unsendable (JSON has no NaN): it goes out, value null."""
+    nan = group(
+        alert(2, "loss_nonfinite", value=float("nan"), threshold=float("inf"), summary="hero-1: loss is NaN"),
+        key="alert:2:firing:hook",
+        receiver="hook",
+    )
+    assert WebhookNotifier(hook, timeout=2).send(nan).ok
+    _, body = Hook.got[0]
+    sent = body["alerts"][0]
+    assert sent["summary"] == "hero-1: loss is NaN" and sent["value"] is None and sent["threshold"] is None

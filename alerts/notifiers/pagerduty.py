@@ -32,7 +32,7 @@ from alerts.clock import isoformat
 from alerts.durations import Duration
 from alerts.notifiers.base import SendResult, retry_after
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
-from alerts.views import AlertView, GroupView
+from alerts.views import AlertView, GroupView, json_number
 
 DEFAULT_URL = "https://events.pagerduty.com"
 ENQUEUE = "/v2/enqueue"
@@ -149,8 +149,8 @@ def _details(a: AlertView) -> dict[str, Any]:
         "started_at": isoformat(a.started_at),
         "ended_at": isoformat(a.ended_at),
         "metric": a.metric,
-        "value": a.value,
-        "threshold": a.threshold,
+        "value": json_number(a.value),
+        "threshold": json_number(a.threshold),
         "step": a.step,
         "acknowledged_by": a.acked_by,
         "silenced": a.silenced,

@@ -35,12 +35,12 @@ class Adoption:
     def adopt(self, watch: str) -> None:
         eng = self.engine
         with eng._lock, eng.sessions() as s:
-            runs = [r for r in runs_repo.list_runs(s) if r.watch == watch]
+            runs = runs_repo.runs_of_watch(s, watch)
             ids = {r.id for r in runs}
             states = rule_state_repo.load(s, ids)
             warm = 0
             for run in runs:
-                eng.remember(run)
+                eng.remember(eng.keep(run))
                 eng.stats_of(run, eng.watches[watch])
                 if eng.evaluator.import_state(run.id, states.get(run.id)):
                     warm += 1
@@ -58,7 +58,7 @@ class Adoption:
                     )
             eng.pollers[watch].health.awaiting(eng.watches[watch].targets())
             restored = 0
-            for row in alerts_repo.load_active(s):
+            for row in alerts_repo.load_active(s, [*ids, watch]):
                 if row.run_id in ids or row.run_id == watch:
                     eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, _status(row), row.id)
                     restored += 1
@@ -77,15 +77,22 @@ class Adoption:
         with eng._lock:
             for run in [*eng.runs_of(watch), watch]:  # and the watch's own source alerts
                 eng.forget(run)
+            eng._warm.discard(watch)
         self._adopted.discard(watch)
         log.info("watch %s: handed over to another replica", watch)
 
-    def save_state(self, s: Session, runs: Iterable[str], now: float) -> None:
+    def save_state(
+        self, s: Session, runs: Iterable[str], now: float, into: dict[str, tuple[int, dict]] | None = None
+    ) -> None:
+        """Save the runs' detector state now, or (``into``) hand it to the batch being written."""
         eng = self.engine
         for run in runs:
             state = eng.evaluator.export_state(run)
             if state is not None:
-                rule_state_repo.save(s, run, STATE_VERSION, state, now)
+                if into is not None:
+                    into[run] = (STATE_VERSION, state)
+                else:
+                    rule_state_repo.save(s, run, STATE_VERSION, state, now)
                 eng._polls_since_checkpoint[run] = 0
 
 

@@ -1,7 +1,10 @@
 """The poll-evaluate-persist cycle: sources -> samples -> rules -> lifecycle -> outbox, one watch at a time.
 
 Everything a cycle changes (runs, cursors, chart series, alert transitions and the notifications they
-cause) is written in one transaction. Time comes from the injected clock. The sources of a watch are
+cause) is written in one transaction, together with the other polls that finished meanwhile
+(``batching``: a few multi-row statements per table; the rows come from memory, ``run_memory``). A watch
+whose lease is gone is left out of its batch and let go; a batch that fails lets all its watches go
+(re-read from the database at their next poll). Time comes from the injected clock. The sources of a watch are
 polled concurrently (``polling``); a source that cannot be read freezes exactly the rules it feeds
 and, after a while, raises ``source_unavailable`` for the watch (``source_health``), checked on its
 own schedule (``check_health``) so that a stuck poll cannot delay it. Detector state is saved every
@@ -13,39 +16,44 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
 from monitor import run_ids
 from monitor.config.schema import Watch
+from monitor.engine import run_memory
 from monitor.engine.adoption import Adoption
+from monitor.engine.batching import GroupCommit, WriteJob, Writes
 from monitor.engine.blind_watch import BlindWatch
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
-from monitor.engine.polling import WatchPoller, stuck_after
+from monitor.engine.health_job import HealthJob
+from monitor.engine.lease_keeping import LeaseKeeper
+from monitor.engine.phases import Phases
+from monitor.engine.polling import WatchPoller, read_sources, stuck_after
 from monitor.engine.recording import Recorder
-from monitor.engine.source_health import source_rule
+from monitor.engine.run_memory import SHARED_NAMES_EVERY  # noqa: F401 (re-exported: where it was)
 from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
-from monitor.samples import TERMINAL_STATES, RunInfo, Sample
-from monitor.sources.base import PollResult, Source, Target
+from monitor.samples import RunInfo, Sample
+from monitor.sources.base import PollResult, Source
 from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
+from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
-SHARED_NAMES_EVERY = 60.0  # seconds between reads of the display names several runs share
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Engine:
         self.clock = clock
         self.speed = speed
         self._run_watch: dict[str, str] = {}
+        self._watch_runs: dict[str, dict[str, None]] = defaultdict(dict)  # watch -> its runs, in order
         self._run_labels: dict[str, dict[str, str]] = {}
         self._run_state: dict[str, str | None] = {}
         self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
@@ -109,6 +118,15 @@ class Engine:
         self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
         self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
         self.last_error: dict[str, str | None] = {}
+        self.phases = Phases()  # where the polls' time goes (bench/scale.py prints it)
+        self.batches = GroupCommit(self._write_batch, self._written)  # polls finishing together: one batch
+        self._pending: dict[str, WriteJob] = {}  # watch -> its poll handed to the writer last
+        self._runs: dict[str, Run] = {}  # the rows of the runs this process polls, as written
+        self._cursors: dict[str, dict[str, dict]] = {}  # source -> run -> cursor, as written
+        self._warm: set[str] = set()  # watches whose runs and cursors are in memory
+        self.leases_kept = LeaseKeeper(self)
+        self.health = HealthJob(self)
+        self.series = SeriesTails()  # the newest chart buckets of each run, as written
 
     # ---- wiring ---------------------------------------------------------------------------------
     def _rules_for_run(self, run: str):  # noqa: ANN202
@@ -131,15 +149,29 @@ class Engine:
         self._titles[run.id] = run_ids.title(
             run.display_name, run.name, run.project, run.display_name in self._ambiguous
         )
-        self._run_watch[run.id] = run.watch
+        self._index(run.id, run.watch)
         self._run_state[run.id] = run.state
         self._run_labels[run.id] = {
             **self.watches[run.watch].labels,
             **{k: str(v) for k, v in (run.labels or {}).items()},
         }
 
+    def _index(self, run: str, watch: str) -> None:
+        old = self._run_watch.get(run)
+        if old != watch:
+            if old is not None:
+                self._watch_runs[old].pop(run, None)
+            self._run_watch[run] = watch
+            self._watch_runs[watch][run] = None
+
+    def keep(self, run: Run) -> Run:
+        """Hold the run's row in memory (unless it is already): the engine writes it from there."""
+        held = self._runs.setdefault(run.id, run)
+        self._index(held.id, held.watch)
+        return held
+
     def runs_of(self, watch: str) -> list[str]:
-        return [r for r, w in self._run_watch.items() if w == watch]
+        return list(self._watch_runs.get(watch, ()))
 
     def stats_of(self, run: Run, watch: Watch) -> RunStats:
         stats = self._stats.get(run.id)
@@ -148,25 +180,11 @@ class Engine:
             stats = self._stats[run.id] = RunStats.restore(run.stats, watch.target_step, keys)
         return stats
 
-    def _page_facts(self, run: Run, watch: Watch, stats: RunStats) -> dict:
-        """What the pages show of a run beyond its stats: its kind (configured, or inferred from what
-        it logged) and the figures of the rules its panels draw (a rule's own baseline)."""
-        if watch.kind is not None:
-            kind, how, evidence = watch.kind, "configured", []
-        else:
-            (kind, evidence), how = self.layouts.infer(stats.seen), "inferred"
-        run.kind = kind
-        facts: dict = {"run_kind": {"name": kind, "how": how, "evidence": evidence}}
-        drawn = self._drawn
-        if drawn:
-            facts["figures"] = {
-                rule.name: figures
-                for rule, det in self.evaluator.detectors(run.id)
-                if rule.name in drawn and (figures := finite(det.stats()))
-            }
-        return facts
-
     def forget(self, run: str) -> None:
+        self._runs.pop(run, None)
+        for by_run in self._cursors.values():
+            by_run.pop(run, None)
+        self.series.forget(run)
         self.evaluator.drop(run)
         self._stats.pop(run, None)
         self._polls_since_checkpoint.pop(run, None)
@@ -187,73 +205,85 @@ class Engine:
                 self.adoption.adopt(name)
 
     def lease_ttl(self, watch: str) -> float:
-        return max(3 * self.watches[watch].poll_interval, 30.0)
+        return self.leases_kept.ttl(watch)
 
     def _take_lease(self, watch: str) -> bool:
-        if self.leases is not None and not self.leases.acquire(
-            f"poll:{watch}", self.clock.time(), self.lease_ttl(watch)
-        ):
-            if watch in self.adopted:
-                self.adoption.let_go(watch)
-            return False
-        if watch not in self.adopted:
-            self.adoption.adopt(watch)
-        return True
+        return self.leases_kept.take(watch)
 
     # ---- one cycle ------------------------------------------------------------------------------
-    def poll(self, watch_name: str) -> CycleReport:
+    def poll(self, watch_name: str, wait: bool = True) -> CycleReport:
+        """Poll the watch's sources (without the engine lock), then have the results written with those
+        of the other polls that finish meanwhile (``batching.GroupCommit``): returns once they are, or
+        (``wait=False``, the scheduler's polls) at once, the report filled in once they are."""
         watch = self.watches[watch_name]
         report = CycleReport(watch_name)
-        if not self._take_lease(watch_name):
+        previous = self._pending.get(watch_name)
+        if previous is not None:  # its cursors and runs are read from what the previous poll wrote
+            previous.done.wait()
+            self._pending.pop(watch_name, None)
+        with self.phases.timed("lease"):
+            leased = self._take_lease(watch_name)
+        if not leased:
             report.skipped = True
             return report
-        with self.sessions() as s:
-            rows = list(s.scalars(select(Run).where(Run.watch == watch_name)))
-            known = {r.id: dict(r.labels or {}) for r in rows}
-            names = {r.id: r.name for r in rows if r.name}
-            cursors = {kind: runs_repo.cursors_for(s, kind, known) for kind in watch.targets()}
-            if self.clock.time() - self._ambiguous_at >= SHARED_NAMES_EVERY:
-                self._ambiguous, self._ambiguous_at = runs_repo.shared_display_names(s), self.clock.time()
-        budget = max(1.0, watch.poll_interval / self.speed)
-        # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
-        # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
-        phases = [watch.targets()]
-        if not known:
-            finders = {k: c for k, c in watch.targets().items() if c.finds_runs}
-            phases = [finders, {k: c for k, c in watch.targets().items() if k not in finders}]
-        results: dict[str, PollResult] = {}
-        for phase in phases:
-            if not phase:
-                continue
-            targets = {
-                kind: Target(watch_name, cfg, watch.labels, known, names) for kind, cfg in phase.items()
-            }
-            got = self.pollers[watch_name].poll(
-                self._pool, self.sources, targets, cursors, self.clock.time, budget
-            )
-            for res in got.values():
-                for info in res.runs:
-                    known.setdefault(info.run, dict(info.labels))
-                    if info.name:
-                        names.setdefault(info.run, info.name)
-            results.update(got)
-        now = self.clock.time()
-        try:
-            with self._lock, self.sessions.begin() as s:
-                self._fence(s, watch_name, now)
-                self._persist(s, watch, results, known, now, report)
-        except LeaseLost:
-            self.adoption.let_go(watch_name)
-            report.skipped = True
-        except Exception:
-            # The transaction rolled back: what this cycle put in memory must not outlive it.
-            self.adoption.let_go(watch_name)
-            raise
+        with self.batches.reading():
+            with self.phases.timed("read"):
+                known, names, cursors = run_memory.known(self, watch)
+            budget = max(1.0, watch.poll_interval / self.speed)
+            poller = self.pollers[watch_name]
+            with self.phases.timed("sources"):
+                results = read_sources(
+                    poller, self._pool, self.sources, watch, known, names, cursors, self.clock.time, budget
+                )
+        job = WriteJob(watch_name, results, known, self.clock.time(), report)
+        self._pending[watch_name] = job
+        if not wait:
+            self.batches.submit(job, wait=False)
+            return report
+        with self.phases.timed("batch"):
+            self.batches.submit(job)
+        self._written(job)
+        if job.error is not None:
+            raise job.error
         return report
 
-    def _fence(self, s: Session, watch: str, now: float) -> None:
-        if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
-            raise LeaseLost(watch)  # fenced: another replica took over mid-cycle
+    def _written(self, job: WriteJob) -> None:
+        """What became of a poll's results: a watch whose lease was gone, or whose batch failed, is let go."""
+        watch_name, report = job.watch, job.report
+        if job.lost:
+            self.adoption.let_go(watch_name)
+            report.skipped = True
+        elif job.error is not None:
+            # The transaction rolled back: what this cycle put in memory must not outlive it.
+            self.adoption.let_go(watch_name)
+            if not job.waited:
+                log.error("writing the poll of %s failed: %s", watch_name, job.error, exc_info=job.error)
+
+    def _write_batch(self, jobs: list[WriteJob]) -> None:
+        """Write the polls of a batch in one transaction; a watch whose lease is gone is left out."""
+        t0 = time.perf_counter()
+        with self._lock:
+            self.phases.add("lock wait", time.perf_counter() - t0, 0.0)
+            try:
+                with self.phases.timed("write"), self.sessions.begin() as s:
+                    held = self.leases_kept.fence(s, [j.watch for j in jobs], self.clock.time())
+                    writes = Writes()
+                    with self.phases.timed("persist"):
+                        for job in jobs:
+                            if job.watch not in held:
+                                job.lost = True
+                                continue
+                            watch = self.watches[job.watch]
+                            self._persist(s, watch, job.results, job.known, job.now, job.report, writes)
+                    with self.phases.timed("flush"):
+                        writes.flush(s, max(j.now for j in jobs))
+                        s.flush()
+            except Exception as exc:
+                for job in jobs:
+                    if not job.lost:
+                        job.error = exc
+        self.phases.add("batch size", 0.0, 0.0, len(jobs))
+        self.phases.add("batches", 0.0, 0.0, 1)
 
     def _persist(
         self,
@@ -263,6 +293,7 @@ class Engine:
         known: Mapping[str, dict],
         now: float,
         report: CycleReport,
+        writes: Writes,
     ) -> None:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
@@ -271,7 +302,7 @@ class Engine:
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:
-                runs_repo.upsert_run(s, info, watch.name, now)
+                runs_repo.apply_info(run_memory.run(self, s, info, watch.name, now, writes), info, watch.name)
             self.blind.note_gaps(kind, res.gaps)
             self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
@@ -282,17 +313,14 @@ class Engine:
             else:
                 self.last_poll_ok[kind] = now
                 self.last_error[kind] = None
-        s.flush()
         unavailable = self.pollers[watch.name].health.unavailable(now)
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
         for run_id in sorted(run_ids):
-            run = s.get(Run, run_id)
-            if run is None:  # samples for a run no source described: record it minimally
-                info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
-                run = runs_repo.upsert_run(s, info, watch.name, now)
-                s.flush()
+            # samples for a run no source described: recorded minimally
+            info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
+            run = run_memory.run(self, s, info, watch.name, now, writes)
             self.remember(run)
             run.last_polled_at = now
             samples = list(samples_by_run.get(run_id, ()))
@@ -301,7 +329,7 @@ class Engine:
             samples = self.vocabulary.translate(
                 run_id, samples, watch.metrics_profile, run.stats, watch.metrics
             )
-            runs_repo.record_samples(s, run, samples)
+            self.series.fold(s, run_id, runs_repo.fold_samples(run, samples), writes.series)
             self._run_state[run_id] = run.state
             report.samples += len(samples)
             stats = self.stats_of(run, watch)
@@ -313,7 +341,7 @@ class Engine:
             run.stats = {
                 **stats.snapshot(now),
                 "metrics_profile": self.vocabulary.describe(run_id),
-                **self._page_facts(run, watch, stats),
+                **run_memory.page_facts(self, run, watch, stats),
             }
             skew = self.evaluator.apply(
                 skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
@@ -330,48 +358,31 @@ class Engine:
             report.events.extend(events)
             self._polls_since_checkpoint[run_id] += 1
             if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
-                self.adoption.save_state(s, [run_id], now)
-        report.events.extend(self._check_health(s, watch, now))
+                self.adoption.save_state(s, [run_id], now, writes.states)
+        report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
         self.recorder.record(s, [blind] if blind is not None else [], now)
         self.blind.refresh(s, watch.name)
         report.events.extend([blind] if blind is not None else [])
         for kind, res in results.items():
             if not res.error:
-                runs_repo.save_cursors(s, kind, res.cursors, now)
+                mine = self._cursors.setdefault(kind, {})
+                for run_id, cursor in res.cursors.items():
+                    mine[run_id] = dict(cursor)
+                    writes.cursors[(run_id, kind)] = mine[run_id]
         report.runs = len(run_ids)
 
     # ---- source health, on its own schedule -------------------------------------------------------
-    def check_health(self, watch_name: str) -> list[AlertEvent]:
-        """Evaluate the watch's ``source_unavailable`` alerts now, even while a poll is stuck."""
-        if watch_name not in self.adopted:
-            return []
-        now = self.clock.time()
-        try:
-            with self._lock, self.sessions.begin() as s:
-                self._fence(s, watch_name, now)
-                return self._check_health(s, self.watches[watch_name], now)
-        except LeaseLost:
-            self.adoption.let_go(watch_name)
-            return []
-
-    def _check_health(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
-        health = self.pollers[watch.name].health
-        runs = self.runs_of(watch.name)
-        affected = [r for r in runs if self._run_state.get(r) not in TERMINAL_STATES]
-        events = []
-        for kind in watch.targets():
-            finding = health.finding(kind, now, affected, any_known=bool(runs))
-            event = self.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
-            if event is not None:
-                events.append(event)
-        self.recorder.record(s, events, now)
-        return events
+    # ---- source health, on its own schedule -------------------------------------------------------
+    def check_health(self, watch_name: str | None = None) -> list[AlertEvent]:
+        """The ``source_unavailable`` alerts of a watch (default: every watch held), now (``health_job``)."""
+        return self.health.check(watch_name)
 
     # ---- shutdown ---------------------------------------------------------------------------------
     def checkpoint(self) -> int:
         """Save the detector state of every run of the watches this process still holds (at shutdown).
         Returns the number of runs saved."""
+        self.batches.drain()  # the polls handed to the writer first
         now = self.clock.time()
         saved = 0
         with self._lock, self.sessions.begin() as s:
@@ -384,8 +395,5 @@ class Engine:
         return saved
 
     def close(self) -> None:
+        self.batches.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def finite(figures: Mapping[str, object]) -> dict[str, float]:
-    return {k: float(v) for k, v in figures.items() if isinstance(v, int | float) and math.isfinite(v)}

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from monitor.config.schema import Watch
 from monitor.engine.source_health import SourceHealth
 from monitor.sources.base import Cursor, PollResult, Source, Target
 
@@ -88,3 +89,36 @@ def _outcome(kind: str, watch: str, fut: Future[PollResult]) -> PollResult:
     except Exception as exc:  # a source bug is an outage of that source, not of herowatch
         log.error("source %s raised while polling %s: %s", kind, watch, exc, exc_info=exc)
         return PollResult(error=f"{type(exc).__name__}: {exc}")
+
+
+def read_sources(
+    poller: WatchPoller,
+    pool: ThreadPoolExecutor,
+    sources: Mapping[str, Source],
+    watch: Watch,
+    known: dict[str, dict],
+    names: dict[str, str],
+    cursors: Mapping[str, Mapping[str, Cursor]],
+    time: Callable[[], float],
+    budget: float,
+) -> dict[str, PollResult]:
+    """One poll of a watch's sources. ``known`` and ``names`` grow with the runs the sources found."""
+    # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
+    # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
+    phases = [watch.targets()]
+    if not known:
+        finders = {k: c for k, c in watch.targets().items() if c.finds_runs}
+        phases = [finders, {k: c for k, c in watch.targets().items() if k not in finders}]
+    results: dict[str, PollResult] = {}
+    for phase in phases:
+        if not phase:
+            continue
+        targets = {kind: Target(watch.name, cfg, watch.labels, known, names) for kind, cfg in phase.items()}
+        got = poller.poll(pool, sources, targets, cursors, time, budget)
+        for res in got.values():
+            for info in res.runs:
+                known.setdefault(info.run, dict(info.labels))
+                if info.name:
+                    names.setdefault(info.run, info.name)
+        results.update(got)
+    return results

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -93,7 +93,9 @@ def add_interval_job(
     seconds: float,
     jitter: float = 0.0,
     start_now: bool = True,
+    first_in: float = 0.0,
 ) -> None:
+    """``first_in``: seconds until the first run (0: now); ``start_now=False``: paused until resumed."""
     scheduler.add_job(
         _guarded(name, fn),
         "interval",
@@ -102,5 +104,5 @@ def add_interval_job(
         name=name,
         jitter=jitter or None,
         replace_existing=True,
-        next_run_time=datetime.now(UTC) if start_now else None,
+        next_run_time=datetime.now(UTC) + timedelta(seconds=first_in) if start_now else None,
     )

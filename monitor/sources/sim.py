@@ -233,26 +233,44 @@ class SimSource:
         self._runs: dict[str, SimRun] = {}
 
     @staticmethod
-    def run_id(target: Target) -> str:
+    def run_id(target: Target, name: str | None = None) -> str:
         """``sim:<watch>/<run>`` (monitor.run_ids)."""
-        return qualify("sim", target.watch, target.config.run or target.watch)
+        return qualify("sim", target.watch, name or target.config.run or target.watch)
 
-    def _run_for(self, target: Target, cursor: Cursor | None, now: float) -> SimRun:
-        cfg: SimTarget = target.config
-        run_id = self.run_id(target)
-        sim = self._runs.get(target.watch)
+    def _run_for(
+        self, target: Target, name: str, cfg: SimTarget, cursor: Cursor | None, now: float, i: int = 0
+    ) -> SimRun:
+        run_id = self.run_id(target, name)
+        key = target.watch if cfg.runs == 1 else f"{target.watch}/{name}"
+        sim = self._runs.get(key)
         if sim is None:
             origin = float(cursor["origin"]) if cursor and "origin" in cursor else now
-            sim = SimRun(cfg, run_id, origin)
+            sim = SimRun(cfg if i == 0 else cfg.model_copy(update={"seed": cfg.seed + i}), run_id, origin)
             if cursor and "t" in cursor:  # resume: replay silently up to what was already read
                 sim.advance(float(cursor["t"]))
-            self._runs[target.watch] = sim
+            self._runs[key] = sim
         return sim
 
     def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
         cfg: SimTarget = target.config
-        run_id = self.run_id(target)
-        sim = self._run_for(target, cursors.get(run_id), now)
+        base = cfg.run or target.watch
+        if cfg.runs == 1:
+            return self._poll(target, base, cfg, cursors, now)
+        out = PollResult(requests=0)
+        for i in range(cfg.runs):
+            res = self._poll(target, f"{base}-{i:04d}", cfg, cursors, now, i)
+            if res.error:
+                return res
+            out.samples += res.samples
+            out.runs += res.runs
+            out.cursors.update(res.cursors)
+        return out
+
+    def _poll(
+        self, target: Target, name: str, cfg: SimTarget, cursors: Mapping[str, Cursor], now: float, i: int = 0
+    ) -> PollResult:
+        run_id = self.run_id(target, name)
+        sim = self._run_for(target, name, cfg, cursors.get(run_id), now, i)
         if sim.in_outage(now):  # as a W&B or Prometheus outage looks to a poller: nothing can be read
             return PollResult(error="simulated outage: the API answers 503 Service Unavailable")
         rows = sim.advance(now)
@@ -267,11 +285,11 @@ class SimSource:
         info = RunInfo(
             run=run_id,
             source="sim",
-            display_name=cfg.run or target.watch,
+            display_name=name,
             state=sim.state,
             labels=labels,
             heartbeat_at=now if sim.state == "running" else None,
-            name=cfg.run or target.watch,
+            name=name,
             project=target.watch,
         )
         cursor = {"origin": sim.origin, "t": now, "step": sim.step}

@@ -68,6 +68,13 @@ class SimTarget(SourceTarget):
     )
     max_response_length: int = Field(default=1024, gt=0, description="rl: the response length cap, tokens")
     seed: int = 0
+    runs: int = Field(
+        default=1,
+        ge=1,
+        le=100_000,
+        description="simulated runs in this watch, as a tracker project holds many (ids <run>-0000, ...; "
+        "seeds seed, seed+1, ...); for load tests",
+    )
     step_time: Duration = 10.0
     jitter: float = Field(default=0.03, ge=0, le=0.5)
     tokens_per_step: int = Field(default=4_194_304, gt=0)

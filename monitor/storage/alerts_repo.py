@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +16,12 @@ from monitor.storage.models import Alert, AlertTransition
 ACTIVE = (AlertState.PENDING.value, AlertState.FIRING.value)
 
 
-def load_active(session: Session) -> list[Alert]:
-    return list(session.scalars(select(Alert).where(Alert.state.in_(ACTIVE))))
+def load_active(session: Session, runs: Iterable[str] | None = None) -> list[Alert]:
+    """The open alerts (of these runs, or watches for their own alerts, if given)."""
+    q = select(Alert).where(Alert.state.in_(ACTIVE))
+    if runs is not None:
+        q = q.where(Alert.run_id.in_(list(runs)))
+    return list(session.scalars(q))
 
 
 def status_of(row: Alert) -> AlertStatus:

@@ -42,7 +42,8 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    # Poll threads (the scheduler's), the batch writer, the health job, the outbox and the API share it.
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

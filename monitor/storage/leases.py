@@ -46,6 +46,35 @@ class Leases:
         lease = s.scalar(q)
         return lease is not None and lease.holder == self.holder and lease.expires_at > now
 
+    def holds_many(self, s: Session, names: list[str], now: float) -> set[str]:
+        """Inside a transaction: which of ``names`` are still ours? (Their rows locked on PostgreSQL, in
+        name order so that replicas never wait on each other in a circle: a fence for a batch.)"""
+        q = select(Lease).where(Lease.name.in_(names)).order_by(Lease.name)
+        if s.get_bind().dialect.name == "postgresql":
+            q = q.with_for_update()
+        return {
+            lease.name for lease in s.scalars(q) if lease.holder == self.holder and lease.expires_at > now
+        }
+
+    def renew_held(self, s: Session, ttls: dict[str, float], now: float) -> set[str]:
+        """Inside a transaction: renew those of ``ttls`` (name -> ttl) this holder still has, and return
+        them. One UPDATE per distinct ttl, rows in name order; they stay locked until the transaction
+        ends (a fence: no other replica can take them over meanwhile)."""
+        held: set[str] = set()
+        by_ttl: dict[float, list[str]] = {}
+        for name, ttl in sorted(ttls.items()):
+            by_ttl.setdefault(ttl, []).append(name)
+        for ttl, names in by_ttl.items():
+            res = s.execute(
+                update(Lease)
+                .where(Lease.name.in_(names), Lease.holder == self.holder, Lease.expires_at > now)
+                .values(expires_at=now + ttl)
+                .returning(Lease.name)
+                .execution_options(synchronize_session=False)
+            )
+            held.update(res.scalars())
+        return held
+
     def release(self, name: str) -> None:
         with self.sessions.begin() as s:
             s.execute(delete(Lease).where(Lease.name == name, Lease.holder == self.holder))

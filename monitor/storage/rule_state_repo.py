@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from monitor.storage import bulk
 from monitor.storage.models import RuleState
 
 log = logging.getLogger(__name__)
@@ -41,3 +42,15 @@ def load(s: Session, run_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         except (zlib.error, ValueError) as exc:
             log.warning("rule state of run %s is unreadable (%s): its rules start cold", row.run_id, exc)
     return out
+
+
+def save_many(s: Session, states: dict[str, tuple[int, dict[str, Any]]], now: float) -> None:
+    """Several runs' snapshots (run -> (version, state)) in one multi-row upsert."""
+    rows = []
+    for run_id, (version, state) in states.items():
+        data = zlib.compress(json.dumps(state, separators=(",", ":"), allow_nan=False).encode(), 6)
+        if len(data) > MAX_BYTES:
+            log.warning("rule state of run %s is %d bytes compressed: not saved", run_id, len(data))
+            continue
+        rows.append({"run_id": run_id, "version": version, "saved_at": now, "data": data})
+    bulk.upsert(s, RuleState.__table__, rows, ("run_id",), ("version", "saved_at", "data"))

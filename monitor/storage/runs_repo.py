@@ -11,8 +11,21 @@ from sqlalchemy.orm import Session
 
 from monitor.run_ids import title
 from monitor.samples import RunInfo, Sample
+from monitor.storage import bulk
 from monitor.storage.models import Run, SourceCursor
 from monitor.storage.series import Point, ingest_run
+
+RUN_COLUMNS = tuple(c.name for c in Run.__table__.columns)
+
+
+def new_run(info: RunInfo, watch: str, now: float) -> Run:
+    """A run first seen now (not yet in any session): its row is written by :func:`upsert_runs`."""
+    run = Run(id=info.run, watch=watch, source=info.source, first_seen_at=now, labels={}, restarts=0)
+    for col in ("name", "project", "kind", "display_name", "url", "state", "last_step", "last_step_at"):
+        setattr(run, col, None)
+    run.last_seen_at = run.last_polled_at = run.source_error = None
+    run.stats = {}
+    return apply_info(run, info, watch)
 
 
 def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
@@ -20,6 +33,11 @@ def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
     if run is None:
         run = Run(id=info.run, watch=watch, source=info.source, first_seen_at=now, labels={}, restarts=0)
         session.add(run)
+    return apply_info(run, info, watch)
+
+
+def apply_info(run: Run, info: RunInfo, watch: str) -> Run:
+    """What a source says of a run, onto the run (in memory)."""
     run.watch = watch
     if info.name:
         run.name = info.name
@@ -34,6 +52,19 @@ def upsert_run(session: Session, info: RunInfo, watch: str, now: float) -> Run:
     if info.labels:
         run.labels = {**(run.labels or {}), **dict(info.labels)}
     return run
+
+
+def upsert_runs(session: Session, runs: Iterable[Run]) -> None:
+    """Write these runs' rows (held in memory by the engine) in one multi-row upsert."""
+    rows = [{c: getattr(r, c) for c in RUN_COLUMNS} for r in runs]
+    update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at")]
+    bulk.upsert(session, Run.__table__, rows, ("id",), update)
+
+
+def upsert_cursors(session: Session, rows: Iterable[tuple[str, str, Mapping[str, Any]]], now: float) -> None:
+    """(run, source, cursor) rows in one multi-row upsert."""
+    out = [{"run_id": r, "source": k, "cursor": dict(c), "updated_at": now} for r, k, c in rows]
+    bulk.upsert(session, SourceCursor.__table__, out, ("run_id", "source"), ("cursor", "updated_at"))
 
 
 def cursors_for(
@@ -56,6 +87,11 @@ def save_cursors(session: Session, source: str, cursors: Mapping[str, Mapping[st
 
 def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> None:
     """Fold samples into the run's summary (step, state, last seen, restarts) and its chart series."""
+    ingest_run(session, run.id, fold_samples(run, samples))
+
+
+def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, list[Point]]]:
+    """Fold samples into the run's summary (in memory); return their chart points by metric."""
     by_metric: dict[tuple[str, str], list[Point]] = {}
     for s in samples:
         if run.last_seen_at is None or s.t > run.last_seen_at:
@@ -82,7 +118,11 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
             except OverflowError:
                 number = math.inf if value > 0 else -math.inf
             by_metric.setdefault((name, axis), []).append(Point(x, number, s.t))
-    ingest_run(session, run.id, {name: (axis, points) for (name, axis), points in by_metric.items()})
+    return {name: (axis, points) for (name, axis), points in by_metric.items()}
+
+
+def runs_of_watch(session: Session, watch: str) -> list[Run]:
+    return list(session.scalars(select(Run).where(Run.watch == watch).order_by(Run.id)))
 
 
 def list_runs(session: Session) -> list[Run]:

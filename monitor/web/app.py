@@ -20,6 +20,7 @@ from monitor.web.api.slack_replay import ReplayGuard
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
 from monitor.web.proxy import ForwardedHeaders
+from monitor.web.snapshot import SnapshotStore
 from monitor.web.throttle import LoginThrottle
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.ctx = ctx
+    app.state.snapshots = SnapshotStore()  # the status every reader shares (monitor.web.snapshot)
     app.state.registry = metrics.make_registry(ctx)
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = ReplayGuard()
@@ -111,12 +113,13 @@ def create_app(
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, pages
+    from monitor.web.dashboard import docs_pages, forms, overview, pages
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.templating import Renderer
 
     app.state.renderer = Renderer()
     app.state.sparks = SparkCache()
+    app.include_router(overview.router)
     app.include_router(pages.router)
     app.include_router(forms.router)
     app.include_router(docs_pages.router)

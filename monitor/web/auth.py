@@ -138,8 +138,8 @@ def may_read(request: Request, settings: Settings) -> bool:
     return not settings.protect_reads or bearer_ok(request, settings) or session_ok(request, settings)
 
 
-def require_read(request: Request, ctx: ApiContext = Depends(context)) -> None:
-    """API reads: open unless HEROWATCH_PROTECT_READS=true."""
+async def require_read(request: Request, ctx: ApiContext = Depends(context)) -> None:
+    """API reads: open unless HEROWATCH_PROTECT_READS=true (async: a few HMACs, no worker thread)."""
     if may_read(request, ctx.settings):
         return
     if token_of(ctx.settings) is None:

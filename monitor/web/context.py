@@ -81,8 +81,8 @@ class ApiContext:
         return out
 
 
-def context(request: Request) -> ApiContext:
-    """FastAPI dependency: the app's context."""
+async def context(request: Request) -> ApiContext:
+    """FastAPI dependency: the app's context (async: no worker thread for a dictionary lookup)."""
     return request.app.state.ctx
 
 

@@ -5,17 +5,20 @@ from __future__ import annotations
 from itertools import islice
 from typing import Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
 from monitor.storage import runs_repo, views
 from monitor.web import status
 from monitor.web.auth import require_read, require_write
+from monitor.web.conditional import Encoded, answer, current, encoded, json_bytes, memo
 from monitor.web.context import ApiContext, context
 from monitor.web.schemas import AckIn, AlertOut, ErrorOut, db_id
 
 router = APIRouter(tags=["alerts"])
+ACTIVE = ("active", "pending", "firing")
 
 
 @router.get(
@@ -23,10 +26,14 @@ router = APIRouter(tags=["alerts"])
     response_model=list[AlertOut],
     summary="Alert instances, newest first",
     description="Filters combine. `state=active` means pending or firing. Only pending and firing alerts "
-    "can be silenced: `silenced=true` lists those an active silence mutes now.",
+    "can be silenced: `silenced=true` lists those an active silence mutes now. Pending and firing alerts "
+    "are served from the status snapshot (at most one poll interval old); every answer carries an `ETag` "
+    "and a request with `If-None-Match` gets `304 Not Modified` while nothing has changed.",
+    responses={304: {"description": "not modified since the ETag sent in If-None-Match"}},
     dependencies=[Depends(require_read)],
 )
-def list_alerts(
+async def list_alerts(
+    request: Request,
     state: Literal["active", "pending", "firing", "resolved", "inactive"] | None = None,
     severity: Literal["critical", "warning", "info"] | None = None,
     run: str | None = Query(
@@ -37,13 +44,46 @@ def list_alerts(
     silenced: bool | None = None,
     acknowledged: bool | None = None,
     limit: int = Query(200, ge=1, le=5000),
-    ctx: ApiContext = Depends(context),
+) -> Response:
+    if silenced is True and state in (None, "resolved", "inactive"):
+        state = state or "active"  # only active alerts can be silenced
+    key = ("api/alerts", state, severity, run, silenced, acknowledged, limit)
+    variant = "alerts|" + "|".join(map(str, key[1:]))
+    snap = await current(request)
+    if state in ACTIVE:  # pending and firing alerts: all in the snapshot
+
+        def make() -> Encoded:
+            runs = set([run, *snap.lookup(run)]) if run else None
+            out = (
+                a.model_copy(update={"run_title": snap.api_titles.get(a.run)})
+                for a in snap.alerts
+                if (state == "active" or a.state == state)
+                and (severity is None or a.severity == severity)
+                and (runs is None or a.run in runs)
+                and (acknowledged is None or a.acknowledged == acknowledged)
+                and (silenced is None or a.silenced == silenced)
+            )
+            return encoded(variant, json_bytes(AlertOut, list(islice(out, limit))))
+
+        return answer(request, await memo(snap, key, make))
+    ctx = request.app.state.ctx
+    found = await run_in_threadpool(from_database, ctx, state, severity, run, silenced, acknowledged, limit)
+    return answer(request, encoded(variant, json_bytes(AlertOut, found)))
+
+
+def from_database(
+    ctx: ApiContext,
+    state: str | None,
+    severity: str | None,
+    run: str | None,
+    silenced: bool | None,
+    acknowledged: bool | None,
+    limit: int,
 ) -> list[AlertOut]:
+    """Resolved and inactive alerts too (the history is not in the snapshot): read now."""
     now = ctx.now()
     with ctx.sessions() as s:
         silences = views.active_silence_specs(s, now)
-        if silenced is True and state in (None, "resolved", "inactive"):
-            state = state or "active"  # only active alerts can be silenced
         # the id itself (a watch's own alerts, source_unavailable, carry the watch as their run), and
         # the runs a display name stands for
         runs = list(dict.fromkeys([run, *(r.id for r in views.lookup_runs(s, run))])) if run else None

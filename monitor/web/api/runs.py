@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import Response
 
 from monitor.web import status
 from monitor.web.auth import require_read
+from monitor.web.conditional import answer, current, encoded, json_bytes, memo
 from monitor.web.context import ApiContext, context
 from monitor.web.coverage import CoverageOut, coverage_out
 from monitor.web.run_detail import MAX_POINTS, run_detail
@@ -21,20 +23,28 @@ router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)])
     description="Per run: its kind (pretraining, sft, rl, other) and headline figure (an RL run's "
     "reward, else the loss), state, step, steps/s, ETA to the target step, latest loss, MFU and tokens/s, "
     "when it was last seen, firing and pending alerts by severity, goodput, and what is wrong in words. "
-    "Ordered by run id; `order=urgency` puts what needs on-call first; `kind=rl` lists RL runs only.",
+    "Ordered by run id; `order=urgency` puts what needs on-call first; `kind=rl` lists RL runs only. "
+    "Served from the status snapshot (at most one poll interval old) with an `ETag`: a request with "
+    "`If-None-Match` gets `304 Not Modified` and no body while nothing has changed.",
+    responses={304: {"description": "not modified since the ETag sent in If-None-Match"}},
 )
-def list_runs(
+async def list_runs(
+    request: Request,
     order: str = Query("id", pattern="^(id|urgency)$", description="id, or urgency (firing alerts first)"),
     kind: str | None = Query(
         None,
         pattern=r"^[a-z][a-z0-9_-]{0,31}$",
         description="only runs of this kind: pretraining, sft, rl, other (or a kind a pack declares)",
     ),
-    ctx: ApiContext = Depends(context),
-) -> list[RunOut]:
-    with ctx.sessions() as s:
-        runs = status.overview(ctx, s, kind).runs
-    return sorted(runs, key=status.urgency) if order == "urgency" else runs
+) -> Response:
+    snap = await current(request)
+
+    def make():  # noqa: ANN202
+        runs = snap.runs_of(kind)
+        runs = sorted(runs, key=status.urgency) if order == "urgency" else runs
+        return encoded(f"runs|{kind}|{order}", json_bytes(RunOut, runs))
+
+    return answer(request, await memo(snap, ("api/runs", kind, order), make))
 
 
 @router.get(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,41 +67,6 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
         elif a.state == "pending":
             groups["pending"].append(a)
     return groups
-
-
-# ---- overview -----------------------------------------------------------------------------------
-def overview_values(request: Request, ctx: ApiContext) -> dict[str, Any]:
-    kind = request.query_params.get("kind") or None
-    with ctx.sessions() as s:
-        counts = views.kind_counts(s)
-        if kind is not None and kind not in counts:
-            kind = None  # a kind no run has (or a stale link): every run
-        ov = status.overview(ctx, s, kind)
-        runs = sorted(ov.runs, key=status.urgency)
-        sparks = request.app.state.sparks.by_headline(s, [(r.id, r.headline.metric) for r in runs])
-    known = [k for k in ctx.layouts.kind_names() if k in counts] + sorted(
-        set(counts) - set(ctx.layouts.kind_names())
-    )
-    return {
-        "runs": runs,
-        "sparks": sparks,
-        "health": Counter(r.health for r in runs),
-        "groups": group_alerts(ov.alerts),
-        "group_titles": ALERT_GROUPS,
-        "kind": kind,
-        "kinds": [(k, counts[k]) for k in known],
-        "total": sum(counts.values()),
-    }
-
-
-@router.get("/", response_class=HTMLResponse)
-def overview_page(request: Request, ctx: ApiContext = Depends(context)) -> Response:
-    return guard(request, ctx) or page(request, ctx, "overview.html", **overview_values(request, ctx))
-
-
-@router.get("/fragments/overview", response_class=HTMLResponse)
-def overview_fragment(request: Request, ctx: ApiContext = Depends(context)) -> Response:
-    return guard(request, ctx, True) or page(request, ctx, "_overview.html", **overview_values(request, ctx))
 
 
 # ---- one run ------------------------------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""``source_unavailable`` on its own schedule: one job for every watch this process holds, so that a
+stuck poll cannot delay it (``SourceHealth`` is the outage model). The alerts are evaluated in memory
+under the engine lock; only the watches whose alerts change are written, in one transaction, each
+fenced by its lease (one whose lease is gone is let go)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy.orm import Session
+
+from monitor.config.schema import Watch
+from monitor.engine.evaluator import AlertEvent
+from monitor.engine.source_health import source_rule
+from monitor.samples import TERMINAL_STATES
+
+if TYPE_CHECKING:
+    from monitor.engine.cycle import Engine
+
+
+class HealthJob:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def check(self, watch_name: str | None = None) -> list[AlertEvent]:
+        """Evaluate the ``source_unavailable`` alerts of a watch (default: of every watch held) now."""
+        eng = self.engine
+        names = [watch_name] if watch_name is not None else sorted(eng.adopted)
+        with eng._lock:
+            now = eng.clock.time()
+            pending: dict[str, list[AlertEvent]] = {}
+            for name in names:
+                if name in eng.adopted and (events := self.events(eng.watches[name], now)):
+                    pending[name] = events
+            if not pending:
+                return []
+            try:
+                with eng.sessions.begin() as s:
+                    held = eng.leases_kept.fence(s, list(pending), now)
+                    for name in held:
+                        eng.recorder.record(s, pending[name], now)
+            except Exception:
+                for name in pending:  # rolled back: the transitions in memory must not outlive it
+                    eng.adoption.let_go(name)
+                raise
+            for name in set(pending) - held:
+                eng.adoption.let_go(name)
+            return [e for name in sorted(held) for e in pending[name]]
+
+    def record(self, s: Session, watch: Watch, now: float) -> list[AlertEvent]:
+        """In a poll's transaction: the watch's ``source_unavailable`` changes, written."""
+        events = self.events(watch, now)
+        self.engine.recorder.record(s, events, now)
+        return events
+
+    def events(self, watch: Watch, now: float) -> list[AlertEvent]:
+        eng = self.engine
+        health = eng.pollers[watch.name].health
+        runs = eng.runs_of(watch.name)
+        affected = [r for r in runs if eng._run_state.get(r) not in TERMINAL_STATES]
+        events = []
+        for kind in watch.targets():
+            finding = health.finding(kind, now, affected, any_known=bool(runs))
+            event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
+            if event is not None:
+                events.append(event)
+        return events

@@ -1,0 +1,148 @@
+"""Chart series written from memory: the engine keeps, per (run, metric), the series' bookkeeping and
+its newest buckets, folds each poll's points into them, and hands back only the rows that changed, to
+be written for many runs at once (``bulk.upsert``). The database is read only for what memory does not
+hold: a run's series the first time it is polled in this process, or points older than the buckets
+kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from monitor.storage import bulk
+from monitor.storage.models import SeriesBucket, SeriesMeta
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold
+
+KEEP = 4  # newest buckets kept in memory per series (a poll touches one or two)
+BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
+META_COLUMNS = ("axis", "width", "buckets", "points")
+
+
+@dataclass
+class _Series:
+    run_id: str
+    metric: str
+    axis: str
+    width: float
+    buckets: int = 0
+    points: int = 0
+    tail: dict[float, _Bucket] = field(default_factory=dict)
+    known_from: float = -math.inf  # every stored bucket at or after this x0 is in ``tail``
+
+    def meta_row(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "metric": self.metric,
+            "axis": self.axis,
+            "width": self.width,
+            "buckets": self.buckets,
+            "points": self.points,
+        }
+
+
+@dataclass
+class SeriesWrites:
+    """The rows a batch changed: written by :meth:`flush`, at the end of the batch (or before a
+    compaction, which reads the stored buckets)."""
+
+    buckets: dict[tuple[str, str, float], _Bucket] = field(default_factory=dict)
+    metas: dict[tuple[str, str], _Series] = field(default_factory=dict)
+
+    def flush(self, s: Session) -> None:
+        keys = ("run_id", "metric", "x0")
+        bulk.upsert(s, SeriesBucket.__table__, [b.row() for b in self.buckets.values()], keys, BUCKET_COLUMNS)
+        metas = [m.meta_row() for m in self.metas.values()]
+        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS)
+        self.buckets.clear()
+        self.metas.clear()
+
+
+class SeriesTails:
+    def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
+        self.max_buckets = max_buckets
+        self._runs: dict[str, dict[str, _Series]] = {}
+
+    def forget(self, run: str) -> None:
+        self._runs.pop(run, None)
+
+    def _series_of(self, s: Session, run_id: str) -> dict[str, _Series]:
+        known = self._runs.get(run_id)
+        if known is None:  # first poll of the run in this process: what is stored, with nothing in memory
+            known = self._runs[run_id] = {
+                m.metric: _Series(run_id, m.metric, m.axis, m.width, m.buckets, m.points, {}, math.inf)
+                for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id == run_id))
+            }
+        return known
+
+    def fold(
+        self, s: Session, run_id: str, series: Mapping[str, tuple[str, list[Point]]], out: SeriesWrites
+    ) -> None:
+        """Fold one poll's points of every metric of a run into memory; the changed rows go to ``out``."""
+        series = {m: v for m, v in series.items() if v[1]}
+        if not series:
+            return
+        known = self._series_of(s, run_id)
+        groups: dict[str, dict[float, list[Point]]] = {}
+        for metric, (axis, points) in series.items():
+            ser = known.get(metric)
+            if ser is None:
+                ser = known[metric] = _Series(run_id, metric, axis, 1.0 if axis == "step" else TIME_WIDTH)
+            g: dict[float, list[Point]] = {}
+            for p in points:
+                g.setdefault(math.floor(p.x / ser.width) * ser.width, []).append(p)
+            groups[metric] = g
+        self._load_missing(s, run_id, known, groups)
+        for metric, g in groups.items():
+            ser = known[metric]
+            for x0, pts in g.items():
+                b = ser.tail.get(x0)
+                if b is None:
+                    b = ser.tail[x0] = _Bucket(run_id=run_id, metric=metric, x0=x0)
+                    ser.buckets += 1
+                for p in pts:
+                    _fold(b, p)
+                out.buckets[(run_id, metric, x0)] = b
+            ser.points += len(series[metric][1])
+            out.metas[(run_id, metric)] = ser
+            if len(ser.tail) > KEEP:
+                cut = sorted(ser.tail)[-KEEP]
+                ser.tail = {x: b for x, b in ser.tail.items() if x >= cut}
+                ser.known_from = max(ser.known_from, cut)
+        for metric in groups:
+            ser = known[metric]
+            if ser.buckets > self.max_buckets:
+                out.flush(s)  # the compaction reads every stored bucket of the series
+                _compact(s, ser, self.max_buckets)
+                s.flush()
+                ser.tail, ser.known_from = {}, math.inf
+                out.metas[(run_id, metric)] = ser
+
+    def _load_missing(
+        self, s: Session, run_id: str, known: Mapping[str, _Series], groups: Mapping[str, dict[float, list]]
+    ) -> None:
+        """Read the stored buckets this poll touches that memory does not hold (from the smallest x0
+        on, per axis: they sit at the end of each series), as ``series.ingest_run`` does."""
+        wanted, lows = [], {}
+        for axis in ("step", "time"):
+            names = [
+                m
+                for m, g in groups.items()
+                if known[m].axis == axis and known[m].buckets and min(g) < known[m].known_from
+            ]
+            if names:
+                low = min(min(groups[m]) for m in names)
+                wanted.append(and_(SeriesBucket.metric.in_(names), SeriesBucket.x0 >= low))
+                lows.update(dict.fromkeys(names, low))
+        if not wanted:
+            return
+        for b in s.scalars(select(SeriesBucket).where(SeriesBucket.run_id == run_id, or_(*wanted))):
+            ser = known[b.metric]
+            if b.x0 not in ser.tail:  # memory holds the newer figures of what it has
+                ser.tail[b.x0] = _Bucket(run_id, b.metric, b.x0, *(getattr(b, c) for c in BUCKET_COLUMNS))
+            s.expunge(b)
+        for metric, low in lows.items():
+            known[metric].known_from = min(known[metric].known_from, low)
