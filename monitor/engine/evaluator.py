@@ -27,50 +27,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
-from alerts.lifecycle import AlertStatus, Transition, advance
-from alerts.model import AlertState, Finding, Severity, fingerprint
+from alerts.lifecycle import AlertStatus, advance
+from alerts.model import AlertState, Finding, fingerprint
+from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
-
-
-@dataclass(frozen=True)
-class AlertKey:
-    rule: RuleSpec
-    run: str
-    labels: Mapping[str, str]
-    fingerprint: str
-
-    @property
-    def severity(self) -> Severity:
-        return self.rule.severity
-
-
-@dataclass(frozen=True)
-class AlertEvent:
-    """An alert changed state: what, for which run, why, and its status after the change."""
-
-    key: AlertKey
-    transition: Transition
-    status: AlertStatus | None  # None: a pending alert went back to inactive
-    finding: Finding
-    annotations: Mapping[str, str]
-    ref: int | None = None  # the storage id of the instance, once it has one
-
-
-@dataclass
-class OpenAlert:
-    """A pending or firing alert instance."""
-
-    key: AlertKey
-    status: AlertStatus
-    ref: int | None = None
-    cold: bool = False  # restored without its detector's state: resolves only once the detector is ready
-
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
 _GONE = Finding(False, reason="the rule is no longer configured")

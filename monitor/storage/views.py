@@ -48,15 +48,6 @@ def stats_of(session: Session, run_ids: list[str]) -> dict[str, dict]:
     return out
 
 
-def kind_counts(session: Session) -> dict[str, int]:
-    """Runs per kind (a run whose kind is not known yet counts as other)."""
-    rows = session.execute(select(Run.kind, func.count()).group_by(Run.kind))
-    out: dict[str, int] = {}
-    for kind, n in rows:
-        out[kind or "other"] = out.get(kind or "other", 0) + n
-    return out
-
-
 def get_run(session: Session, run_id: str) -> Run | None:
     return session.get(Run, run_id)
 

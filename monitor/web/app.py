@@ -91,7 +91,7 @@ def create_app(
     )
     app.state.ctx = ctx
     app.state.snapshots = SnapshotStore()  # the status every reader shares (monitor.web.snapshot)
-    app.state.registry = metrics.make_registry(ctx)
+    app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = ReplayGuard()
     errors.install(app)

@@ -286,37 +286,6 @@ def urgency(r: RunOut) -> tuple:
     return (HEALTH_RANK.get(r.health, 9), muted, r.title, r.id)
 
 
-@dataclass
-class Overview:
-    now: float
-    runs: list[RunOut]
-    alerts: list[AlertOut]  # pending and firing, most urgent first
-
-
-def overview(ctx: ApiContext, s: Session, kind: str | None = None) -> Overview:
-    """Every run (of ``kind``, if given) with its health, and every active alert: three queries whatever
-    the number of runs."""
-    now = ctx.now()
-    silences = views.active_silence_specs(s, now)
-    rows = views.all_runs(s, with_stats=False)
-    shared = run_ids.ambiguous_names(r.display_name for r in rows)
-    titles = {
-        r.id: run_ids.title(r.display_name, r.name or r.id, r.project, r.display_name in shared) for r in rows
-    }
-    active = [alert_out(a, silences, now, titles) for a in views.active_alerts(s)]
-    by_run: dict[str, list[AlertOut]] = {}
-    for a in active:
-        by_run.setdefault(a.run, []).append(a)
-    if kind is not None:
-        rows = [r for r in rows if (r.kind or OTHER) == kind]
-    derived = ctx.stats_cache.get_many(s, rows, now)
-    runs = [run_out(ctx, r, derived[r.id], by_run.get(r.id, []), now, r.display_name in shared) for r in rows]
-    if kind is not None:  # the alerts of the runs shown
-        shown = {r.id for r in rows}
-        active = [a for a in active if a.run in shown]
-    return Overview(now, runs, sorted(active, key=alert_order))
-
-
 def counts_by(alerts: Iterable[AlertOut], key: str) -> dict[str, int]:
     return dict(Counter(getattr(a, key) for a in alerts))
 

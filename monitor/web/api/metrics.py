@@ -19,9 +19,9 @@ from prometheus_client.registry import Collector
 from monitor import __version__
 from monitor.runs.goodput import LOST
 from monitor.storage import views
-from monitor.web import status
 from monitor.web.auth import require_read
 from monitor.web.context import STALE_POLLS, ApiContext
+from monitor.web.snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -42,8 +42,9 @@ PER_RUN = {
 
 
 class HerowatchCollector(Collector):
-    def __init__(self, ctx: ApiContext) -> None:
+    def __init__(self, ctx: ApiContext, snapshots: SnapshotStore) -> None:
         self.ctx = ctx
+        self.snapshots = snapshots  # the runs' health as the API serves it (monitor.web.snapshot)
 
     def describe(self) -> list[Metric]:
         return []  # collected at scrape time only
@@ -138,7 +139,7 @@ class HerowatchCollector(Collector):
         )
         try:
             with self.ctx.sessions() as s:
-                runs = status.overview(self.ctx, s).runs
+                runs = self.snapshots.get(self.ctx).runs
                 by_rule = views.alert_counts(s, by="rule")
             err.add_metric([], 0.0)
         except Exception:
@@ -196,9 +197,9 @@ class HerowatchCollector(Collector):
         yield from (goodput, lost, alerts, health, seen)
 
 
-def make_registry(ctx: ApiContext) -> CollectorRegistry:
+def make_registry(ctx: ApiContext, snapshots: SnapshotStore) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(HerowatchCollector(ctx))
+    registry.register(HerowatchCollector(ctx, snapshots))
     return registry
 
 
