@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from alerts.lifecycle import AlertStatus
-from alerts.model import AlertState
 from monitor.engine.run_rules import STATE_VERSION
 from monitor.samples import Sample
 from monitor.storage import alerts_repo, rule_state_repo, runs_repo
@@ -60,7 +58,8 @@ class Adoption:
             restored = 0
             for row in alerts_repo.load_active(s, [*ids, watch]):
                 if row.run_id in ids or row.run_id == watch:
-                    eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, _status(row), row.id)
+                    status = alerts_repo.status_of(row)
+                    eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, status, row.id)
                     restored += 1
         self._adopted.add(watch)
         log.info(
@@ -94,15 +93,3 @@ class Adoption:
                 else:
                     rule_state_repo.save(s, run, STATE_VERSION, state, now)
                 eng._polls_since_checkpoint[run] = 0
-
-
-def _status(row: object) -> AlertStatus:
-    return AlertStatus(
-        AlertState(row.state),
-        row.active_at,
-        row.fired_at,
-        row.resolved_at,
-        row.last_true_at,
-        row.value,
-        row.step,
-    )
