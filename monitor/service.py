@@ -208,9 +208,9 @@ class Service:
             add_interval_job(
                 self.scheduler,
                 f"poll:{w.name}",
-                # synchronous: poll(wait=False) hands over and returns, but stopped polling after a
-                # restart with a W&B poll in flight (tests/live/test_paging_live.py): not used yet
-                lambda n=w.name: self.engine.poll(n),
+                # hands its results to the batch writer and returns (engine.batching): the next poll of
+                # the watch waits for that write, a failed write lets the watch go
+                lambda n=w.name: self.engine.poll(n, wait=False),
                 real,
                 jitter=min(real * 0.1, 5.0),
                 first_in=real * spread * i / len(watches),
