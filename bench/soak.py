@@ -274,9 +274,10 @@ def main() -> None:  # noqa: PLR0915
             for _ in range(cycles_per_day):
                 clock.advance(args.poll - OUTBOX_AFTER)
                 t0 = time.perf_counter()
-                for name in names:
-                    engine.poll(name)
-                    engine.check_health(name)
+                for name in names:  # as the scheduler's jobs do: hand over to the batch writer
+                    engine.poll(name, wait=False)
+                engine.batches.drain()
+                engine.check_health()  # the one health job, for every watch
                 clock.advance(OUTBOX_AFTER)  # the group_wait of what the polls raised has passed
                 service.plan_repeats()
                 deliver(service)
