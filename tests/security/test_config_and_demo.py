@@ -93,6 +93,19 @@ def _wait_serving(proc: subprocess.Popen, port: int) -> None:
             time.sleep(0.2)
 
 
+def _run_ids(port: int) -> set[str]:
+    return {r["id"] for r in httpx.get(f"http://127.0.0.1:{port}/api/runs", timeout=10).json()}
+
+
+def _demo_runs(port: int) -> set[str]:
+    """The demo's runs once its first polls have found them (serving starts before they land)."""
+    deadline = time.monotonic() + 60
+    while not (runs := _run_ids(port)):
+        assert time.monotonic() < deadline, "the demo showed no runs within 60 s"
+        time.sleep(0.2)
+    return runs
+
+
 def _stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     try:
@@ -109,12 +122,13 @@ def test_a_second_demo_is_refused_before_it_touches_the_running_ones_files(tmp_p
     try:
         _wait_serving(first, first_port)
         db = tmp_path / "herowatch" / "demo.db"
-        inode, runs = db.stat().st_ino, httpx.get(f"http://127.0.0.1:{first_port}/api/runs").json()
+        runs = _demo_runs(first_port)
+        inode = db.stat().st_ino
         second = _start_demo(tmp_path, second_port)
         _, err = second.communicate(timeout=60)
         assert second.returncode != 0 and "is using the SQLite database" in err, err
         assert db.exists() and db.stat().st_ino == inode, "the running demo's database is untouched"
-        assert len(httpx.get(f"http://127.0.0.1:{first_port}/api/runs").json()) == len(runs)
+        assert _run_ids(first_port) == runs, "the running demo still shows its runs"
     finally:
         out = _stop(first)
     token = re.search(r"one-time token\s+(\S+)\s", out)

@@ -197,6 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: dict[str, Any], headers: Mapping[str, str] = {}) -> int:  # noqa: B006
         data = json.dumps(body).encode()
+        self._record(status, len(data))  # before the answer leaves: a client that has it sees it recorded
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -205,6 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
         return len(data)
+
+    def _record(self, status: int, out: int) -> None:
+        pending, self._pending = getattr(self, "_pending", None), None
+        if pending is not None:
+            with self.standin._lock:
+                operation, variables, bytes_in = pending
+                self.standin.requests.append(Recorded(operation, variables, status, bytes_in, out))
 
     def do_GET(self) -> None:  # noqa: N802
         self._send(404, {"errors": [{"message": "the stand-in only serves POST /graphql"}]})
@@ -220,21 +228,21 @@ class _Handler(BaseHTTPRequestHandler):
         m = _OPERATION.search(query)
         operation = payload.get("operationName") or (m.group(1) if m else "<anonymous>")
         variables = payload.get("variables") or {}
-        status, out = 200, 0
+        self._pending = (operation, variables, len(raw))
         try:
             if self.path.split("?")[0].rstrip("/") != "/graphql":
-                status, out = 404, self._send(404, {"errors": [{"message": f"no route {self.path}"}]})
+                self._send(404, {"errors": [{"message": f"no route {self.path}"}]})
                 log.error("wandb stand-in: request to unknown path %s", self.path)
                 return
             if self.headers.get("Authorization") != s._auth:
-                status, out = 401, self._send(401, {"errors": [{"message": "user is not logged in"}]})
+                self._send(401, {"errors": [{"message": "user is not logged in"}]})
                 return
             fault = s._take_fault(operation)
             if fault is not None:
                 if fault.delay:
                     s._stopping.wait(fault.delay)
                 if fault.drop:
-                    status = -1
+                    self._record(-1, 0)
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
@@ -242,15 +250,15 @@ class _Handler(BaseHTTPRequestHandler):
                     headers = (
                         {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
                     )
-                    status = fault.status
-                    out = self._send(status, {"errors": [{"message": f"injected HTTP {status}"}]}, headers)
+                    self._send(
+                        fault.status, {"errors": [{"message": f"injected HTTP {fault.status}"}]}, headers
+                    )
                     return
             try:
                 body = s.answer(operation, query, variables)
             except Exception as exc:  # a stand-in bug or an unsupported filter: say so loudly
                 log.exception("wandb stand-in: %s failed", operation)
                 body = {"data": None, "errors": [{"message": f"stand-in error: {exc}"}]}
-            out = self._send(200, body)
+            self._send(200, body)
         finally:
-            with s._lock:
-                s.requests.append(Recorded(operation, variables, status, len(raw), out))
+            self._record(-1, 0)  # only if nothing was answered (the handler failed)
