@@ -30,6 +30,7 @@ from monitor.delivery.pipeline import Pipeline
 from monitor.delivery.send_stats import SendLatency
 from monitor.engine import blindness
 from monitor.engine.cycle import Engine
+from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.rules.loader import (
     RuleSet,
@@ -187,6 +188,7 @@ class Service:
     started_at: float | None = None
     send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
     refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
+    gc_policy: GcPolicy = field(default_factory=GcPolicy)
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
@@ -225,6 +227,9 @@ class Service:
             add_interval_job(
                 self.scheduler, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed
             )
+        self.gc_policy.install()  # full collections skip the runs' long-lived state (engine.gc_policy)
+        every = self.gc_policy.thaw_every
+        add_interval_job(self.scheduler, "gc", self.gc_policy.full_collection, every, first_in=every)
         self.scheduler.start()
         log.info(
             "herowatch started: %d watches, database %s",
@@ -252,6 +257,7 @@ class Service:
         sched = getattr(self, "scheduler", None)
         if sched is not None and sched.running:
             sched.shutdown(wait=True)
+        self.gc_policy.uninstall()
         try:
             saved = self.engine.checkpoint()  # every rule resumes where it was after the restart
             log.info("herowatch stopping: rule state of %d runs saved", saved)

@@ -31,9 +31,22 @@ class SnapshotError(ValueError):
     pass
 
 
+_HASHES: dict[int, tuple[Any, str]] = {}  # id(rule) -> (the rule, kept so its id stays its own; hash)
+_HASHES_MAX = 4096
+
+
 def rule_hash(rule: Any) -> str:
+    """A hash of the rule's parameters (computed once per rule object: rules are not changed in place,
+    a reloaded config makes new ones)."""
+    hit = _HASHES.get(id(rule))
+    if hit is not None and hit[0] is rule:
+        return hit[1]
     # ``expect`` says what coverage expects of a run, not how the detector computes: not in the hash
-    return hashlib.sha256(rule.model_dump_json(exclude={"expect"}).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(rule.model_dump_json(exclude={"expect"}).encode()).hexdigest()[:16]
+    if len(_HASHES) >= _HASHES_MAX:
+        _HASHES.clear()
+    _HASHES[id(rule)] = (rule, digest)
+    return digest
 
 
 def _float(v: float) -> Any:
@@ -52,15 +65,15 @@ def encode(value: Any, depth: int = 0) -> Any:
         return _float(value)
     d = depth + 1
     if t is list:
-        return [encode(v, d) for v in value]
+        return _items(value, d)
     if t is tuple:
-        return {"$t": [encode(v, d) for v in value]}
+        return {"$t": _items(value, d)}
     if t is dict:
         return {"$d": [[encode(k, d), encode(v, d)] for k, v in value.items()]}
     if t is deque:
-        return {"$q": [encode(v, d) for v in value], "n": value.maxlen}
+        return {"$q": _items(value, d), "n": value.maxlen}
     if t is set or t is frozenset:
-        return {"$s": [encode(v, d) for v in value]}
+        return {"$s": _items(value, d)}
     if isinstance(value, Enum):
         return {"$e": f"{t.__module__}:{t.__qualname__}", "v": value.value}
     if t.__module__.startswith(_ALLOWED_MODULES):
@@ -68,10 +81,35 @@ def encode(value: Any, depth: int = 0) -> Any:
     raise SnapshotError(f"cannot snapshot a {t.__name__}")
 
 
+def _items(values: Any, depth: int) -> list[Any]:
+    """``encode`` of each item, with plain numbers and text (most of a window) taken as they are."""
+    if depth > MAX_DEPTH:
+        raise SnapshotError("state nested too deeply")
+    out = []
+    add = out.append
+    for v in values:
+        t = type(v)
+        if t is float:
+            add(v if v - v == 0.0 else _float(v))  # inf - inf and nan - nan are nan
+        elif t is int or t is str or v is None or t is bool:
+            add(v)
+        else:
+            add(encode(v, depth))
+    return out
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}  # a class's __slots__ names, its bases' included
+
+
 def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    cls = type(obj)
+    slots = _NAMES.get(cls)
+    if slots is None:
+        slots = _NAMES[cls] = tuple(
+            dict.fromkeys(n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
+        )
     names = list(getattr(obj, "__dict__", {}))
-    for cls in type(obj).__mro__:
-        names += [n for n in getattr(cls, "__slots__", ()) if n not in names]
+    names += [n for n in slots if n not in names]
     return {n: encode(getattr(obj, n), depth) for n in names if n not in skip and hasattr(obj, n)}
 
 

@@ -1,0 +1,74 @@
+"""The batched upsert the write path uses reads back exactly what was written, on SQLite and on
+PostgreSQL (where the rows go as one statement of column arrays): text, integers, floats, epoch
+timestamps, JSON documents, bytes and NULLs; a second upsert updates only the named columns; of two
+rows with the same key in one call the last one wins."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from monitor.storage import bulk
+from monitor.storage.db import make_engine, make_sessionmaker
+from monitor.storage.models import RuleState, Run
+from monitor.storage.runs_repo import RUN_COLUMNS
+
+T0 = 1_780_000_000.123456
+
+
+def run_row(i: int, **over) -> dict:
+    row = {c: None for c in RUN_COLUMNS}
+    row.update(
+        id=f"wandb:lab/llm/r{i}",
+        watch="hero",
+        source="wandb",
+        name=f"r{i}",
+        labels={"team": "pretrain", "gpus": 512},
+        last_step=10_000_000_000 + i,  # beyond 32 bits
+        last_step_at=T0 + i,
+        first_seen_at=T0,
+        restarts=i,
+        stats={"latest": {"loss": 2.5, "lr": None}, "recent": [[T0, 1], [T0 + 15, 3]], "note": "ünïcode"},
+    )
+    row.update(over)
+    return row
+
+
+def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migrated_url):
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at", "labels")]
+    with sessions.begin() as s:
+        bulk.upsert(s, Run.__table__, [run_row(1), run_row(2, state="running")], ("id",), update)
+        bulk.upsert(
+            s,
+            RuleState.__table__,
+            [{"run_id": "wandb:lab/llm/r1", "version": 3, "saved_at": T0, "data": b"\x00\xffzlib"}],
+            ("run_id",),
+            ("version", "saved_at", "data"),
+        )
+    with sessions() as s:
+        r1 = s.get(Run, "wandb:lab/llm/r1")
+        assert (r1.name, r1.last_step, r1.restarts, r1.state, r1.source_error) == (
+            "r1",
+            10_000_000_001,
+            1,
+            None,
+            None,
+        )
+        assert abs(r1.last_step_at - (T0 + 1)) < 1e-5 and abs(r1.first_seen_at - T0) < 1e-5
+        assert r1.labels == {"team": "pretrain", "gpus": 512}
+        assert r1.stats == run_row(1)["stats"]
+        assert s.get(Run, "wandb:lab/llm/r2").state == "running"
+        assert s.get(RuleState, "wandb:lab/llm/r1").data == b"\x00\xffzlib"
+
+    later = [
+        run_row(1, labels={"changed": True}, state="crashed", first_seen_at=T0 + 99),
+        run_row(1, labels={"changed": True}, state="finished", first_seen_at=T0 + 99, last_step=7),
+    ]
+    with sessions.begin() as s:
+        bulk.upsert(s, Run.__table__, later, ("id",), update)
+    with sessions() as s:
+        r1 = s.get(Run, "wandb:lab/llm/r1")
+        assert (r1.state, r1.last_step) == ("finished", 7), "the last row of a key wins"
+        assert r1.labels == {"team": "pretrain", "gpus": 512}, "a column not named for update is kept"
+        assert abs(r1.first_seen_at - T0) < 1e-5
+        assert len(list(s.scalars(select(Run.id)))) == 2

@@ -1,0 +1,49 @@
+"""The service's garbage-collector policy: what survives a full collection is frozen (later full
+collections do not examine the runs' long-lived state again), and the periodic full collection
+still reclaims a reference cycle that died while frozen; the service installs it while it runs."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+from monitor.engine.gc_policy import GcPolicy
+from tests.helpers import make_service
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def test_survivors_are_frozen_and_a_cycle_that_dies_frozen_is_reclaimed_by_the_full_collection():
+    policy = GcPolicy()
+    policy.install()
+    try:
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: only the collector can free it
+        gone = weakref.ref(a)
+        gc.collect()
+        assert policy.frozen >= 2 and policy.pauses[2] >= 1, "the survivors of a full collection are frozen"
+        del a, b
+        gc.collect()
+        assert gone() is not None, "frozen: an ordinary full collection leaves it (bounded by the thaw)"
+        policy.full_collection()
+        assert gone() is None, "the periodic full collection reclaims it"
+        assert gc.get_freeze_count() > 0, "and freezes what survived"
+    finally:
+        policy.uninstall()
+    assert gc.get_freeze_count() == 0 and policy._on_gc not in gc.callbacks
+
+
+def test_the_service_runs_with_the_policy_and_leaves_the_collector_as_it_found_it(tmp_path, clock):
+    service, _ = make_service(
+        f"sqlite:///{tmp_path / 'hw.db'}", clock, "watch:\n  - name: a\n    sim: {seed: 1}\n"
+    )
+    service.start()
+    try:
+        assert service.gc_policy._on_gc in gc.callbacks
+        assert "gc" in {j.id for j in service.scheduler.get_jobs()}
+    finally:
+        service.stop()
+    assert service.gc_policy._on_gc not in gc.callbacks and gc.get_freeze_count() == 0
