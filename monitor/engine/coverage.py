@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from monitor.durations import format_duration
 from monitor.rules.base import ANY, STATE, STEP
 from monitor.samples import TERMINAL_STATES
 
@@ -247,8 +248,6 @@ class RunCoverage:
 
 
 def _ago(seconds: float) -> str:
-    from monitor.durations import format_duration
-
     return format_duration(max(0.0, seconds))
 
 

@@ -28,7 +28,6 @@ class GcPolicy:
         self.thaw_every = thaw_every
         self.pauses = [0, 0, 0]  # collections per generation since installed
         self.seconds = [0.0, 0.0, 0.0]  # their total pause
-        self.frozen = 0  # objects frozen by the last freeze
         self._t0 = 0.0
         self._installed = False
         self._lock = threading.Lock()
@@ -54,8 +53,7 @@ class GcPolicy:
         self.pauses[generation] += 1
         self.seconds[generation] += time.perf_counter() - self._t0
         if generation == 2:  # what survived a full collection is alive: out of the next ones' way
-            gc.freeze()
-            self.frozen = gc.get_freeze_count()
+            gc.freeze()  # O(1): the generations' lists are moved (counting them is not: not here)
 
     def full_collection(self) -> int:
         """Thaw, collect everything once (a cycle that died while frozen included), freeze again;

@@ -93,21 +93,26 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
 def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, list[Point]]]:
     """Fold samples into the run's summary (in memory); return their chart points by metric."""
     by_metric: dict[tuple[str, str], list[Point]] = {}
+    # The row's fields as locals (each read or write of a mapped attribute goes through SQLAlchemy)
+    seen_at, state, restarts = run.last_seen_at, run.state, run.restarts
+    last_step, last_step_at = run.last_step, run.last_step_at
     for s in samples:
-        if run.last_seen_at is None or s.t > run.last_seen_at:
-            run.last_seen_at = s.t
+        t, step = s.t, s.step
+        if seen_at is None or t > seen_at:
+            seen_at = t
         if s.state:
-            run.state = s.state
-        if s.step is not None:
-            if run.last_step is not None and s.step < run.last_step:
+            state = s.state
+        if step is not None:
+            if last_step is not None and step < last_step:
                 # A rewind is a restart only when the lower step came later; an older row read again is not.
-                if run.last_step_at is None or s.t > run.last_step_at:
-                    run.restarts = (run.restarts or 0) + 1
-                    run.last_step, run.last_step_at = s.step, s.t
-            elif run.last_step is None or s.step > run.last_step:
-                run.last_step, run.last_step_at = s.step, s.t
-        axis = "step" if s.step is not None else "time"
-        x = float(s.step) if s.step is not None else s.t
+                if last_step_at is None or t > last_step_at:
+                    restarts = (restarts or 0) + 1
+                    last_step, last_step_at = step, t
+            elif last_step is None or step > last_step:
+                last_step, last_step_at = step, t
+            axis, x = "step", float(step)
+        else:
+            axis, x = "time", t
         for name, value in s.metrics.items():
             if name.startswith("_"):
                 continue
@@ -117,7 +122,18 @@ def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, li
                 number = float(value)
             except OverflowError:
                 number = math.inf if value > 0 else -math.inf
-            by_metric.setdefault((name, axis), []).append(Point(x, number, s.t))
+            points = by_metric.get((name, axis))
+            if points is None:
+                points = by_metric[(name, axis)] = []
+            points.append(Point(x, number, t))
+    if seen_at != run.last_seen_at:
+        run.last_seen_at = seen_at
+    if state != run.state:
+        run.state = state
+    if restarts != run.restarts:
+        run.restarts = restarts
+    if last_step != run.last_step or last_step_at != run.last_step_at:
+        run.last_step, run.last_step_at = last_step, last_step_at
     return {name: (axis, points) for (name, axis), points in by_metric.items()}
 
 

@@ -108,10 +108,11 @@ class SeriesTails:
                 out.buckets[(run_id, metric, x0)] = b
             ser.points += len(series[metric][1])
             out.metas[(run_id, metric)] = ser
-            if len(ser.tail) > KEEP:
-                cut = sorted(ser.tail)[-KEEP]
-                ser.tail = {x: b for x, b in ser.tail.items() if x >= cut}
-                ser.known_from = max(ser.known_from, cut)
+            tail = ser.tail
+            if len(tail) > KEEP:  # the oldest buckets out (usually one: a poll opens one or two)
+                while len(tail) > KEEP:
+                    del tail[min(tail)]
+                ser.known_from = max(ser.known_from, min(tail))
         for metric in groups:
             ser = known[metric]
             if ser.buckets > self.max_buckets:
