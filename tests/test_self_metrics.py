@@ -3,6 +3,7 @@ scheduler's events, notification send latency by outcome, the outbox's oldest wa
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -80,3 +81,17 @@ def test_an_undelivered_page_ages_in_the_outbox_and_its_attempts_are_timed(tmp_p
     ]
     assert retries >= 1 and m[("herowatch_outbox_backlog", frozenset())] >= 1
     service.stop()
+
+
+def test_full_collections_are_counted_and_timed_while_the_service_runs(tmp_path, clock):
+    service = build(f"sqlite:///{tmp_path / 'hw.db'}", clock)
+    service.gc_policy.install()
+    try:
+        gc.collect()
+        m = samples(TestClient(create_app(service), base_url="http://localhost").get("/metrics").text)
+        full = frozenset({"generation": "2"}.items())
+        assert m[("herowatch_gc_collections_total", full)] >= 1
+        assert m[("herowatch_gc_pause_seconds_total", full)] > 0
+    finally:
+        service.gc_policy.uninstall()
+        service.stop()

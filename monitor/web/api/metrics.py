@@ -100,7 +100,26 @@ class HerowatchCollector(Collector):
         for kind in sorted(set(ctx.source_intervals()) | set(counted)):
             errors.add_metric([kind], float(counted.get(kind, 0)))
         yield errors
+        yield from self._gc()
         yield from self._delivery(now)
+
+    def _gc(self) -> Iterator[Metric]:
+        policy = getattr(self.ctx.service, "gc_policy", None)
+        if policy is None:
+            return
+        pauses = CounterMetricFamily(
+            "herowatch_gc_pause_seconds",
+            "Seconds the garbage collector stopped the process, by generation (2: full collections)",
+            labels=["generation"],
+        )
+        runs = CounterMetricFamily(
+            "herowatch_gc_collections", "Garbage collections, by generation", labels=["generation"]
+        )
+        for gen in range(3):
+            pauses.add_metric([str(gen)], policy.seconds[gen])
+            runs.add_metric([str(gen)], float(policy.pauses[gen]))
+        yield pauses
+        yield runs
 
     def _delivery(self, now: float) -> Iterator[Metric]:
         ctx = self.ctx
