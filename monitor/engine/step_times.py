@@ -61,7 +61,7 @@ class _Source:
 @dataclass
 class StepTimes:
     bound: float = 600.0
-    _seen: dict[tuple[str, str], _Source] = field(default_factory=dict)
+    _seen: dict[str, dict[str, _Source]] = field(default_factory=dict)  # run -> source -> what was seen
 
     def correct(self, samples: Iterable[Sample], seen_at: float) -> list[Sample]:
         """The samples of one poll with the times of their steps made trustworthy (see the module)."""
@@ -74,20 +74,20 @@ class StepTimes:
             key = (s.run, s.source)
             if s.t > newest.get(key, -1e300):
                 newest[key] = s.t
-            src = self._seen.get(key)
+            src = self._seen.get(s.run, {}).get(s.source)
             lo = src.previous_poll if src is not None and src.previous_poll is not None else -1e300
             t = min(seen_at, max(s.t, lo))
             out.append(s if t == s.t else replace(s, t=t))
-        for key, t in newest.items():
-            src = self._seen.get(key)
+        for (run, source), t in newest.items():
+            src = self._seen.get(run, {}).get(source)
             if src is not None and src.previous_poll is not None:  # a first read may be old history
                 src.lags.append(seen_at - t)
-        for key in {(s.run, s.source) for s in out if s.source is not None}:
-            self._seen.setdefault(key, _Source()).previous_poll = seen_at
+        for run, source in {(s.run, s.source) for s in out if s.source is not None}:
+            self._seen.setdefault(run, {}).setdefault(source, _Source()).previous_poll = seen_at
         return out
 
     def finding(self, run: str) -> Finding:
-        lags = [lag for (r, _), src in self._seen.items() if r == run for lag in src.lags]
+        lags = [lag for src in self._seen.get(run, {}).values() for lag in src.lags]
         if len(lags) < 3:
             return Finding(False, reason="not enough polls to judge the clock")
         lag = statistics.median(lags)
@@ -109,5 +109,4 @@ class StepTimes:
         return Finding(False, value=lag, reason="timestamps agree with herowatch's clock")
 
     def forget(self, run: str) -> None:
-        for key in [k for k in self._seen if k[0] == run]:
-            del self._seen[key]
+        self._seen.pop(run, None)
