@@ -112,25 +112,30 @@ class DropDetector(Detector[DropSpec]):
         local copies of the bucket; a value that opens a bucket (or resets) through ``observe``."""
         m, width, gap = self.metric, self._width, self._reset_gap
         while i < end:
-            if self.hot or self._b is None or self._sample is None:
-                return super().observe_many(samples, i, end)
-            ob, total, count, last, last_step = self._b, self._sum, self._count, self._sample, self._last_step
-            while i < end:
-                s = samples[i]
-                v = s.metrics.get(m)
-                if v is not None and not v - v:
-                    t, step = s.t, s.step
-                    if step is not None and last_step is not None and step < last_step:
-                        break  # a rewind
-                    if gap and t - last.t > gap or t // width != ob:
-                        break  # a reset, or a new bucket
-                    if step is not None:
-                        last_step = step
-                    last = s
-                    total += v
-                    count += 1
-                i += 1
-            self._sum, self._count, self._sample, self._last_step = total, count, last, last_step
+            if not (self.hot or self._b is None or self._sample is None):
+                ob, total, count, last, step_then = (
+                    self._b,
+                    self._sum,
+                    self._count,
+                    self._sample,
+                    self._last_step,
+                )
+                while i < end:
+                    s = samples[i]
+                    v = s.metrics.get(m)
+                    if v is not None and not v - v:
+                        t, step = s.t, s.step
+                        if step is not None and step_then is not None and step < step_then:
+                            break  # a rewind
+                        if gap and t - last.t > gap or t // width != ob:
+                            break  # a reset, or a new bucket
+                        if step is not None:
+                            step_then = step
+                        last = s
+                        total += v
+                        count += 1
+                    i += 1
+                self._sum, self._count, self._sample, self._last_step = total, count, last, step_then
             if i < end:  # not the common case: one sample through observe
                 s = samples[i]
                 self.observe(s)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector
+from monitor.rules.base import RUNNING_OR_UNKNOWN
 from monitor.samples import Sample
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def observe_many(
     first, first_at = det.first_step, det.first_step_at
     while i < end:
         last, at, top = det.last_step, det.last_step_at, det.top_step
-        if (
+        if not (
             det.hot
             or det.blind
             or det.awaiting_since is not None
@@ -36,41 +36,45 @@ def observe_many(
             or top is None
             or det.state not in RUNNING_OR_UNKNOWN
         ):
-            return Detector.observe_many(det, samples, i, end)
-        wake = None
-        ordinary = min(det._mark_after, det._pause_after)  # a longer gap is a pause or an outlier
-        while i < end:
-            s = samples[i]
-            step = s.step
-            if step is None or step <= last or counter in s.metrics or s.state is not None:
-                break
-            t = s.t
-            gap = t - at
-            if gap > ordinary:
-                break  # a pause: through observe
-            if step > top:
-                top = step
-            if gap > 0:  # _gap's common case
-                strides.append(step - last)
-                det.outliers = 0
-                intervals.append(gap)
-                det._fresh += 1
-                if det._fresh >= refresh or len(intervals) < young:
-                    det._refresh()
-                    ordinary = min(det._mark_after, det._pause_after)
-            last, at = step, t
-            i += 1
-            trust = det._trust  # (known(), with the step just taken)
-            if trust is not None and first is not None and top - first > trust[0] and t - first_at > trust[1]:
-                wake = t + soonest
-            else:
-                wake = t + floor
-            if wake <= t:  # due at once (a limit of 0)
-                det.last_step, det.last_step_at, det.top_step, det.wake_at = last, at, top, wake
-                return det._stop(samples, i, end)
-        det.last_step, det.last_step_at, det.top_step = last, at, top
-        if wake is not None:
-            det.wake_at = wake
+            wake = None
+            ordinary = min(det._mark_after, det._pause_after)  # a longer gap is a pause or an outlier
+            while i < end:
+                s = samples[i]
+                step = s.step
+                if step is None or step <= last or counter in s.metrics or s.state is not None:
+                    break
+                t = s.t
+                gap = t - at
+                if gap > ordinary:
+                    break  # a pause: through observe
+                if step > top:
+                    top = step
+                if gap > 0:  # _gap's common case
+                    strides.append(step - last)
+                    det.outliers = 0
+                    intervals.append(gap)
+                    det._fresh += 1
+                    if det._fresh >= refresh or len(intervals) < young:
+                        det._refresh()
+                        ordinary = min(det._mark_after, det._pause_after)
+                last, at = step, t
+                i += 1
+                trust = det._trust  # (known(), with the step just taken)
+                if (
+                    trust is not None
+                    and first is not None
+                    and top - first > trust[0]
+                    and t - first_at > trust[1]
+                ):
+                    wake = t + soonest
+                else:
+                    wake = t + floor
+                if wake <= t:  # due at once (a limit of 0)
+                    det.last_step, det.last_step_at, det.top_step, det.wake_at = last, at, top, wake
+                    return det._stop(samples, i, end)
+            det.last_step, det.last_step_at, det.top_step = last, at, top
+            if wake is not None:
+                det.wake_at = wake
         if i < end:  # not the common case: one sample through observe
             s = samples[i]
             det.observe(s)

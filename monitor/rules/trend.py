@@ -117,24 +117,23 @@ class TrendDetector(Detector[TrendSpec]):
         value that closes a bucket (or rewinds) through ``observe``."""
         m, log = self.metric, self._log
         while i < end:
-            if self.hot:
-                return super().observe_many(samples, i, end)
-            values, close_at, last_step = self.values, self.close_at, self.last_step
-            room = MAX_VALUES - len(values)
-            while i < end:
-                s = samples[i]
-                v = s.metrics.get(m)
-                if v is not None and not v - v and not (log and v <= 0):
-                    step = s.step
-                    if step is not None and last_step is not None and step < last_step:
-                        break  # a rewind
-                    if s.t >= close_at or room <= 0:
-                        break  # the bucket closes
-                    last_step = step
-                    values.append(v)
-                    room -= 1
-                i += 1
-            self.last_step = last_step
+            if not self.hot:
+                values, close_at, last_step = self.values, self.close_at, self.last_step
+                room = MAX_VALUES - len(values)
+                while i < end:
+                    s = samples[i]
+                    v = s.metrics.get(m)
+                    if v is not None and not v - v and not (log and v <= 0):
+                        step = s.step
+                        if step is not None and last_step is not None and step < last_step:
+                            break  # a rewind
+                        if s.t >= close_at or room <= 0:
+                            break  # the bucket closes
+                        last_step = step
+                        values.append(v)
+                        room -= 1
+                    i += 1
+                self.last_step = last_step
             if i < end:  # not the common case: one sample through observe
                 s = samples[i]
                 self.observe(s)
