@@ -216,38 +216,36 @@ def feed_segment(
         return events
     top = rr.top_step
     said = None
-    keys = []
+    stretches: list[tuple[int, tuple[str, ...]]] = []  # where the metric names change, and to what
     times: list[float] = []  # of the samples with the same names and stepping, for the arrivals
-    shape = None
+    names_then = stepping = None
     for k in range(i, j):
         s = samples[k]
         names = tuple(s.metrics)
-        keys.append(names)
         step = s.step
-        if (names, step is not None) != shape:
-            if shape is not None:
-                rr.arrivals.observe_times(shape[0], shape[1], times)
-            shape, times = (names, step is not None), []
+        if names != names_then or (step is not None) is not stepping:
+            if names_then is not None:
+                rr.arrivals.observe_times(names_then, stepping, times)
+            if names != names_then:
+                stretches.append((k, names))
+            names_then, stepping, times = names, step is not None, []
         times.append(s.t)
         if step is not None and step > top:
             top = step
         if s.source is not None and (s.source, names, step is None) != said:
             said = (s.source, names, step is None)
             rr.provided(s, names)
-    if shape is not None:
-        rr.arrivals.observe_times(shape[0], shape[1], times)
+    if names_then is not None:
+        rr.arrivals.observe_times(names_then, stepping, times)
     rr.top_step = top
     rr.newest = samples[j - 1].t
     events = []
-    start = i
-    for k in range(i + 1, j + 1):
-        if k == j or keys[k - i] != keys[start - i]:
-            names = keys[start - i]
-            plan = rr.plans.get(names)
-            if plan is None:
-                plan = rr.plan(names)
-            events += observe_segment(rr, plan, samples, start, k, evaluate)
-            if k < j and samples[k].t != samples[k - 1].t:
-                events += evaluate(samples[k - 1].t)
-            start = k
+    for n, (start, names) in enumerate(stretches):
+        k = stretches[n + 1][0] if n + 1 < len(stretches) else j
+        plan = rr.plans.get(names)
+        if plan is None:
+            plan = rr.plan(names)
+        events += observe_segment(rr, plan, samples, start, k, evaluate)
+        if k < j and samples[k].t != samples[k - 1].t:
+            events += evaluate(samples[k - 1].t)
     return events

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -80,6 +81,34 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
             return  # nothing in the window, nothing new: the common case
         self._expire(sample.t)
         self.hot = self.total >= self.rule.increase
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        """Replay's batched path: with nothing in the window, samples that bring no increase (the common
+        case: a counter that stays put, a count of 0) in a loop; the others through ``observe``."""
+        m, cumulative = self.metric, self._cumulative
+        while i < end:
+            if not (self.hot or self.events or self.first_at is None):
+                prev, last_step = self.prev, self.last_step
+                while i < end:
+                    s = samples[i]
+                    v = s.metrics.get(m)
+                    if v is not None and not v - v:
+                        if v > 0.0 if not cumulative else prev is None or v != prev:
+                            break  # (an increase, or a counter reset: through observe)
+                        prev = v
+                        if s.step is not None:
+                            last_step = s.step
+                    i += 1
+                if cumulative:
+                    self.prev = prev
+                self.last_step = last_step
+            if i < end:  # not the common case: one sample through observe
+                s = samples[i]
+                self.observe(s)
+                i += 1
+                if self.hot:
+                    return self._stop(samples, i, end)
+        return i, 0
 
     def _expire(self, now: float) -> None:
         events, horizon = self.events, now - self.rule.window

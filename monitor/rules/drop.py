@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -105,6 +106,43 @@ class DropDetector(Detector[DropSpec]):
         if self._b is not None:
             self._close(b)
         self._b, self._sum, self._count = b, v, 1
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        """Replay's batched path: a value into the open bucket (``observe``'s common case) in a loop on
+        local copies of the bucket; a value that opens a bucket (or resets) through ``observe``."""
+        m, width, gap = self.metric, self._width, self._reset_gap
+        while i < end:
+            if not (self.hot or self._b is None or self._sample is None):
+                ob, total, count, last, step_then = (
+                    self._b,
+                    self._sum,
+                    self._count,
+                    self._sample,
+                    self._last_step,
+                )
+                while i < end:
+                    s = samples[i]
+                    v = s.metrics.get(m)
+                    if v is not None and not v - v:
+                        t, step = s.t, s.step
+                        if step is not None and step_then is not None and step < step_then:
+                            break  # a rewind
+                        if gap and t - last.t > gap or t // width != ob:
+                            break  # a reset, or a new bucket
+                        if step is not None:
+                            step_then = step
+                        last = s
+                        total += v
+                        count += 1
+                    i += 1
+                self._sum, self._count, self._sample, self._last_step = total, count, last, step_then
+            if i < end:  # not the common case: one sample through observe
+                s = samples[i]
+                self.observe(s)
+                i += 1
+                if self.hot:
+                    return self._stop(samples, i, end)
+        return i, 0
 
     def _close(self, now_bucket: float) -> None:
         """The open bucket is complete: move the windows on and judge."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -146,6 +147,44 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self._close()
             self.bucket_start = [t, step]
         self.values.append(value)
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
+        common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""
+        if self._metric is not None:
+            return super().observe_many(samples, i, end)
+        counter, width, min_points = self._counter, self._width, self._min_points
+        while i < end:
+            if not (self.hot or self.bucket_start is None or self.prev_step is None):
+                prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
+                values, start = self.values, self.bucket_start[0]
+                while i < end:
+                    s = samples[i]
+                    if s.state is not None or counter in s.metrics:
+                        break  # news, or a restart counter
+                    step = s.step
+                    if step is not None:
+                        if step < prev_step:
+                            break  # a rewind
+                        t = s.t
+                        if step != prev_step and t > prev_t:
+                            value = (t - prev_t) / (step - prev_step)
+                            if value <= pause:
+                                n = len(values)
+                                if t - start >= width and n >= min_points or n >= MAX_WINDOW:
+                                    break  # the bucket closes
+                                last_step = step
+                                values.append(value)
+                        prev_t, prev_step = t, step
+                    i += 1
+                self.prev_t, self.prev_step, self.last_step = prev_t, prev_step, last_step
+            if i < end:  # not the common case: one sample through observe
+                s = samples[i]
+                self.observe(s)
+                i += 1
+                if self.hot:
+                    return self._stop(samples, i, end)
+        return i, 0
 
     def reset(self) -> None:
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None

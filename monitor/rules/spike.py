@@ -135,15 +135,12 @@ class SpikeDetector(Detector[SpikeSpec]):
         if self.hot or self._follower:
             return super().observe_many(samples, i, end)
         b = self.baseline
-        observe = b.observe
         floor = self._floor_mode
-        while i < end:
-            observe(samples[i])
-            i += 1
-            if b.floor_raised if floor else b.is_spike:
-                self.hot = True
-                return self._stop(samples, i, end)
-        return i, 0
+        k = b.observe_until(samples, i, end, not floor, floor)
+        if k > i and (b.floor_raised if floor else b.is_spike):
+            self.hot = True
+            return self._stop(samples, k, end)
+        return k, 0
 
     def observe_shared(
         self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int
@@ -152,17 +149,13 @@ class SpikeDetector(Detector[SpikeSpec]):
         if any(m.hot for m in members):
             return i
         b = self.baseline
-        observe = b.observe
         floor = any(m._floor_mode for m in members)  # type: ignore[attr-defined]
         point = not all(m._floor_mode for m in members)  # type: ignore[attr-defined]
-        while i < end:
-            observe(samples[i])
-            i += 1
-            if point and b.is_spike or floor and b.floor_raised:
-                for m in members:
-                    m.hot = b.floor_raised if m._floor_mode else b.is_spike  # type: ignore[attr-defined]
-                break
-        return i
+        k = b.observe_until(samples, i, end, point, floor)
+        if k > i and (point and b.is_spike or floor and b.floor_raised):
+            for m in members:
+                m.hot = b.floor_raised if m._floor_mode else b.is_spike  # type: ignore[attr-defined]
+        return k
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

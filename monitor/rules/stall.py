@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
+from monitor.rules import stall_batch
 from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
 from monitor.rules.schedule import PauseSchedule, usual
 from monitor.rules.spec import RuleSpec
@@ -164,6 +166,9 @@ class StallDetector(Detector[StallSpec]):
             self.wake_at = self.last_step_at + soonest  # a lower bound: evaluate() refines it
         else:
             self.wake_at = math.inf
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        return stall_batch.observe_many(self, samples, i, end, REFRESH, 2 * MIN_INTERVALS)
 
     def _step(self, step: int, t: float) -> None:
         """A step other than the next one of a running run (observe handles that, the common case)."""

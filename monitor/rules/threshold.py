@@ -114,16 +114,16 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._roll(b, sample.t, v)
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
-        if self.hot or self._after:
+        if self.hot:
             return super().observe_many(samples, i, end)
-        m, above, below = self.metric, self._above, self._below
+        m, above, below, after = self.metric, self._above, self._below, self._after
         last = None
         if not self._windowed:
             while i < end:
                 s = samples[i]
                 i += 1
                 v = s.metrics.get(m)
-                if v is None or v - v:
+                if v is None or v - v or after and s.step is not None and s.step < after:
                     continue
                 last = s
                 if v > above or v < below:
@@ -140,7 +140,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             s = samples[i]
             i += 1
             v = s.metrics.get(m)
-            if v is None or v - v:
+            if v is None or v - v or after and s.step is not None and s.step < after:
                 continue
             last = s
             b = s.t // width

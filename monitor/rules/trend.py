@@ -20,6 +20,7 @@ tell. A step rewind (a restart from a checkpoint) starts afresh.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -110,6 +111,36 @@ class TrendDetector(Detector[TrendSpec]):
                 self._add(k, b[0], b[1], b[2], 1)
             self.hit = next((k for k, w in enumerate(self.windows) if w["hit"]), None)
             self.cond = self.hot = self.hit is not None
+
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+        """Replay's batched path: a value into the open bucket (``observe``'s common case) in a loop; a
+        value that closes a bucket (or rewinds) through ``observe``."""
+        m, log = self.metric, self._log
+        while i < end:
+            if not self.hot:
+                values, close_at, last_step = self.values, self.close_at, self.last_step
+                room = MAX_VALUES - len(values)
+                while i < end:
+                    s = samples[i]
+                    v = s.metrics.get(m)
+                    if v is not None and not v - v and not (log and v <= 0):
+                        step = s.step
+                        if step is not None and last_step is not None and step < last_step:
+                            break  # a rewind
+                        if s.t >= close_at or room <= 0:
+                            break  # the bucket closes
+                        last_step = step
+                        values.append(v)
+                        room -= 1
+                    i += 1
+                self.last_step = last_step
+            if i < end:  # not the common case: one sample through observe
+                s = samples[i]
+                self.observe(s)
+                i += 1
+                if self.hot:
+                    return self._stop(samples, i, end)
+        return i, 0
 
     def _add(self, k: int, t: float, step: int | None, x: float, min_points: int) -> list | None:
         """One value into window ``k``; the bucket it closed, if any (the window is then judged)."""

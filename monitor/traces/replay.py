@@ -246,12 +246,12 @@ class Replayer:
                 self._record(run, events)
             clock.pending = True
             clock.samples += j - i
-            for k in range(i, j):
-                step = buf[k].step
-                if step is not None:
+            for k in range(j - 1, i - 1, -1):  # the segment's last step, and its first if none yet
+                if buf[k].step is not None:
+                    clock.last_step = buf[k].step
                     if clock.first_step is None:
-                        clock.first_step = step
-                    clock.last_step = step
+                        clock.first_step = next(s.step for s in buf[i : k + 1] if s.step is not None)
+                    break
             clock.t = buf[j - 1].t
             i = j
 
