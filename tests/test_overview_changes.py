@@ -13,6 +13,7 @@ import html
 import re
 import secrets
 
+from monitor.storage.models import Run
 from monitor.web.dashboard.overview_changes import KEEP
 from tests.dashboard.support import bearer, build, client
 from tests.helpers import sim_id, tick
@@ -99,6 +100,15 @@ def test_one_run_changed_the_refresh_gets_its_row_and_applying_it_is_a_full_relo
     assert apply(held, delta) == parse(reload.text), "the list a full reload shows"
     assert len(got.content) * 4 < len(reload.content), "a fraction of the whole list"
     assert changes(api, delta["version"]).status_code == 304
+
+    held = parse(reload.text)  # a run crashes: critical, it moves above the silenced hero-a
+    with service.sessions.begin() as s:
+        s.get(Run, sim_id("run-00")).state = "crashed"
+    delta = changes(api, held[2]).json()
+    assert [r["id"] for r in delta["rows"]] == [sim_id("run-00")] and delta["order"] is not None
+    assert [rid for rid, _ in held[1]][:2] == [A, sim_id("run-00")]
+    assert delta["order"][:2] == [sim_id("run-00"), A]
+    assert apply(held, delta) == parse(api.get("/fragments/overview").text)
     service.stop()
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
+from monitor.storage.models import Run
+
 HERO_A = "li.run[data-run='sim:hero-a/hero-a']"
 HERO_B = "li.run[data-run='sim:hero-b/hero-b']"
 
@@ -92,11 +94,28 @@ def test_one_run_changed_its_row_is_replaced_in_place_and_the_rest_stays(live, p
     expect(page.locator(f"{HERO_A} svg.spark path.band")).to_have_count(1)  # its sparkline drawn again
     page.screenshot(path=str(artifacts / "overview-one-row-changed.png"), full_page=True)
 
+    assert page.evaluate(SHOWN) == full_reload(browser, live.url), "the same as a full reload"
+
+    page.evaluate(MARK)  # hero-b crashes: critical and not silenced, its row moves to the top
+    with live.service.sessions.begin() as s:
+        s.get(Run, "sim:hero-b/hero-b").state = "crashed"
+    expect(page.locator("ol.runs > li.run").first).to_have_attribute("data-run", "sim:hero-b/hero-b")
+    assert page.evaluate(KEPT) == {
+        "sim:hero-b/hero-b": False,
+        "sim:hero-a/hero-a": True,  # moved down a place, the same element
+        "sim:odd-name/<img src=x onerror=alert(1)>": True,
+    }
+    assert page.evaluate(SHOWN) == full_reload(browser, live.url)
+    assert page.evaluate("window.__notReloaded") is True
+    assert page.errors == [] and page.dialogs == []
+
+
+def full_reload(browser, url: str) -> dict:  # noqa: ANN001
+    """What the overview shows when loaded afresh, in another tab."""
     fresh = browser.new_context(viewport={"width": 1360, "height": 900}).new_page()
     try:
-        fresh.goto(live.url + "/")
+        fresh.goto(url + "/")
         expect(fresh.locator("svg.spark path.band")).to_have_count(3)
-        assert page.evaluate(SHOWN) == fresh.evaluate(SHOWN), "the same as a full reload"
+        return fresh.evaluate(SHOWN)
     finally:
         fresh.context.close()
-    assert page.errors == [] and page.dialogs == []

@@ -4,7 +4,7 @@ A version is the ETag of the overview's live list (24 hex digits, the page's ``d
 content, not a moment, so two snapshots (or two replicas) that render the same list give the same
 version. Each rendered list is kept as a :class:`Generation`: a digest of its head (kinds, counts,
 firing alerts) and of each run's row, and the order of the rows. The app remembers the last ``KEEP``
-generations (all kinds together; digests only, a few kilobytes for 200 runs), so memory does not grow
+generations (all kinds together; digests only, about 36 KB each for 200 runs), so memory does not grow
 with time, clients or the versions they send.
 
 Asked what changed since a version it remembers, the refresh gets JSON (:func:`changes`)::
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from monitor.web.conditional import Encoded
 
-KEEP = 8  # generations remembered per app, all kinds together
+KEEP = 16  # generations remembered per app, all kinds together (~36 KB each at 200 runs)
 VERSION = re.compile(r"[0-9a-f]{24}")  # the hex digits of an overview ETag (snapshot.etag_of)
 JSON = "application/json"
 
