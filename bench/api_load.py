@@ -18,6 +18,7 @@ only and every load is bounded in time.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import re
 import shutil
@@ -185,6 +186,49 @@ def snapshot_cost(url: str) -> dict[str, float] | None:
     return {"cold": cold, "build": statistics.median(builds), "encode": statistics.median(encodes)}
 
 
+def refresh_bytes(url: str, runs: int) -> list[tuple[str, int, int, int, int, int]]:
+    """What the overview's 5-second refresh downloads after one run changed (its step moved on; it
+    crashed), against the whole list it downloaded before row-level changes: in this process, on the
+    real app. Each line: (what changed, rows sent, bytes, gzip bytes on the wire, whole list, its gzip)."""
+    try:
+        from monitor.web.dashboard.overview_changes import valid_version
+    except ImportError:  # a version before the row-level refresh
+        return []
+    from fastapi.testclient import TestClient
+
+    from monitor.storage.models import Run
+    from monitor.web.app import create_app
+    from monitor.web.context import ApiContext
+
+    engine = make_engine(url)
+    ctx = ApiContext(
+        sessions=make_sessionmaker(engine),
+        clock=ManualClock(NOW),
+        settings=Settings(database_url=url),
+        poll_intervals={"bench": 60.0},
+    )
+    api = TestClient(create_app(ctx), base_url="http://localhost", headers={"Accept-Encoding": "gzip"})
+    out = []
+    for what, change in (
+        ("one run's step moved on", lambda r: setattr(r, "last_step", r.last_step + 12)),
+        ("one run crashed", lambda r: setattr(r, "state", "crashed")),
+    ):
+        full = api.get("/fragments/overview")
+        (version,) = re.findall(r'data-version="([0-9a-f]{24})"', full.text)
+        assert valid_version(version)
+        with ctx.sessions.begin() as s:  # a write of this process: the next refresh sees it at once
+            change(s.get(Run, f"hero-{runs // 2:03d}"))
+        got = api.get("/fragments/overview/changes", params={"since": version})
+        whole = api.get("/fragments/overview")
+        assert got.status_code == 200 and got.headers["content-type"] == "application/json", got.headers
+        rows = len(got.json()["rows"])
+        plain = len(whole.content)
+        gz = gzip.compress(whole.content, compresslevel=5, mtime=0)
+        out.append((what, rows, len(got.content), got.num_bytes_downloaded, plain, len(gz)))
+    engine.dispose()
+    return out
+
+
 # What is loaded: (label, path, the static file's name, conditional: send the ETag back and expect 304)
 TARGETS = [
     ("GET /api/runs", "/api/runs", "runs.json", False),
@@ -216,6 +260,7 @@ def main() -> None:
         url = args.database_url or f"sqlite:///{tmp}/bench.db"
         fill(url, args.runs)
         rebuild = snapshot_cost(url)
+        refreshes = refresh_bytes(url, args.runs)
         static = Path(tmp, "static")
         static.mkdir()
         server, base = start_server(url, static)
@@ -276,6 +321,12 @@ def main() -> None:
         print(
             f"\nGET / (overview): {sizes['/']:,} bytes of HTML for {args.runs} runs = "
             f"{sizes['/'] / args.runs:,.0f} bytes a run (before the snapshot and compact sparklines: 2,532)"
+        )
+    for what, rows, size, wire, whole, whole_gz in refreshes:
+        print(
+            f"overview refresh after {what} of {args.runs}: {rows} row{'s' if rows != 1 else ''}, "
+            f"{size:,} bytes ({wire:,} on the wire) vs the whole list {whole:,} ({whole_gz:,} gzipped): "
+            f"{size / whole:.3f}x of it ({wire / whole_gz:.3f}x on the wire)"
         )
     if rebuild is None:
         return

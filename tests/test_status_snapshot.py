@@ -116,6 +116,7 @@ def test_protected_reads_stay_protected_with_an_etag(tmp_path, clock):
     stranger = api.get("/api/runs", headers={"If-None-Match": etag})
     assert stranger.status_code == 401 and "etag" not in stranger.headers
     assert api.get("/fragments/overview", headers={"If-None-Match": etag}).status_code == 401
+    assert api.get("/fragments/overview/changes", params={"since": "0" * 24}).status_code == 401
     service.stop()
 
 
@@ -154,11 +155,13 @@ def test_the_overview_shows_every_run_and_its_refresh_gets_304(db_url, clock):
     assert len(re.findall(r'data-spark="[A-Za-z0-9+/]{8,}"', html)) == 2, "each run's loss sparkline"
     fragment = api.get("/fragments/overview")
     etag = fragment.headers["etag"]
-    assert etag in html.replace('\\"', '"'), "the page's refresh sends the ETag of the list it shows"
+    (version,) = re.findall(r'data-version="([0-9a-f]{24})"', html)
+    assert etag == f'W/"{version}"', "the page's refresh sends the version of the list it shows"
     assert api.get("/fragments/overview", headers={"If-None-Match": etag}).status_code == 304
+    assert api.get("/fragments/overview/changes", params={"since": version}).status_code == 304
     assert api.get("/", headers={"If-None-Match": page.headers["etag"]}).status_code == 304
     tick(service, clock, 60)
     fresh = api.get("/fragments/overview", headers={"If-None-Match": etag})
     assert fresh.status_code == 200 and fresh.headers["etag"] != etag
-    assert fresh.headers["etag"] in fresh.text.replace('\\"', '"')
+    assert fresh.headers["etag"] == 'W/"{}"'.format(*re.findall(r'data-version="(\w+)"', fresh.text))
     service.stop()

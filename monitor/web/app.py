@@ -115,10 +115,12 @@ def create_app(
 def _mount_dashboard(app: FastAPI) -> None:
     from monitor.web.dashboard import docs_pages, forms, overview, pages
     from monitor.web.dashboard.charts import SparkCache
+    from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
 
     app.state.renderer = Renderer()
     app.state.sparks = SparkCache()
+    app.state.overview_generations = Generations()  # the last few versions of the overview's list
     app.include_router(overview.router)
     app.include_router(pages.router)
     app.include_router(forms.router)

@@ -45,5 +45,6 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () { drawAll(document); });
-  document.addEventListener("htmx:load", function (e) { drawAll(e.target); });  // after each refresh
+  document.addEventListener("htmx:load", function (e) { drawAll(e.target); });  // after an htmx swap
+  document.addEventListener("herowatch:load", function (e) { drawAll(e.target); });  // overview_refresh.js
 })();
