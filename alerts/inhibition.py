@@ -42,3 +42,28 @@ def inhibited(
     """Is an alert with ``labels`` muted by one of the ``firing`` alerts?"""
     firing = list(firing)
     return any(rule.inhibits(src, labels) for rule in rules for src in firing if src != labels)
+
+
+class InhibitIndex:
+    """``inhibited`` for many alerts against the same firing set: each rule's sources are indexed by
+    the values of its ``equal`` labels, so an alert is checked against the sources that share them,
+    not against every firing alert (the same answer as ``inhibited``)."""
+
+    def __init__(self, firing: Iterable[Mapping[str, str]], rules: Sequence[InhibitRule]) -> None:
+        self._rules: list[tuple[InhibitRule, dict[tuple, list[Mapping[str, str]]]]] = []
+        firing = list(firing)
+        for rule in rules:
+            by_key: dict[tuple, list[Mapping[str, str]]] = {}
+            for src in firing:
+                if all(m.matches(src) for m in rule.source):
+                    by_key.setdefault(tuple(src.get(k) for k in rule.equal), []).append(src)
+            self._rules.append((rule, by_key))
+
+    def inhibited(self, labels: Mapping[str, str]) -> bool:
+        for rule, by_key in self._rules:
+            sources = by_key.get(tuple(labels.get(k) for k in rule.equal))
+            if not sources or not all(m.matches(labels) for m in rule.target):
+                continue
+            if any(src != labels and src is not labels for src in sources):
+                return True
+        return False

@@ -7,7 +7,7 @@ from the YAML config), driven by a manual clock: the clock advances one poll int
 jobs that are due then run (the polls and the source health of every watch, the reminder planner, the
 outbox dispatcher until it has nothing due). Prints per simulated day the resident memory (RSS) and
 the database size, the alert history (alerts, transitions, groups, the outbox) apart from the rest, and
-the slowest cycles.
+the slowest cycles; at the end, the cycles' real time by job.
 
 A cycle is late when its real processing time exceeds its budget: the poll interval divided by the
 speed-up the soak claims (``--days`` in ``--real-minutes``, printed). The target (issue 16): RSS growth
@@ -266,6 +266,8 @@ def main() -> None:  # noqa: PLR0915
         f"{'sent':>7}{'buckets':>9}{'late':>6}{'cycle p50':>11}{'max ms':>8}{'real s':>8}"
     )
     late, worst, started = 0, 0.0, time.monotonic()
+    # where the cycles' real time goes, job by job (the writer's share is what the polls wait for)
+    jobs = dict.fromkeys(("polls handed in", "batch writer", "health and reminders", "delivery"), 0.0)
     per_day: list[dict] = []
     try:
         for day in range(1, days + 1):
@@ -276,12 +278,17 @@ def main() -> None:  # noqa: PLR0915
                 t0 = time.perf_counter()
                 for name in names:  # as the scheduler's jobs do: hand over to the batch writer
                     engine.poll(name, wait=False)
+                t1 = time.perf_counter()
                 engine.batches.drain()
+                t2 = time.perf_counter()
                 engine.check_health()  # the one health job, for every watch
                 clock.advance(OUTBOX_AFTER)  # the group_wait of what the polls raised has passed
                 service.plan_repeats()
+                t3 = time.perf_counter()
                 deliver(service)
                 dt = time.perf_counter() - t0
+                for job, took in zip(jobs, (t1 - t0, t2 - t1, t3 - t2, t0 + dt - t3), strict=True):
+                    jobs[job] += took
                 cycle_times.append(dt)
                 late += dt > budget
                 worst = max(worst, dt)
@@ -319,6 +326,10 @@ def main() -> None:  # noqa: PLR0915
         if not args.keep:
             drop_database(args.database_url, args.db_name)
     report(per_day, late, worst, budget, days * cycles_per_day, time.monotonic() - started, receiver)
+    total = sum(jobs.values()) or 1.0
+    print(
+        "cycles' real time by job: " + ", ".join(f"{j} {t:.1f} s ({t / total:.0%})" for j, t in jobs.items())
+    )
     if args.objects:
         now = object_counts()
         grown = sorted(((n - objects.get(t, 0), t) for t, n in now.items()), reverse=True)[:12]

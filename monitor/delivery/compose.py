@@ -98,7 +98,7 @@ class Composer:
         titles = runs_repo.titles(s, (a.run_id for a in rows))
         shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in rows]
         lead_new = _lead(new) if new else None
-        plot = plot_for(s, lead_new, now) if lead_new is not None else None
+        plot = plot_for(s, lead_new, now, titles.get(lead_new.run_id)) if lead_new is not None else None
         view = GroupView(
             key=carrier.idempotency_key,
             receiver=group.receiver,

@@ -84,5 +84,4 @@ class Enqueuer:
 
 def finished(s: Session, group: AlertGroup) -> bool:
     """An episode is over when all of its alerts have resolved and nothing of it waits to be sent."""
-    alerts = groups_repo.alerts_of(s, group.id)
-    return all(a.state == "resolved" for a in alerts) and not groups_repo.has_backlog(s, group.id)
+    return groups_repo.settled(s, group.id)

@@ -9,12 +9,12 @@ an acknowledged alert still gets its state changes, only no reminders (``compose
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from alerts.inhibition import InhibitRule, inhibited
+from alerts.inhibition import InhibitIndex, InhibitRule
 from alerts.silences import SilenceSpec, silenced_by
 from monitor.storage.models import Alert, Silence
 
@@ -25,6 +25,11 @@ class Mutes:
     firing: Sequence[Mapping[str, str]]
     inhibit_rules: Sequence[InhibitRule]
     now: float
+    _index: InhibitIndex = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the firing alerts indexed by what each rule compares (one lookup per alert, not a scan)
+        object.__setattr__(self, "_index", InhibitIndex(self.firing, self.inhibit_rules))
 
     @classmethod
     def load(cls, s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> Mutes:
@@ -46,6 +51,6 @@ class Mutes:
         hit = silenced_by(labels, self.silences, self.now)
         if hit is not None:
             return f"silenced by silence {hit.id}"
-        if self.inhibit_rules and inhibited(labels, self.firing, self.inhibit_rules):
+        if self.inhibit_rules and self._index.inhibited(labels):
             return "inhibited"
         return None

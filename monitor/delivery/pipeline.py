@@ -83,17 +83,15 @@ class Pipeline:
     # ---- record ----------------------------------------------------------------------------------
     def mark_sent(self, id: int, now: float, ref: str | None) -> None:
         with self.sessions.begin() as s:
-            row = outbox_store.mark_sent(s, id, now, ref)
-            if row.group_id is None:
+            group_id, payload = outbox_store.mark_sent(s, id, now, ref)
+            if group_id is None:
                 return
-            told = (row.payload or {}).get("told") or {}
+            told = (payload or {}).get("told") or {}
             if told.get("kind") != "refresh":  # a refresh tells nothing new: the group's timers keep running
-                groups_repo.record_message(s, row.group_id, now, ref)
-            groups_repo.mark_told(
-                s, row.group_id, told.get("announced") or [], told.get("resolved") or [], now
-            )
+                groups_repo.record_message(s, group_id, now, ref)
+            groups_repo.mark_told(s, group_id, told.get("announced") or [], told.get("resolved") or [], now)
             s.flush()
-            group = s.get(AlertGroup, row.group_id)
+            group = s.get(AlertGroup, group_id)
             if group is not None:
                 self._close_if_finished(s, group, now)
 

@@ -15,10 +15,13 @@ from monitor.storage.models import Alert
 POINTS = 300
 
 
-def plot_for(s: Session, alert: Alert, now: float) -> Plot | None:
+def plot_for(s: Session, alert: Alert, now: float, run_title: str | None = None) -> Plot | None:
+    """``run_title``: what people call the run, when the caller knows it already (else read)."""
     cls = DETECTORS.get(alert.kind)
     what = cls.plot if cls is not None else "none"
-    run = runs_repo.titles(s, [alert.run_id]).get(alert.run_id, alert.run_id)  # what people call it
+    if what == "none":
+        return None
+    run = run_title or runs_repo.titles(s, [alert.run_id]).get(alert.run_id, alert.run_id)
     if what == "progress":
         return _progress(s, alert, now, run)
     if what == "metric":
@@ -55,14 +58,7 @@ def _metric(s: Session, alert: Alert, run: str) -> Plot | None:
 def _progress(s: Session, alert: Alert, now: float, run: str) -> Plot | None:
     """Step against time, from any of the run's step-indexed series (each bucket knows when its last
     step was logged)."""
-    points: list[tuple[float, float]] = []
-    for metric in series.metrics_of(s, alert.run_id):
-        axis, buckets = series.read_series(s, alert.run_id, metric)
-        if axis != "step":
-            continue
-        got = [(b.t, b.x0) for b in buckets if b.t is not None]
-        if len(got) > len(points):
-            points = got
+    points = series.progress_points(s, alert.run_id)
     if not points:
         return None
     points.sort()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification
@@ -64,6 +64,15 @@ def has_backlog(s: Session, group_id: int) -> bool:
         .where(Notification.group_id == group_id, Notification.status.in_(BUSY))
     )
     return bool(n)
+
+
+def settled(s: Session, group_id: int) -> bool:
+    """Have all the group's alerts resolved, with nothing of it waiting to be sent? (One query.)"""
+    unresolved = exists().where(
+        GroupMember.group_id == group_id, GroupMember.alert_id == Alert.id, Alert.state != "resolved"
+    )
+    busy = exists().where(Notification.group_id == group_id, Notification.status.in_(BUSY))
+    return not s.scalar(select(or_(unresolved, busy)))
 
 
 def mark_told(s: Session, group_id: int, announced: list[int], resolved: list[int], now: float) -> None:

@@ -118,12 +118,23 @@ def set_status(s: Session, id: int, status: str, reason: str | None = None) -> N
     )
 
 
-def mark_sent(s: Session, id: int, now: float, ref: str | None) -> Notification:
-    row = s.get(Notification, id)
-    row.status, row.sent_at, row.external_ref = "sent", now, ref
-    row.attempts += 1
-    row.claim_expires_at, row.last_error = None, None
-    return row
+def mark_sent(s: Session, id: int, now: float, ref: str | None) -> tuple[int | None, dict | None]:
+    """Record a row as sent; returns its group and payload (one statement: no read before the write)."""
+    group_id, payload = s.execute(
+        update(Notification)
+        .where(Notification.id == id)
+        .values(
+            status="sent",
+            sent_at=now,
+            external_ref=ref,
+            attempts=Notification.attempts + 1,
+            claim_expires_at=None,
+            last_error=None,
+        )
+        .returning(Notification.group_id, Notification.payload)
+        .execution_options(synchronize_session=False)
+    ).one()
+    return group_id, payload
 
 
 def mark_retry(s: Session, id: int, next_attempt_at: float, error: str) -> None:

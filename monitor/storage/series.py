@@ -227,3 +227,25 @@ def metrics_of(session: Session, run_id: str) -> list[str]:
             select(SeriesMeta.metric).where(SeriesMeta.run_id == run_id).order_by(SeriesMeta.metric)
         )
     )
+
+
+def progress_points(session: Session, run_id: str) -> list[tuple[float, float]]:
+    """(when, step) of every bucket of the run's step-indexed series with the most such buckets (the
+    first by name on a tie): the run's progress, in one query rather than one per metric."""
+    rows = session.execute(
+        select(SeriesBucket.metric, SeriesBucket.t_last, SeriesBucket.x0)
+        .join(
+            SeriesMeta,
+            and_(SeriesMeta.run_id == SeriesBucket.run_id, SeriesMeta.metric == SeriesBucket.metric),
+        )
+        .where(SeriesBucket.run_id == run_id, SeriesMeta.axis == "step", SeriesBucket.t_last.is_not(None))
+        .order_by(SeriesBucket.metric, SeriesBucket.x0)
+    )
+    by_metric: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for metric, t, x0 in rows:
+        by_metric[metric].append((t, x0))
+    best: list[tuple[float, float]] = []
+    for points in by_metric.values():
+        if len(points) > len(best):
+            best = points
+    return best

@@ -140,10 +140,13 @@ class SeriesTails:
                 lows.update(dict.fromkeys(names, low))
         if not wanted:
             return
-        for b in s.scalars(select(SeriesBucket).where(SeriesBucket.run_id == run_id, or_(*wanted))):
-            ser = known[b.metric]
-            if b.x0 not in ser.tail:  # memory holds the newer figures of what it has
-                ser.tail[b.x0] = _Bucket(run_id, b.metric, b.x0, *(getattr(b, c) for c in BUCKET_COLUMNS))
-            s.expunge(b)
+        # plain rows, not ORM objects: nothing to track, expunge or flush (a rewind reads many)
+        columns = [getattr(SeriesBucket, c) for c in ("metric", "x0", *BUCKET_COLUMNS)]
+        for metric, x0, *values in s.execute(
+            select(*columns).where(SeriesBucket.run_id == run_id, or_(*wanted))
+        ):
+            ser = known[metric]
+            if x0 not in ser.tail:  # memory holds the newer figures of what it has
+                ser.tail[x0] = _Bucket(run_id, metric, x0, *values)
         for metric, low in lows.items():
             known[metric].known_from = min(known[metric].known_from, low)
