@@ -106,6 +106,13 @@ class Detector(ABC, Generic[SpecT]):
                 return self._stop(samples, i, end)
         return i, 0
 
+    def _uncommon(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, tuple[int, int] | None]:
+        """A batched loop's uncommon sample (``samples[i]``) through ``observe``: the next index, and
+        what ``observe_many`` returns when the detector turned hot (else None: the loop goes on)."""
+        self.observe(samples[i])
+        i += 1
+        return i, (self._stop(samples, i, end) if self.hot else None)
+
     def _stop(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
         """``observe_many`` stops after ``samples[i - 1]``: the rest of that sample time, and why."""
         hot = self.hot

@@ -103,11 +103,9 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
                     self.prev = prev
                 self.last_step = last_step
             if i < end:  # not the common case: one sample through observe
-                s = samples[i]
-                self.observe(s)
-                i += 1
-                if self.hot:
-                    return self._stop(samples, i, end)
+                i, stop = self._uncommon(samples, i, end)
+                if stop is not None:
+                    return stop
         return i, 0
 
     def _expire(self, now: float) -> None:

@@ -137,11 +137,9 @@ class DropDetector(Detector[DropSpec]):
                     i += 1
                 self._sum, self._count, self._sample, self._last_step = total, count, last, step_then
             if i < end:  # not the common case: one sample through observe
-                s = samples[i]
-                self.observe(s)
-                i += 1
-                if self.hot:
-                    return self._stop(samples, i, end)
+                i, stop = self._uncommon(samples, i, end)
+                if stop is not None:
+                    return stop
         return i, 0
 
     def _close(self, now_bucket: float) -> None:

@@ -179,11 +179,9 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                     i += 1
                 self.prev_t, self.prev_step, self.last_step = prev_t, prev_step, last_step
             if i < end:  # not the common case: one sample through observe
-                s = samples[i]
-                self.observe(s)
-                i += 1
-                if self.hot:
-                    return self._stop(samples, i, end)
+                i, stop = self._uncommon(samples, i, end)
+                if stop is not None:
+                    return stop
         return i, 0
 
     def reset(self) -> None:

@@ -135,11 +135,9 @@ class TrendDetector(Detector[TrendSpec]):
                     i += 1
                 self.last_step = last_step
             if i < end:  # not the common case: one sample through observe
-                s = samples[i]
-                self.observe(s)
-                i += 1
-                if self.hot:
-                    return self._stop(samples, i, end)
+                i, stop = self._uncommon(samples, i, end)
+                if stop is not None:
+                    return stop
         return i, 0
 
     def _add(self, k: int, t: float, step: int | None, x: float, min_points: int) -> list | None:
