@@ -122,3 +122,38 @@ def test_a_failed_batch_writes_neither_the_alert_nor_its_outbox_row(db_url, cloc
         assert got["firing"] >= 1 and got["outbox"] >= 1
     finally:
         service.stop()
+
+
+def test_chart_bookkeeping_is_written_every_few_polls_and_at_shutdown(db_url, clock):
+    """A series' bookkeeping row (points folded, bucket width) is not rewritten on every poll: it lags
+    by at most ``META_EVERY`` polls, the overview's sparklines still move on every poll, and a stop
+    writes what lagged."""
+    from monitor.storage.models import SeriesMeta
+    from monitor.storage.series_tails import META_EVERY
+    from monitor.web.dashboard.charts import SparkCache
+
+    service, _ = make_service(db_url, clock, CONFIG)
+    service.engine.resume()
+    run = sim_id("hero-calm", "hero-calm")
+    cache, sparks = SparkCache(), []
+    for _ in range(2):  # the run starts logging
+        clock.advance(60)
+        service.engine.poll("hero-calm")
+    for _ in range(META_EVERY + 2):
+        clock.advance(60)
+        service.engine.poll("hero-calm")
+        with service.sessions() as s:
+            sparks.append(cache.get_many(s, [run])[run])
+            stored = s.get(SeriesMeta, (run, "train/loss")).points
+            buckets = s.scalar(
+                select(func.sum(SeriesBucket.count)).where(
+                    SeriesBucket.run_id == run, SeriesBucket.metric == "train/loss"
+                )
+            )
+        # a step every 12 s: at most META_EVERY polls behind
+        assert buckets - 6 * META_EVERY <= stored <= buckets
+    assert stored < buckets, "the last polls' count is not written yet"
+    assert len({sp.data for sp in sparks}) == len(sparks), "every poll's points show in the sparkline"
+    service.stop()
+    with service.sessions() as s:
+        assert s.get(SeriesMeta, (run, "train/loss")).points == buckets

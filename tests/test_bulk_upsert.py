@@ -1,10 +1,12 @@
 """The batched upsert the write path uses reads back exactly what was written, on SQLite and on
-PostgreSQL (where the rows go as one statement of column arrays): text, integers, floats, epoch
-timestamps, JSON documents, bytes and NULLs; a second upsert updates only the named columns; of two
-rows with the same key in one call the last one wins."""
+PostgreSQL, both ways the rows go there (one statement of column arrays; binary COPY into a scratch
+table, then one statement): text, integers, floats, epoch timestamps, JSON documents, bytes and NULLs; a
+second upsert updates only the named columns; of two rows with the same key in one call the last one
+wins; two upserts of a table in one transaction each write their own rows."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from monitor.storage import bulk
@@ -33,7 +35,14 @@ def run_row(i: int, **over) -> dict:
     return row
 
 
-def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migrated_url):
+@pytest.fixture(params=["copy", "arrays"])
+def path(request, monkeypatch) -> str:
+    """Which way the rows go on PostgreSQL (``bulk.COPY_FROM``: COPY from that many rows on)."""
+    monkeypatch.setattr(bulk, "COPY_FROM", 1 if request.param == "copy" else 10**9)
+    return request.param
+
+
+def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migrated_url, path):
     sessions = make_sessionmaker(make_engine(migrated_url))
     update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at", "labels")]
     with sessions.begin() as s:
@@ -72,3 +81,18 @@ def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migr
         assert r1.labels == {"team": "pretrain", "gpus": 512}, "a column not named for update is kept"
         assert abs(r1.first_seen_at - T0) < 1e-5
         assert len(list(s.scalars(select(Run.id)))) == 2
+
+
+def test_two_upserts_of_a_table_in_one_transaction_write_their_own_rows(migrated_url, path):
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at")]
+    with sessions.begin() as s:
+        bulk.upsert(s, Run.__table__, [run_row(i, state="running") for i in range(100)], ("id",), update)
+        bulk.upsert(s, Run.__table__, [run_row(i, state="crashed") for i in range(50, 80)], ("id",), update)
+    with sessions.begin() as s:  # after a commit, the scratch table holds nothing of the last one
+        bulk.upsert(s, Run.__table__, [run_row(i, state="finished") for i in range(90, 95)], ("id",), update)
+    with sessions() as s:
+        states = {r.id: r.state for r in s.scalars(select(Run))}
+    assert len(states) == 100
+    want = {i: "crashed" if 50 <= i < 80 else "finished" if 90 <= i < 95 else "running" for i in range(100)}
+    assert states == {run_row(i)["id"]: st for i, st in want.items()}

@@ -6,13 +6,16 @@ message for the watch. Real llm.c values, both databases."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 
 from sqlalchemy import select
 
+from monitor.engine.coverage_stored import expand
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, Run
+from monitor.web.coverage import coverage_out
 from tests.conftest import REAL_DATA
 from tests.helpers import make_service, tick
 
@@ -89,8 +92,8 @@ def test_a_run_with_an_unknown_loss_name_warns_once_and_resolves(db_url, clock):
     assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total}" in message
 
     with service.sessions() as s:
-        cov = s.get(Run, "hero-7b").stats["coverage"]
-        ok = s.get(Run, "hero-ok").stats["coverage"]
+        cov = expand(s.get(Run, "hero-7b").stats["coverage"])
+        ok = expand(s.get(Run, "hero-ok").stats["coverage"])
     assert cov["state"] == "blind" and ok["state"] == "covered"
     by_rule = {r["rule"]: r for r in cov["rules"]}
     assert by_rule["loss_spike"]["state"] == "blind"
@@ -183,4 +186,29 @@ def test_the_api_and_the_pages_show_the_blind_run(db_url, clock):
     assert 'id="coverage"' in page and "Watching blind." in page and "never" in page
     overview = api.get("/").text
     assert overview.count("watching blind: ") == 1 and "hero-7b#coverage" in overview
+    service.stop()
+
+
+def test_the_stored_coverage_is_compact_and_reads_as_the_earlier_form(db_url, clock):
+    """Coverage is stored with every run's stats after every poll: the rules' shared inputs are kept
+    once, and a row still holding the earlier form (each rule's inputs written out) reads the same."""
+    service, _ = make_service(db_url, clock, CONFIG)
+    service.engine.sources["sim"] = Trainers({"hero-7b": ("objective", "gnorm")})
+    service.engine.resume()
+    tick(service, clock, 6 * 60)
+    with service.sessions.begin() as s:
+        run = s.get(Run, "hero-7b")
+        compact = run.stats["coverage"]
+        api = coverage_out(run)
+        earlier = expand(compact)
+        assert earlier["rules"] and all(r["inputs"] for r in earlier["rules"])
+        size = len(json.dumps(compact))
+        assert size * 2 < len(json.dumps(earlier)), (size, len(json.dumps(earlier)))
+        run.stats = {**run.stats, "coverage": earlier}  # a row written before the compact form
+    with service.sessions() as s:
+        again = coverage_out(s.get(Run, "hero-7b"))
+    assert again == api
+    assert api.state == "blind" and {r.rule for r in api.rules if r.state == "blind"} >= {"loss_spike"}
+    spike = next(r for r in api.rules if r.rule == "loss_spike")
+    assert [i.name for i in spike.inputs] == ["train/loss"] and spike.inputs[0].state == "blind"
     service.stop()

@@ -15,6 +15,7 @@ from alerts.model import Finding
 from monitor.config.schema import Watch
 from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding, watch_finding
 from monitor.engine.coverage import RunCoverage
+from monitor.engine.coverage_stored import stored as stored_coverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.profiles import Vocabulary
 from monitor.samples import TERMINAL_STATES
@@ -78,7 +79,7 @@ class BlindWatch:
         finding = self._finding[run] = run_finding(blind, watch.name)
         event = self.evaluator.apply(blind_rule(), run, finding, now)
         stored = {
-            **cov.to_json(),
+            **stored_coverage(cov),
             "summary": blind.text if blind is not None else None,
             "gaps": gaps,
             "keys": keys[:KEYS_STORED],

@@ -251,6 +251,14 @@ def _ago(seconds: float) -> str:
     return format_duration(max(0.0, seconds))
 
 
+UNUSED_WHY = "not logged by this run (optional)"
+
+
+def covered_why(idle: float) -> str:
+    """Why a covered input is: its last value came ``idle`` seconds ago."""
+    return f"last value {_ago(idle)} ago"
+
+
 def _expected(name: str, expect: str, promised: frozenset[str], tracked: bool) -> str:
     """``tracked``: a trainer's tracker feeds the run (a source promises the step counter, or steps came):
     without one, nothing sends the trainer's metrics, and a rule on them expects nothing of the run."""
@@ -277,7 +285,7 @@ def _input_state(
     ref = merged.get(STEP) or merged.get(ANY)
     if seen is None:
         if expect == "optional":
-            return InputState(name, "unused", None, 0, "not logged by this run (optional)")
+            return InputState(name, "unused", None, 0, UNUSED_WHY)
         if expect == "periodic":
             return InputState(name, "warming", None, 0, "expected at evals or saves; none yet")
         if ref is None:
@@ -304,7 +312,38 @@ def _input_state(
             count,
             f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
         )
-    return InputState(name, "covered", last, count, f"last value {_ago(idle)} ago")
+    return InputState(name, "covered", last, count, covered_why(idle))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run's coverage is judged from, beyond its arrivals: per rule, the inputs it needs and what
+    it expects of each (``_expected``), the distinct (input, expect, window) judged once each. It
+    depends on the rules, the promised inputs, whether a tracker feeds the run and its kind, which
+    rarely change: ``judge`` reuses it (``plans``) rather than sorting and classifying every poll."""
+
+    specs: tuple[Any, ...]  # held, so that the ids in the cache key stay theirs
+    inputs: tuple[tuple[str, str, float], ...]  # (name, expect, for_)
+    rules: tuple[tuple[Any, tuple[int, ...]], ...]  # (RuleSpec, indices into ``inputs``, sorted by name)
+
+
+def plan(
+    rules: Iterable[tuple[Any, frozenset[str]]], promised: frozenset[str], tracked: bool, run_kind: str | None
+) -> Plan:
+    specs, inputs, out = [], {}, []
+    for spec, feeds in rules:
+        specs.append(spec)
+        if not feeds:
+            continue  # a rule that is off (a threshold with no bound) needs nothing
+        other_kind = bool(run_kind and run_kind != "other" and spec.for_kind and spec.for_kind != run_kind)
+        idx = []
+        for name in sorted(feeds):
+            expect = _expected(name, spec.expect, promised, tracked)
+            if other_kind and not name.startswith("@"):
+                expect = "optional"
+            idx.append(inputs.setdefault((name, expect, spec.for_), len(inputs)))
+        out.append((spec, tuple(idx)))
+    return Plan(tuple(specs), tuple(inputs), tuple(out))
 
 
 def judge(
@@ -315,36 +354,37 @@ def judge(
     unavailable_feeds: frozenset[str] = frozenset(),
     promised: frozenset[str] = frozenset(),
     run_kind: str | None = None,
+    plans: dict | None = None,
 ) -> RunCoverage:
     """The coverage of a run's rules at ``now``. ``rules``: (RuleSpec, its feeds) per rule;
     ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
     the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker);
     ``run_kind``: what the run is (pretraining, rl, ...): a rule on the metrics of another kind's pack
-    expects nothing of it (its step clock and state rules still count)."""
-    out = []
-    memo: dict[tuple[str, str, float], InputState] = {}
+    expects nothing of it (its step clock and state rules still count). ``plans``: a cache of the run's
+    ``Plan`` (kept by the caller, per run)."""
     merged = arrivals.seen()
     tracked = STEP in promised or STEP in merged
-    for spec, feeds in rules:
-        if not feeds:
-            continue  # a rule that is off (a threshold with no bound) needs nothing
-        states = []
-        other_kind = bool(run_kind and run_kind != "other" and spec.for_kind and spec.for_kind != run_kind)
-        for name in sorted(feeds):
-            expect = _expected(name, spec.expect, promised, tracked)
-            if other_kind and not name.startswith("@"):
-                expect = "optional"
-            key = (name, expect, spec.for_)
-            st = memo.get(key)
-            if st is None:
-                st = memo[key] = _input_state(
-                    name, expect, arrivals, merged, now, unavailable_feeds, spec.for_
-                )
-            states.append(st)
-        worst = min((s.state for s in states), key=ORDER.__getitem__)
+    rules = rules if isinstance(rules, list | tuple) else list(rules)
+    key = (tuple(id(spec) for spec, _ in rules), promised, tracked, run_kind)
+    p = plans.get(key) if plans is not None else None
+    if p is None:
+        p = plan(rules, promised, tracked, run_kind)
+        if plans is not None:
+            if len(plans) >= 8:
+                plans.clear()
+            plans[key] = p
+    judged = [
+        _input_state(name, expect, arrivals, merged, now, unavailable_feeds, for_)
+        for name, expect, for_ in p.inputs
+    ]
+    order = ORDER.__getitem__
+    out = []
+    for spec, idx in p.rules:
+        states = tuple(judged[i] for i in idx)
+        worst = min((s.state for s in states), key=order)
         if worst == "unused" and any(s.state == "covered" for s in states):
             worst = "covered"
-        out.append(RuleState(spec.name, spec.kind, spec.severity.value, worst, tuple(states)))
+        out.append(RuleState(spec.name, spec.kind, spec.severity.value, worst, states))
     counted = [r.state for r in out if r.state not in ("unused",)]
-    state = min(counted, key=ORDER.__getitem__) if counted else "unused"
+    state = min(counted, key=order) if counted else "unused"
     return RunCoverage(run, now, state, tuple(out))

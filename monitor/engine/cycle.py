@@ -50,7 +50,7 @@ from monitor.sources.base import PollResult, Source
 from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
-from monitor.storage.series_tails import SeriesTails
+from monitor.storage.series_tails import SeriesTails, SeriesWrites
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
@@ -373,25 +373,27 @@ class Engine:
         report.runs = len(run_ids)
 
     # ---- source health, on its own schedule -------------------------------------------------------
-    # ---- source health, on its own schedule -------------------------------------------------------
     def check_health(self, watch_name: str | None = None) -> list[AlertEvent]:
         """The ``source_unavailable`` alerts of a watch (default: every watch held), now (``health_job``)."""
         return self.health.check(watch_name)
 
     # ---- shutdown ---------------------------------------------------------------------------------
     def checkpoint(self) -> int:
-        """Save the detector state of every run of the watches this process still holds (at shutdown).
-        Returns the number of runs saved."""
+        """Save the detector state (and the chart series' bookkeeping) of every run of the watches this
+        process still holds (at shutdown). Returns the number of runs saved."""
         self.batches.drain()  # the polls handed to the writer first
         now = self.clock.time()
         saved = 0
         with self._lock, self.sessions.begin() as s:
+            series = SeriesWrites()
             for watch in list(self.adopted):
                 if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
                     continue  # another replica has it now: its state is not ours to write
                 runs = self.runs_of(watch)
                 self.adoption.save_state(s, runs, now)
+                self.series.unsaved(runs, series)
                 saved += len(runs)
+            series.flush(s)
         return saved
 
     def close(self) -> None:

@@ -349,8 +349,10 @@ class Evaluator:
     ) -> RunCoverage:
         """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
         rr = self._run(run)
-        rules = [(s.rule, s.feeds) for s in rr.slots]
-        return judge(run, rules, rr.arrivals, now, rr.unreadable(unavailable), promised, run_kind)
+        if len(rr.coverage_rules) != len(rr.slots):
+            rr.coverage_rules = [(s.rule, s.feeds) for s in rr.slots]
+        unread, plans = rr.unreadable(unavailable), rr.coverage_plans
+        return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans)
 
     # ---- detector state across restarts ----------------------------------------------------------
     def export_state(self, run: str) -> dict | None:

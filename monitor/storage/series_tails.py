@@ -7,7 +7,7 @@ kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import and_, or_, select
@@ -18,6 +18,7 @@ from monitor.storage.models import SeriesBucket, SeriesMeta
 from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold
 
 KEEP = 4  # newest buckets kept in memory per series (a poll touches one or two)
+META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
 
@@ -32,6 +33,7 @@ class _Series:
     points: int = 0
     tail: dict[float, _Bucket] = field(default_factory=dict)
     known_from: float = -math.inf  # every stored bucket at or after this x0 is in ``tail``
+    unsaved: int = 0  # polls folded since the bookkeeping row was last handed to be written
 
     def meta_row(self) -> dict:
         return {
@@ -52,6 +54,10 @@ class SeriesWrites:
     buckets: dict[tuple[str, str, float], _Bucket] = field(default_factory=dict)
     metas: dict[tuple[str, str], _Series] = field(default_factory=dict)
 
+    def add_meta(self, ser: _Series) -> None:
+        self.metas[(ser.run_id, ser.metric)] = ser
+        ser.unsaved = 0
+
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
         bulk.upsert(s, SeriesBucket.__table__, [b.row() for b in self.buckets.values()], keys, BUCKET_COLUMNS)
@@ -68,6 +74,14 @@ class SeriesTails:
 
     def forget(self, run: str) -> None:
         self._runs.pop(run, None)
+
+    def unsaved(self, runs: Iterable[str], out: SeriesWrites) -> None:
+        """Hand the bookkeeping rows of these runs' series not written since their last change to ``out``
+        (at shutdown: what ``META_EVERY`` left in memory)."""
+        for run in runs:
+            for ser in self._runs.get(run, {}).values():
+                if ser.unsaved:
+                    out.add_meta(ser)
 
     def _series_of(self, s: Session, run_id: str) -> dict[str, _Series]:
         known = self._runs.get(run_id)
@@ -91,6 +105,7 @@ class SeriesTails:
             ser = known.get(metric)
             if ser is None:
                 ser = known[metric] = _Series(run_id, metric, axis, 1.0 if axis == "step" else TIME_WIDTH)
+                ser.unsaved = META_EVERY  # a new series' row is written at once
             g: dict[float, list[Point]] = {}
             for p in points:
                 g.setdefault(math.floor(p.x / ser.width) * ser.width, []).append(p)
@@ -107,7 +122,9 @@ class SeriesTails:
                     _fold(b, p)
                 out.buckets[(run_id, metric, x0)] = b
             ser.points += len(series[metric][1])
-            out.metas[(run_id, metric)] = ser
+            ser.unsaved += 1
+            if ser.unsaved >= META_EVERY:
+                out.add_meta(ser)
             tail = ser.tail
             if len(tail) > KEEP:  # the oldest buckets out (usually one: a poll opens one or two)
                 while len(tail) > KEEP:
@@ -120,7 +137,7 @@ class SeriesTails:
                 _compact(s, ser, self.max_buckets)
                 s.flush()
                 ser.tail, ser.known_from = {}, math.inf
-                out.metas[(run_id, metric)] = ser
+                out.add_meta(ser)
 
     def _load_missing(
         self, s: Session, run_id: str, known: Mapping[str, _Series], groups: Mapping[str, dict[float, list]]

@@ -214,12 +214,16 @@ def run_series(
     return out
 
 
-def series_versions(session: Session, metric: str) -> dict[str, tuple[int, float]]:
-    """run -> (points folded so far, bucket width) of one metric: changes whenever the series does."""
+def series_versions(session: Session, metric: str) -> dict[str, tuple[float | None, float]]:
+    """run -> (its newest sample's time, the series' bucket width) of one metric: changes whenever the
+    series does (a poll that folds points into it moves the run's newest sample; a compaction, the
+    width). The series' own point count is written only every few polls (``series_tails``)."""
     rows = session.execute(
-        select(SeriesMeta.run_id, SeriesMeta.points, SeriesMeta.width).where(SeriesMeta.metric == metric)
+        select(SeriesMeta.run_id, Run.last_seen_at, SeriesMeta.width)
+        .join(Run, Run.id == SeriesMeta.run_id)
+        .where(SeriesMeta.metric == metric)
     )
-    return {run: (int(points), float(width)) for run, points, width in rows}
+    return {run: (seen, float(width)) for run, seen, width in rows}
 
 
 def series_of_runs(

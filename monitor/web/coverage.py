@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from alerts.clock import isoformat
+from monitor.engine.coverage_stored import expand
 from monitor.storage.models import Run
 
 CoverageState = Literal["covered", "warming", "blind", "unknown", "unused", "ended"]
@@ -49,7 +50,7 @@ def _state(v: Any) -> str:
 
 
 def coverage_out(run: Run) -> CoverageOut:
-    cov = (run.stats or {}).get("coverage")
+    cov = expand((run.stats or {}).get("coverage"))
     if not isinstance(cov, dict):
         return CoverageOut(run=run.id, state=None, at=None, summary=None, keys=[], gaps={}, rules=[])
     rules = []

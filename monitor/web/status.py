@@ -16,6 +16,7 @@ from alerts.clock import isoformat
 from alerts.silences import SilenceSpec, silenced_by
 from monitor import run_ids
 from monitor.durations import format_duration
+from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
 from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
 from monitor.storage import views
@@ -151,8 +152,8 @@ class Verdict:
 
 def blind_rules(stats: dict[str, Any]) -> list[str]:
     """The rules the run's last poll found blind (``engine.coverage``, stored with the stats)."""
-    cov = stats.get("coverage") if isinstance(stats, dict) else None
-    if not isinstance(cov, dict):
+    cov = expand(stats.get("coverage")) if isinstance(stats, dict) else None
+    if cov is None:
         return []
     return [
         str(r.get("rule"))

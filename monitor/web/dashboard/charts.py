@@ -5,7 +5,7 @@ Sparklines come from the bounded series, min and max per bucket, so a one-step s
 thin peak. The page carries each as one short attribute, ``data-spark``: the upper edge then the lower
 edge of up to 48 columns, one character a value (64 levels, ``LEVELS``), which static/sparks.js draws
 as an SVG band and line (96 characters a run instead of 1.6 KB of SVG path). They are cached per run and
-metric and recomputed only when that series has changed (its ``series_meta.points``), so an overview
+metric and recomputed only when that series has changed (``views.series_versions``), so an overview
 of 200 runs refreshed every few seconds reads only the series that moved.
 """
 
@@ -66,11 +66,14 @@ def sparkline(rows: Sequence[tuple[float, float | None, float | None]]) -> Spark
     return Spark("".join(level(c[1]) for c in cols) + "".join(level(c[0]) for c in cols))
 
 
+Version = tuple[float | None, float]  # views.series_versions
+
+
 class SparkCache:
     """(run, metric) -> (series version, sparkline). Thread-safe, bounded."""
 
     def __init__(self, size: int = 5000) -> None:
-        self._data: OrderedDict[tuple[str, str], tuple[tuple[int, float], Spark | None]] = OrderedDict()
+        self._data: OrderedDict[tuple[str, str], tuple[Version, Spark | None]] = OrderedDict()
         self._lock = threading.Lock()
         self.size = size
 
