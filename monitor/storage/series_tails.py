@@ -67,6 +67,12 @@ class SeriesWrites:
         self.metas.clear()
 
 
+def _new_series(run_id: str, metric: str, axis: str) -> _Series:
+    ser = _Series(run_id, metric, axis, 1.0 if axis == "step" else TIME_WIDTH)
+    ser.unsaved = META_EVERY  # a new series' row is written at once
+    return ser
+
+
 class SeriesTails:
     def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
         self.max_buckets = max_buckets
@@ -95,7 +101,52 @@ class SeriesTails:
     def fold(
         self, s: Session, run_id: str, series: Mapping[str, tuple[str, list[Point]]], out: SeriesWrites
     ) -> None:
-        """Fold one poll's points of every metric of a run into memory; the changed rows go to ``out``."""
+        """Fold one poll's points of every metric of a run into memory; the changed rows go to ``out``.
+        The common case (points at or after the buckets memory holds) in one pass; a rewind, or a run's
+        first poll in this process, reads the stored buckets it touches first (``_fold_loading``)."""
+        known = self._runs.get(run_id)
+        if known is None:
+            return self._fold_loading(s, run_id, series, out)
+        for metric, (_, points) in series.items():
+            ser = known.get(metric)
+            if points and ser is not None and ser.buckets:
+                w = ser.width
+                if math.floor(min(p.x for p in points) / w) * w < ser.known_from:
+                    return self._fold_loading(s, run_id, series, out)
+        floor, isfinite, buckets = math.floor, math.isfinite, out.buckets
+        grown = []
+        for metric, (axis, points) in series.items():
+            if not points:
+                continue
+            ser = known.get(metric)
+            if ser is None:
+                ser = known[metric] = _new_series(run_id, metric, axis)
+            w, tail = ser.width, ser.tail
+            for p in points:
+                x0 = floor(p.x / w) * w
+                b = tail.get(x0)
+                if b is None:
+                    b = tail[x0] = _Bucket(run_id, metric, x0)
+                    ser.buckets += 1
+                v = p.value  # as series._fold
+                if isfinite(v):
+                    b.min = v if b.min is None or v < b.min else b.min
+                    b.max = v if b.max is None or v > b.max else b.max
+                    b.sum = (b.sum or 0.0) + v
+                    b.count = (b.count or 0) + 1
+                else:
+                    b.nonfinite = (b.nonfinite or 0) + 1
+                if b.t_last is None or p.t >= b.t_last:
+                    b.last, b.t_last = (v if isfinite(v) else None), p.t
+                buckets[(run_id, metric, x0)] = b
+            self._folded(ser, len(points), out)
+            if ser.buckets > self.max_buckets:
+                grown.append(ser)
+        self._compact_grown(s, grown, out)
+
+    def _fold_loading(
+        self, s: Session, run_id: str, series: Mapping[str, tuple[str, list[Point]]], out: SeriesWrites
+    ) -> None:
         series = {m: v for m, v in series.items() if v[1]}
         if not series:
             return
@@ -104,8 +155,7 @@ class SeriesTails:
         for metric, (axis, points) in series.items():
             ser = known.get(metric)
             if ser is None:
-                ser = known[metric] = _Series(run_id, metric, axis, 1.0 if axis == "step" else TIME_WIDTH)
-                ser.unsaved = META_EVERY  # a new series' row is written at once
+                ser = known[metric] = _new_series(run_id, metric, axis)
             g: dict[float, list[Point]] = {}
             for p in points:
                 g.setdefault(math.floor(p.x / ser.width) * ser.width, []).append(p)
@@ -121,23 +171,30 @@ class SeriesTails:
                 for p in pts:
                     _fold(b, p)
                 out.buckets[(run_id, metric, x0)] = b
-            ser.points += len(series[metric][1])
-            ser.unsaved += 1
-            if ser.unsaved >= META_EVERY:
-                out.add_meta(ser)
-            tail = ser.tail
-            if len(tail) > KEEP:  # the oldest buckets out (usually one: a poll opens one or two)
-                while len(tail) > KEEP:
-                    del tail[min(tail)]
-                ser.known_from = max(ser.known_from, min(tail))
-        for metric in groups:
-            ser = known[metric]
-            if ser.buckets > self.max_buckets:
-                out.flush(s)  # the compaction reads every stored bucket of the series
-                _compact(s, ser, self.max_buckets)
-                s.flush()
-                ser.tail, ser.known_from = {}, math.inf
-                out.add_meta(ser)
+            self._folded(ser, len(series[metric][1]), out)
+        self._compact_grown(s, [ser for m in groups if (ser := known[m]).buckets > self.max_buckets], out)
+
+    @staticmethod
+    def _folded(ser: _Series, points: int, out: SeriesWrites) -> None:
+        """After a poll's points folded into a series: its bookkeeping, the oldest buckets out of memory
+        (usually one: a poll opens one or two)."""
+        ser.points += points
+        ser.unsaved += 1
+        if ser.unsaved >= META_EVERY:
+            out.add_meta(ser)
+        tail = ser.tail
+        if len(tail) > KEEP:
+            while len(tail) > KEEP:
+                del tail[min(tail)]
+            ser.known_from = max(ser.known_from, min(tail))
+
+    def _compact_grown(self, s: Session, grown: list[_Series], out: SeriesWrites) -> None:
+        for ser in grown:
+            out.flush(s)  # the compaction reads every stored bucket of the series
+            _compact(s, ser, self.max_buckets)
+            s.flush()
+            ser.tail, ser.known_from = {}, math.inf
+            out.add_meta(ser)
 
     def _load_missing(
         self, s: Session, run_id: str, known: Mapping[str, _Series], groups: Mapping[str, dict[float, list]]

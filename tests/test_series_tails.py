@@ -1,0 +1,66 @@
+"""The chart series the engine folds in memory (``series_tails``: one pass for points at or after the
+buckets it holds, a read of the stored buckets for a rewind or a run new to the process) store exactly
+what ``series.ingest_run`` stores for the same points: min, max, sum, count, NaNs and the last value of
+each bucket, through rewinds (a restore from a checkpoint logs old steps again), compactions and a
+restart of the process, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+
+from monitor.storage.db import make_engine, make_sessionmaker
+from monitor.storage.models import Run
+from monitor.storage.series import Point, ingest_run, read_series
+from monitor.storage.series_tails import SeriesTails, SeriesWrites
+from tests.conftest import REAL_DATA
+
+
+def real_losses() -> list[float]:
+    with (REAL_DATA / "llmc_gpt2_124m_steps.csv").open() as f:
+        return [float(r["loss"]) for r in csv.DictReader(f) if r["kind"] == "train"]
+
+
+def polls(seed: int) -> list[dict[str, tuple[str, list[Point]]]]:
+    """Polls of a run that logs the real loss per step and a step-less metric, restarts twice from an
+    earlier checkpoint (its steps logged again), and sends a NaN now and then."""
+    rnd, losses, out = random.Random(seed), real_losses(), []
+    step, t = 0, 1_780_000_000.0
+    while step < 1500:
+        loss, clock = [], []
+        for _ in range(rnd.randint(1, 12)):
+            value = losses[step % len(losses)] if rnd.random() > 0.01 else math.nan
+            loss.append(Point(float(step), value, t))
+            clock.append(Point(t, rnd.random(), t))
+            step, t = step + 1, t + rnd.uniform(5, 15)
+        out.append({"train/loss": ("step", loss), "host/mem": ("time", clock)})
+        if len(out) in (40, 90):
+            step -= rnd.randint(20, 120)  # restored from a checkpoint: these steps come again
+    return out
+
+
+def buckets(s, run_id: str, metric: str) -> list[tuple]:  # noqa: ANN001
+    _, views = read_series(s, run_id, metric)
+    return [(b.x0, b.x1, b.min, b.max, b.count, b.nonfinite, b.last, b.t) for b in views]
+
+
+def test_folded_in_memory_as_stored_by_ingest(migrated_url):
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    tails, restart_at = SeriesTails(max_buckets=64), 70
+    with sessions.begin() as s:
+        s.add_all([Run(id=r, watch="w", source="sim", first_seen_at=1.78e9) for r in ("tails", "plain")])
+    for i, poll in enumerate(polls(seed=7)):
+        if i == restart_at:
+            tails = SeriesTails(max_buckets=64)  # a new process: nothing in memory
+        with sessions.begin() as s:
+            out = SeriesWrites()
+            tails.fold(s, "tails", poll, out)
+            out.flush(s)
+            ingest_run(s, "plain", poll, max_buckets=64)
+    with sessions() as s:
+        for metric in ("train/loss", "host/mem"):
+            got, want = buckets(s, "tails", metric), buckets(s, "plain", metric)
+            assert got == want, metric
+            assert len(want) <= 64 and sum(b[4] + b[5] for b in want) > 1000
+            assert any(b[5] for b in buckets(s, "plain", "train/loss")), "NaNs are counted"
