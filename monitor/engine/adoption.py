@@ -6,6 +6,7 @@ has seen enough again (``Evaluator.restore``)."""
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -79,6 +80,15 @@ class Adoption:
             eng._warm.discard(watch)
         self._adopted.discard(watch)
         log.info("watch %s: handed over to another replica", watch)
+
+    def checkpoint_due(self, run: str, every: int) -> bool:
+        """Count a poll of the run: is its detector state due to be saved (every ``every`` polls)? A run's
+        first save comes after 1 to ``every`` polls, by its id, so that the runs of a replica, polled
+        together from its start, do not all save on the same poll."""
+        polls = self.engine._polls_since_checkpoint
+        n = polls.get(run)
+        polls[run] = n = (zlib.crc32(run.encode()) % every if n is None else n) + 1
+        return n >= every
 
     def save_state(
         self, s: Session, runs: Iterable[str], now: float, into: dict[str, tuple[int, dict]] | None = None

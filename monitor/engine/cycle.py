@@ -106,7 +106,7 @@ class Engine:
         self._stats: dict[str, RunStats] = {}
         self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
         self.blind = BlindWatch(self.evaluator, self.vocabulary)  # coverage and watching_blind
-        self._polls_since_checkpoint: dict[str, int] = defaultdict(int)
+        self._polls_since_checkpoint: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
         self.pollers = {w.name: WatchPoller(w.name) for w in watches}
@@ -356,8 +356,7 @@ class Engine:
             self.recorder.refresh(s, run_id, now)
             self.blind.refresh(s, run_id)
             report.events.extend(events)
-            self._polls_since_checkpoint[run_id] += 1
-            if self._polls_since_checkpoint[run_id] >= CHECKPOINT_POLLS:
+            if self.adoption.checkpoint_due(run_id, CHECKPOINT_POLLS):
                 self.adoption.save_state(s, [run_id], now, writes.states)
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
