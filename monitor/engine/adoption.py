@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from monitor.engine.run_rules import STATE_VERSION
 from monitor.samples import Sample
 from monitor.storage import alerts_repo, rule_state_repo, runs_repo
+from monitor.storage.series_tails import SeriesWrites
 
 if TYPE_CHECKING:
     from monitor.engine.cycle import Engine
@@ -80,6 +81,20 @@ class Adoption:
             eng._warm.discard(watch)
         self._adopted.discard(watch)
         log.info("watch %s: handed over to another replica", watch)
+
+    def checkpoint(self, s: Session, now: float) -> int:
+        """Save the detector state and the chart series' bookkeeping of every run of the watches this
+        process still holds (at shutdown). Returns the number of runs saved."""
+        eng, saved, series = self.engine, 0, SeriesWrites()
+        for watch in list(self.adopted):
+            if eng.leases is not None and not eng.leases.holds(s, f"poll:{watch}", now):
+                continue  # another replica has it now: its state is not ours to write
+            runs = eng.runs_of(watch)
+            self.save_state(s, runs, now)
+            eng.series.unsaved(runs, series)
+            saved += len(runs)
+        series.flush(s)
+        return saved
 
     def checkpoint_due(self, run: str, every: int) -> bool:
         """Count a poll of the run: is its detector state due to be saved (every ``every`` polls)? A run's

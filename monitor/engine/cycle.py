@@ -50,7 +50,7 @@ from monitor.sources.base import PollResult, Source
 from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
-from monitor.storage.series_tails import SeriesTails, SeriesWrites
+from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
 CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
@@ -378,22 +378,11 @@ class Engine:
 
     # ---- shutdown ---------------------------------------------------------------------------------
     def checkpoint(self) -> int:
-        """Save the detector state (and the chart series' bookkeeping) of every run of the watches this
-        process still holds (at shutdown). Returns the number of runs saved."""
-        self.batches.drain()  # the polls handed to the writer first
-        now = self.clock.time()
-        saved = 0
+        """Save the state of every run of the watches this process still holds (at shutdown): the
+        polls handed to the writer first (``Adoption.checkpoint``). Returns the number of runs saved."""
+        self.batches.drain()
         with self._lock, self.sessions.begin() as s:
-            series = SeriesWrites()
-            for watch in list(self.adopted):
-                if self.leases is not None and not self.leases.holds(s, f"poll:{watch}", now):
-                    continue  # another replica has it now: its state is not ours to write
-                runs = self.runs_of(watch)
-                self.adoption.save_state(s, runs, now)
-                self.series.unsaved(runs, series)
-                saved += len(runs)
-            series.flush(s)
-        return saved
+            return self.adoption.checkpoint(s, self.clock.time())
 
     def close(self) -> None:
         self.batches.close()
