@@ -186,8 +186,14 @@ class InputState:
     state: str
     last_at: float | None
     count: int
-    why: str
+    said: str | None  # the state in words; None: a covered input's, which its times say (``why``)
     silent_for: float | None = None  # blind: how long no value came (never: since the run's first data)
+    idle: float = 0.0  # covered: how long ago its last value came
+
+    @property
+    def why(self) -> str:
+        """The state in words (a covered input's made when asked: most are never shown)."""
+        return self.said if self.said is not None else covered_why(self.idle)
 
 
 @dataclass(frozen=True)
@@ -312,7 +318,7 @@ def _input_state(
             count,
             f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
         )
-    return InputState(name, "covered", last, count, covered_why(idle))
+    return InputState(name, "covered", last, count, None, idle=idle)
 
 
 @dataclass(frozen=True)
@@ -322,17 +328,15 @@ class Plan:
     depends on the rules, the promised inputs, whether a tracker feeds the run and its kind, which
     rarely change: ``judge`` reuses it (``plans``) rather than sorting and classifying every poll."""
 
-    specs: tuple[Any, ...]  # held, so that the ids in the cache key stay theirs
     inputs: tuple[tuple[str, str, float], ...]  # (name, expect, for_)
-    rules: tuple[tuple[Any, tuple[int, ...]], ...]  # (RuleSpec, indices into ``inputs``, sorted by name)
+    rules: tuple[tuple[str, str, str, tuple[int, ...]], ...]  # (name, kind, severity, indices into inputs)
 
 
 def plan(
     rules: Iterable[tuple[Any, frozenset[str]]], promised: frozenset[str], tracked: bool, run_kind: str | None
 ) -> Plan:
-    specs, inputs, out = [], {}, []
+    inputs, out = {}, []
     for spec, feeds in rules:
-        specs.append(spec)
         if not feeds:
             continue  # a rule that is off (a threshold with no bound) needs nothing
         other_kind = bool(run_kind and run_kind != "other" and spec.for_kind and spec.for_kind != run_kind)
@@ -342,8 +346,8 @@ def plan(
             if other_kind and not name.startswith("@"):
                 expect = "optional"
             idx.append(inputs.setdefault((name, expect, spec.for_), len(inputs)))
-        out.append((spec, tuple(idx)))
-    return Plan(tuple(specs), tuple(inputs), tuple(out))
+        out.append((spec.name, spec.kind, spec.severity.value, tuple(idx)))
+    return Plan(tuple(inputs), tuple(out))
 
 
 def judge(
@@ -360,12 +364,11 @@ def judge(
     ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
     the run's watch says it provides (Prometheus aliases; STEP and STATE for a trainer's tracker);
     ``run_kind``: what the run is (pretraining, rl, ...): a rule on the metrics of another kind's pack
-    expects nothing of it (its step clock and state rules still count). ``plans``: a cache of the run's
-    ``Plan`` (kept by the caller, per run)."""
+    expects nothing of it (its step clock and state rules still count). ``plans``: a cache of the
+    ``Plan`` of these ``rules`` (kept by the caller with them: emptied when they change)."""
     merged = arrivals.seen()
     tracked = STEP in promised or STEP in merged
-    rules = rules if isinstance(rules, list | tuple) else list(rules)
-    key = (tuple(id(spec) for spec, _ in rules), promised, tracked, run_kind)
+    key = (promised, tracked, run_kind)
     p = plans.get(key) if plans is not None else None
     if p is None:
         p = plan(rules, promised, tracked, run_kind)
@@ -379,12 +382,16 @@ def judge(
     ]
     order = ORDER.__getitem__
     out = []
-    for spec, idx in p.rules:
-        states = tuple(judged[i] for i in idx)
-        worst = min((s.state for s in states), key=order)
-        if worst == "unused" and any(s.state == "covered" for s in states):
-            worst = "covered"
-        out.append(RuleState(spec.name, spec.kind, spec.severity.value, worst, states))
+    for name, kind, severity, idx in p.rules:
+        if len(idx) == 1:
+            states = (judged[idx[0]],)
+            worst = states[0].state
+        else:
+            states = tuple(judged[i] for i in idx)
+            worst = min((s.state for s in states), key=order)
+            if worst == "unused" and any(s.state == "covered" for s in states):
+                worst = "covered"
+        out.append(RuleState(name, kind, severity, worst, states))
     counted = [r.state for r in out if r.state not in ("unused",)]
     state = min(counted, key=order) if counted else "unused"
     return RunCoverage(run, now, state, tuple(out))

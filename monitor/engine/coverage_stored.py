@@ -34,8 +34,8 @@ def stored(cov: RunCoverage) -> dict[str, Any]:
             if at is None:
                 at = index[id(i)] = len(inputs)
                 row = [i.name, i.state, i.last_at, i.count]
-                if i.why != _said(i.state, i.last_at, cov.now):
-                    row.append(i.why)
+                if i.said is not None and i.said != _said(i.state, i.last_at, cov.now):
+                    row.append(i.said)
                 inputs.append(row)
             refs.append(at)
         rules.append([r.rule, r.kind, r.severity, r.state, refs])
