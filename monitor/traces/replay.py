@@ -81,6 +81,8 @@ class Replayer:
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
         self._buf: list[Sample] = []  # plain samples of one run not fed to the evaluator yet (flush)
         self.batched = batched  # False: every sample fed to the evaluator alone (the reference path)
+        self._plain: _Clock | None = None  # the clock of the run whose plain samples batch (feed's fast path)
+        self._plain_run: str | None = None
 
     @property
     def evaluator(self) -> Evaluator:
@@ -133,6 +135,7 @@ class Replayer:
             return
         if health is None:
             health = self._health[scope] = SourceHealth()
+            self._plain = None  # feed's fast path: only while no source is in trouble
         health.polled(source, sample.t, sample.source_error)
         self._unavailable[scope] = health.unavailable(sample.t)
         events = self._check_sources(scope, sample.t)
@@ -153,6 +156,30 @@ class Replayer:
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
+        # the common case first: a plain sample of the run whose batch is being gathered (``_feed``
+        # checked the rest of the conditions, which hold until a source is in trouble: ``_sources``)
+        clock = self._plain
+        if (
+            clock is not None
+            and sample.run == self._plain_run
+            and sample.state is None
+            and sample.source_error is None
+            and sample.metrics.keys() == clock.raw.keys()
+        ):
+            buf = self._buf
+            if sample.t >= (buf[-1].t if buf else clock.t):
+                clock.raw = sample.metrics
+                if clock.translate is not None and not clock.as_is:
+                    translated = clock.translate(sample)
+                    clock.as_is = translated is sample
+                    sample = translated
+                buf.append(sample)
+                if len(buf) >= BATCH:
+                    self.flush()
+                return
+        self._feed(sample)
+
+    def _feed(self, sample: Sample) -> None:
         run, t = sample.run, sample.t
         clock = self._clocks.get(run)
         if clock is None:
@@ -183,6 +210,7 @@ class Replayer:
                     clock.as_is = translated is sample
                     sample = translated
                 buf.append(sample)
+                self._plain, self._plain_run = clock, run
                 if len(buf) >= BATCH:
                     self.flush()
                 return
@@ -228,18 +256,23 @@ class Replayer:
         self._buf = []
         run = buf[0].run
         clock = self._clocks[run]
+        # every sample of a batch has the keys of the one before it (feed): the names of the first
+        self._ev.vouch_names(buf, tuple(buf[0].metrics))
         interval = self.interval
+        times = [s.t for s in buf]
         n, i = len(buf), 0
         while i < n:
-            t = buf[i].t
+            t = prev = times[i]
             if t != clock.t:
                 self._next_time(run, clock, t)
             cover = self._coverage_at.get(run, -math.inf)
             j = i + 1
             while j < n:
-                u, prev = buf[j].t, buf[j - 1].t
-                if u != prev and (prev >= cover or (prev // interval + 1) * interval < u):
-                    break
+                u = times[j]
+                if u != prev:
+                    if prev >= cover or (prev // interval + 1) * interval < u:
+                        break
+                    prev = u
                 j += 1
             events = self._ev.observe_segment(run, buf, i, j)
             if events:
@@ -254,6 +287,7 @@ class Replayer:
                     break
             clock.t = buf[j - 1].t
             i = j
+        self._ev.vouch_names(None)
 
     def _next_time(self, run: str, clock: _Clock, t: float) -> None:
         """A sample of ``run`` at a new time ``t``: evaluate the samples at ``clock.t``, tick the grid."""
