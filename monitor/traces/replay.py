@@ -20,28 +20,12 @@ from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rul
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
-from monitor.traces.replay_events import ReplayEvent, RunSummary, to_replay_event
+from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, to_replay_event
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
 COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
 COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
-
-
-class _Clock:
-    """A run's simulated clock, and what the summary needs of its samples."""
-
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw", "as_is")
-
-    def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
-        self.t = -math.inf
-        self.pending = False  # samples at ``t`` not evaluated yet
-        self.samples = 0
-        self.first_step: int | None = None
-        self.last_step: int | None = None
-        self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
-        self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
-        self.as_is = False  # its translation left it as it was
 
 
 class Replayer:
@@ -64,7 +48,7 @@ class Replayer:
         self.interval = float(interval)
         self.events: list[ReplayEvent] = []
         self.summaries: dict[str, RunSummary] = {}
-        self._clocks: dict[str, _Clock] = {}
+        self._clocks: dict[str, RunClock] = {}
         self._on_event = on_event
         self._observe = self._ev.observe
         self._evaluate_run = self._ev.evaluate
@@ -81,7 +65,7 @@ class Replayer:
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
         self._buf: list[Sample] = []  # plain samples of one run not fed to the evaluator yet (flush)
         self.batched = batched  # False: every sample fed to the evaluator alone (the reference path)
-        self._plain: _Clock | None = None  # the clock of the run whose plain samples batch (feed's fast path)
+        self._plain: RunClock | None = None  # the run whose plain samples batch (feed's fast path)
         self._plain_run: str | None = None
 
     @property
@@ -184,7 +168,7 @@ class Replayer:
         clock = self._clocks.get(run)
         if clock is None:
             voc = self.vocabulary
-            clock = self._clocks[run] = _Clock(
+            clock = self._clocks[run] = RunClock(
                 voc.translator(run, self.metrics_profile) if voc is not None else None
             )
             self.summaries[run] = RunSummary(run, first_t=t)
@@ -205,15 +189,9 @@ class Replayer:
                 self.flush()
                 buf = self._buf
             if t >= (buf[-1].t if buf else clock.t):  # (going back in time is refused below)
-                if clock.translate is not None and not clock.as_is:
-                    translated = clock.translate(sample)
-                    clock.as_is = translated is sample
-                    sample = translated
-                buf.append(sample)
+                clock.raw = raw  # the run batches from here: feed's common case takes the sample
                 self._plain, self._plain_run = clock, run
-                if len(buf) >= BATCH:
-                    self.flush()
-                return
+                return self.feed(sample)
         if buf:
             self.flush()
         if clock.translate is not None:
@@ -289,7 +267,7 @@ class Replayer:
             i = j
         self._ev.vouch_names(None)
 
-    def _next_time(self, run: str, clock: _Clock, t: float) -> None:
+    def _next_time(self, run: str, clock: RunClock, t: float) -> None:
         """A sample of ``run`` at a new time ``t``: evaluate the samples at ``clock.t``, tick the grid."""
         if t < clock.t:
             raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
@@ -342,7 +320,7 @@ class Replayer:
         return self.events
 
     # ---- the clock -------------------------------------------------------------------------
-    def _advance(self, run: str, clock: _Clock, until: float) -> None:
+    def _advance(self, run: str, clock: RunClock, until: float) -> None:
         """Evaluate the samples at ``clock.t``, then tick the grid strictly between it and ``until``."""
         if clock.pending:
             events = self._evaluate(run, clock.t)
