@@ -54,6 +54,7 @@ class Evaluator:
         self._runs: dict[str, RunRules] = {}
         self._open: dict[str, OpenAlert] = {}  # fingerprint -> the open instance
         self._fp_cache: dict[tuple[tuple[str, str], ...], str] = {}
+        self._vouched: tuple[Sequence[Sample], tuple[str, ...]] | None = None  # vouch_names
 
     # ---- runs ------------------------------------------------------------------------------
     def _run(self, run: str) -> RunRules:
@@ -163,7 +164,15 @@ class Evaluator:
         going back), with ``evaluate(run, t)`` at each sample time but the last, as ``observe`` one
         by one would; only the evaluations that can find something are made (``engine.segment``)."""
         rr = self._runs.get(run) or self._run(run)
-        return feed_segment(rr, samples, i, j, lambda now: self.evaluate(run, now), self.observe)
+        vouched = self._vouched
+        names = vouched[1] if vouched is not None and vouched[0] is samples else None
+        return feed_segment(rr, samples, i, j, lambda now: self.evaluate(run, now), self.observe, names)
+
+    def vouch_names(self, samples: Sequence[Sample] | None, names: tuple[str, ...] = ()) -> None:
+        """The caller vouches that every sample of ``samples`` carries the metric names ``names`` (in
+        some order): ``observe_segment`` over this very sequence then takes them from here rather than
+        sample by sample (replay's batches: each sample has the keys of the one before it). None: done."""
+        self._vouched = (samples, names) if samples is not None else None
 
     # ---- evaluation ------------------------------------------------------------------------
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:

@@ -204,9 +204,11 @@ def feed_segment(
     j: int,
     evaluate: Evaluate,
     observe: Callable[[Sample], None],
+    names: tuple[str, ...] | None = None,
 ) -> list:
     """``Evaluator.observe_segment``: the run's bookkeeping of ``samples[i:j]`` (arrivals, newest time
-    and step, providers), then ``observe_segment`` over each stretch with the same metric names."""
+    and step, providers), then ``observe_segment`` over each stretch with the same metric names.
+    With ``names``, every sample carries those metric names (in some order): one stretch."""
     if samples[i].t < rr.newest:  # (a replay never goes back in time: the sample-by-sample path)
         events: list = []
         for k in range(i, j):
@@ -214,6 +216,11 @@ def feed_segment(
                 events += evaluate(samples[k - 1].t)
             observe(samples[k])
         return events
+    if names is not None and _same_names(rr, samples, i, j, names):
+        plan = rr.plans.get(names)
+        if plan is None:
+            plan = rr.plan(names)
+        return observe_segment(rr, plan, samples, i, j, evaluate)
     top = rr.top_step
     said = None
     stretches: list[tuple[int, tuple[str, ...]]] = []  # where the metric names change, and to what
@@ -249,3 +256,28 @@ def feed_segment(
         if k < j and samples[k].t != samples[k - 1].t:
             events += evaluate(samples[k - 1].t)
     return events
+
+
+def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: tuple[str, ...]) -> bool:
+    """``feed_segment``'s bookkeeping when every sample carries ``names``, in loops over the segment
+    rather than sample by sample. False (and nothing done) if the samples do not all have a step, or
+    all lack one: then the general path."""
+    seg = samples[i:j]
+    steps = [s.step for s in seg]
+    if None in steps:
+        if any(step is not None for step in steps):
+            return False
+        stepping = False
+    else:
+        stepping = True
+        top = max(steps)
+        if top > rr.top_step:
+            rr.top_step = top
+    rr.arrivals.observe_times(names, stepping, [s.t for s in seg])
+    said = None
+    for s in seg:
+        if s.source is not None and s.source != said:  # (a segment's samples are all stepping or not)
+            said = s.source
+            rr.provided(s, names)
+    rr.newest = samples[j - 1].t
+    return True

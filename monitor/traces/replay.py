@@ -20,28 +20,12 @@ from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rul
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
-from monitor.traces.replay_events import ReplayEvent, RunSummary, to_replay_event
+from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, to_replay_event
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
 COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
 COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
-
-
-class _Clock:
-    """A run's simulated clock, and what the summary needs of its samples."""
-
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw", "as_is")
-
-    def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
-        self.t = -math.inf
-        self.pending = False  # samples at ``t`` not evaluated yet
-        self.samples = 0
-        self.first_step: int | None = None
-        self.last_step: int | None = None
-        self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
-        self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
-        self.as_is = False  # its translation left it as it was
 
 
 class Replayer:
@@ -64,7 +48,7 @@ class Replayer:
         self.interval = float(interval)
         self.events: list[ReplayEvent] = []
         self.summaries: dict[str, RunSummary] = {}
-        self._clocks: dict[str, _Clock] = {}
+        self._clocks: dict[str, RunClock] = {}
         self._on_event = on_event
         self._observe = self._ev.observe
         self._evaluate_run = self._ev.evaluate
@@ -81,6 +65,8 @@ class Replayer:
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
         self._buf: list[Sample] = []  # plain samples of one run not fed to the evaluator yet (flush)
         self.batched = batched  # False: every sample fed to the evaluator alone (the reference path)
+        self._plain: RunClock | None = None  # the run whose plain samples batch (feed's fast path)
+        self._plain_run: str | None = None
 
     @property
     def evaluator(self) -> Evaluator:
@@ -133,6 +119,7 @@ class Replayer:
             return
         if health is None:
             health = self._health[scope] = SourceHealth()
+            self._plain = None  # feed's fast path: only while no source is in trouble
         health.polled(source, sample.t, sample.source_error)
         self._unavailable[scope] = health.unavailable(sample.t)
         events = self._check_sources(scope, sample.t)
@@ -153,11 +140,35 @@ class Replayer:
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
+        # the common case first: a plain sample of the run whose batch is being gathered (``_feed``
+        # checked the rest of the conditions, which hold until a source is in trouble: ``_sources``)
+        clock = self._plain
+        if (
+            clock is not None
+            and sample.run == self._plain_run
+            and sample.state is None
+            and sample.source_error is None
+            and sample.metrics.keys() == clock.raw.keys()
+        ):
+            buf = self._buf
+            if sample.t >= (buf[-1].t if buf else clock.t):
+                clock.raw = sample.metrics
+                if clock.translate is not None and not clock.as_is:
+                    translated = clock.translate(sample)
+                    clock.as_is = translated is sample
+                    sample = translated
+                buf.append(sample)
+                if len(buf) >= BATCH:
+                    self.flush()
+                return
+        self._feed(sample)
+
+    def _feed(self, sample: Sample) -> None:
         run, t = sample.run, sample.t
         clock = self._clocks.get(run)
         if clock is None:
             voc = self.vocabulary
-            clock = self._clocks[run] = _Clock(
+            clock = self._clocks[run] = RunClock(
                 voc.translator(run, self.metrics_profile) if voc is not None else None
             )
             self.summaries[run] = RunSummary(run, first_t=t)
@@ -178,14 +189,9 @@ class Replayer:
                 self.flush()
                 buf = self._buf
             if t >= (buf[-1].t if buf else clock.t):  # (going back in time is refused below)
-                if clock.translate is not None and not clock.as_is:
-                    translated = clock.translate(sample)
-                    clock.as_is = translated is sample
-                    sample = translated
-                buf.append(sample)
-                if len(buf) >= BATCH:
-                    self.flush()
-                return
+                clock.raw = raw  # the run batches from here: feed's common case takes the sample
+                self._plain, self._plain_run = clock, run
+                return self.feed(sample)
         if buf:
             self.flush()
         if clock.translate is not None:
@@ -228,18 +234,23 @@ class Replayer:
         self._buf = []
         run = buf[0].run
         clock = self._clocks[run]
+        # every sample of a batch has the keys of the one before it (feed): the names of the first
+        self._ev.vouch_names(buf, tuple(buf[0].metrics))
         interval = self.interval
+        times = [s.t for s in buf]
         n, i = len(buf), 0
         while i < n:
-            t = buf[i].t
+            t = prev = times[i]
             if t != clock.t:
                 self._next_time(run, clock, t)
             cover = self._coverage_at.get(run, -math.inf)
             j = i + 1
             while j < n:
-                u, prev = buf[j].t, buf[j - 1].t
-                if u != prev and (prev >= cover or (prev // interval + 1) * interval < u):
-                    break
+                u = times[j]
+                if u != prev:
+                    if prev >= cover or (prev // interval + 1) * interval < u:
+                        break
+                    prev = u
                 j += 1
             events = self._ev.observe_segment(run, buf, i, j)
             if events:
@@ -254,8 +265,9 @@ class Replayer:
                     break
             clock.t = buf[j - 1].t
             i = j
+        self._ev.vouch_names(None)
 
-    def _next_time(self, run: str, clock: _Clock, t: float) -> None:
+    def _next_time(self, run: str, clock: RunClock, t: float) -> None:
         """A sample of ``run`` at a new time ``t``: evaluate the samples at ``clock.t``, tick the grid."""
         if t < clock.t:
             raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
@@ -308,7 +320,7 @@ class Replayer:
         return self.events
 
     # ---- the clock -------------------------------------------------------------------------
-    def _advance(self, run: str, clock: _Clock, until: float) -> None:
+    def _advance(self, run: str, clock: RunClock, until: float) -> None:
         """Evaluate the samples at ``clock.t``, then tick the grid strictly between it and ``until``."""
         if clock.pending:
             events = self._evaluate(run, clock.t)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from alerts.model import AlertState
 from monitor.engine.blindness import Blind
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent
+from monitor.samples import Sample
 
 
 @dataclass(frozen=True)
@@ -90,3 +92,19 @@ def to_replay_event(ev: AlertEvent) -> ReplayEvent:
         reason=ev.finding.reason,
         fingerprint=ev.key.fingerprint,
     )
+
+
+class RunClock:
+    """A run's simulated clock in a replay, and what its summary needs of its samples."""
+
+    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw", "as_is")
+
+    def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
+        self.t = -math.inf
+        self.pending = False  # samples at ``t`` not evaluated yet
+        self.samples = 0
+        self.first_step: int | None = None
+        self.last_step: int | None = None
+        self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
+        self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
+        self.as_is = False  # its translation left it as it was
