@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from monitor.engine.coverage import Arrivals
+from monitor.engine.arrivals import Arrivals
 from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
