@@ -85,6 +85,16 @@ def has_backlog(s: Session, group_id: int) -> bool:
     return bool(n)
 
 
+def with_backlog(s: Session, group_ids: Sequence[int]) -> set[int]:
+    """Those of these groups that ``has_backlog`` (one query for all of them)."""
+    if not group_ids:
+        return set()
+    q = select(Notification.group_id).where(
+        Notification.group_id.in_(list(group_ids)), Notification.status.in_(BUSY)
+    )
+    return set(s.scalars(q.distinct()))
+
+
 def settled(s: Session, group_id: int) -> bool:
     """Have all the group's alerts resolved, with nothing of it waiting to be sent? (One query.)"""
     unresolved = exists().where(
