@@ -8,8 +8,9 @@ jobs that are due then run (the polls and the source health of every watch, the 
 outbox dispatcher until it has nothing due, and the service's GC policy: installed as ``Service.start``
 installs it, its full collection every ``thaw_every`` seconds of the soak's clock). Prints per
 simulated day the resident memory (RSS) and the database size, the alert history (alerts,
-transitions, groups, the outbox) apart from the rest, and the slowest cycles; at the end, the cycles'
-real time by job and the SQL statements delivery issued per notification.
+transitions, groups, the outbox) apart from the rest, the slowest cycles and the mean milliseconds per
+cycle of the batch writer and of delivery; at the end, the cycles' real time by job and the SQL
+statements delivery issued per notification.
 
 A cycle is late when its real processing time exceeds its budget: the poll interval divided by the
 speed-up the soak claims (``--days`` in ``--real-minutes``, printed). The target (issue 16): RSS growth
@@ -281,6 +282,7 @@ def main() -> None:  # noqa: PLR0915
     print(
         f"{'day':>4}{'RSS MB':>9}{'DB MB':>8}{'history':>9}{'rest':>7}{'alerts':>8}{'outbox':>8}"
         f"{'sent':>7}{'buckets':>9}{'late':>6}{'cycle p50':>11}{'max ms':>8}{'real s':>8}"
+        f"{'writer':>8}{'deliver':>8}"
     )
     late, worst, started = 0, 0.0, time.monotonic()
     # where the cycles' real time goes, job by job (the writer's share is what the polls wait for)
@@ -293,6 +295,7 @@ def main() -> None:  # noqa: PLR0915
         for day in range(1, days + 1):
             cycle_times = []
             t_day = time.monotonic()
+            jobs_before = dict(jobs)  # the day's mean per cycle of the batch writer and delivery, printed
             for _ in range(cycles_per_day):
                 clock.advance(args.poll - OUTBOX_AFTER)
                 t0 = time.perf_counter()
@@ -347,7 +350,11 @@ def main() -> None:  # noqa: PLR0915
             print(
                 f"{day:>4}{row['rss']:>9.1f}{total:>8.1f}{history:>9.1f}{rest:>7.1f}{n['alerts']:>8}"
                 f"{n['notifications']:>8}{receiver.count:>7}{n['series_buckets']:>9}{late:>6}"
-                f"{row['p50'] * 1000:>11.0f}{row['max'] * 1000:>8.0f}{time.monotonic() - t_day:>8.1f}",
+                f"{row['p50'] * 1000:>11.0f}{row['max'] * 1000:>8.0f}{time.monotonic() - t_day:>8.1f}"
+                + "".join(
+                    f"{(jobs[j] - jobs_before[j]) / cycles_per_day * 1000:>8.0f}"
+                    for j in ("batch writer", "delivery")
+                ),
                 flush=True,
             )
     finally:
