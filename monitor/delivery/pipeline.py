@@ -1,12 +1,14 @@
 """The notification pipeline, stage by stage (after Alertmanager's notify pipeline):
 
 1. enqueue (``enqueue``, in the engine's transaction): route, group, outbox row;
-2. claim (``storage.outbox_store``): due rows, one message per group at a time, with a lease;
+2. claim (``storage.outbox_store``): due rows, one message per group at a time, with a lease; the
+   groups of a claim are locked and read together (a few statements for up to ``limit`` messages);
 3. mute (``mute``): silences and inhibition;
 4. compose (``compose``): the group's due rows into one ``GroupView``, or nothing worth telling;
 5. send (``alerts.outbox.Dispatcher`` -> a notifier), retried with backoff by the dispatcher;
 6. record (here): sent, with what it told of which alerts; a finished episode closes. A ``refresh``
-   (the same alerts told again to a receiver that forgets) leaves the group's timers alone.
+   (the same alerts told again to a receiver that forgets) leaves the group's timers alone. The
+   dispatcher hands over the outcomes of several sends at once (``record``: one transaction).
 
 ``Pipeline`` is the ``OutboxStore`` the dispatcher drives: it claims and records; it never sends.
 """
