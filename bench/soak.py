@@ -155,11 +155,15 @@ class StatementCounter:
 
 
 def object_counts() -> dict[str, int]:
+    """Live objects by type, the frozen ones included (the GC policy freezes what survives a full
+    collection, and ``gc.get_objects`` leaves frozen objects out): thawed to count, frozen again."""
     gc.collect()
+    gc.unfreeze()
     out: dict[str, int] = {}
     for o in gc.get_objects():
         name = type(o).__qualname__
         out[name] = out.get(name, 0) + 1
+    gc.freeze()
     return out
 
 
@@ -347,6 +351,9 @@ def main() -> None:  # noqa: PLR0915
                 snapshot = tracemalloc.take_snapshot()
             if args.objects and day == min(2, days):
                 objects = object_counts()
+            if day == days:  # the end, counted while the service still runs (stopping adds objects)
+                final_objects = object_counts() if args.objects else {}
+                final_snapshot = tracemalloc.take_snapshot() if args.tracemalloc else None
             print(
                 f"{day:>4}{row['rss']:>9.1f}{total:>8.1f}{history:>9.1f}{rest:>7.1f}{n['alerts']:>8}"
                 f"{n['notifications']:>8}{receiver.count:>7}{n['series_buckets']:>9}{late:>6}"
@@ -374,11 +381,10 @@ def main() -> None:  # noqa: PLR0915
         f"{busiest_stmt} for {busiest_sent}"
     )
     if args.objects:
-        now = object_counts()
-        grown = sorted(((n - objects.get(t, 0), t) for t, n in now.items()), reverse=True)[:12]
+        grown = sorted(((n - objects.get(t, 0), t) for t, n in final_objects.items()), reverse=True)[:12]
         print("object counts grown since day 2: " + ", ".join(f"{t} {d:+d}" for d, t in grown if d > 0))
     if args.tracemalloc:
-        grown = tracemalloc.take_snapshot().compare_to(snapshot, "traceback")
+        grown = final_snapshot.compare_to(snapshot, "traceback")
         print("memory grown since day 2, by where it was allocated:")
         for stat in grown[:8]:
             print(f"  {stat.size_diff / 1024:+.0f} KiB in {stat.count_diff:+d} blocks")
