@@ -29,6 +29,18 @@ class ClaimedNotification:
     view: GroupView
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one send, for the store to record."""
+
+    id: int
+    now: float
+    status: str  # sent | retry | failed
+    ref: str | None = None  # sent: the receiver's reference
+    next_attempt_at: float | None = None  # retry: when
+    error: str | None = None  # retry, failed: why
+
+
 class OutboxStore(Protocol):
     def claim_due(
         self, now: float, limit: int, worker: str, lease_seconds: float
@@ -39,6 +51,12 @@ class OutboxStore(Protocol):
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None: ...
 
     def mark_failed(self, id: int, now: float, error: str) -> None: ...
+
+
+class BatchRecorder(Protocol):
+    """A store that can also record several outcomes at once (one transaction for all of them)."""
+
+    def record(self, outcomes: Sequence[Outcome]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,7 @@ class Dispatcher:
         lease_seconds: float = 60.0,
         observer: Callable[[str, float, str], None] | None = None,
         timer: Callable[[], float] = time.perf_counter,
+        record_within: float = 0.5,
     ) -> None:
         self.store = store
         self.notifiers = notifiers
@@ -79,42 +98,71 @@ class Dispatcher:
         # told (receiver, seconds the send took, outcome: sent, retry or failed) after each attempt
         self.observer = observer
         self.timer = timer  # a stopwatch for the send latency, not the alerting clock
+        self.record_within = record_within  # real seconds a send may wait for its batch to be recorded
 
     def run_once(self, limit: int = 100) -> int:
-        """Deliver what is due. Returns how many were sent."""
+        """Deliver what is due. Returns how many were sent.
+
+        A store that records in batches (``BatchRecorder``) gets the outcomes together: all of them at
+        the end, or earlier once the oldest unrecorded one is ``record_within`` seconds old (a send is
+        recorded at most that long after it; a crash before its record redelivers it, as a crash
+        between a send and its record always has). Any other store records each send right after it."""
         sent = 0
-        for claimed in self.store.claim_due(self.clock(), limit, self.worker, self.lease_seconds):
-            started = self.timer()
-            result = self._send(claimed)
-            took = self.timer() - started
-            now = self.clock()
-            attempts = claimed.attempts + 1
-            retry = not result.ok and result.retry and attempts < self.policy.max_attempts
-            if self.observer is not None:
-                outcome = "sent" if result.ok else ("retry" if retry else "failed")
-                self.observer(claimed.view.receiver, took, outcome)
-            if result.ok:
-                self.store.mark_sent(claimed.id, now, result.ref)
-                sent += 1
-            elif retry:
-                delay = self.policy.delay(attempts, result.retry_after)
-                log.warning(
-                    "notification %s to %s failed (%s); retrying in %.0fs",
-                    claimed.id,
-                    claimed.view.receiver,
-                    result.error,
-                    delay,
-                )
-                self.store.mark_retry(claimed.id, now, now + delay, result.error or "unknown error")
-            else:
-                log.error(
-                    "notification %s to %s failed for good: %s",
-                    claimed.id,
-                    claimed.view.receiver,
-                    result.error,
-                )
-                self.store.mark_failed(claimed.id, now, result.error or "unknown error")
+        record = getattr(self.store, "record", None)
+        pending: list[Outcome] = []
+        oldest = 0.0
+        try:
+            for claimed in self.store.claim_due(self.clock(), limit, self.worker, self.lease_seconds):
+                started = self.timer()
+                result = self._send(claimed)
+                outcome = self._outcome(claimed, result, self.timer() - started)
+                sent += outcome.status == "sent"
+                if record is None:
+                    self._record_one(outcome)
+                    continue
+                if not pending:
+                    oldest = started
+                pending.append(outcome)
+                if self.timer() - oldest >= self.record_within:
+                    batch, pending = pending, []
+                    record(batch)
+        finally:  # what was sent is recorded even when something fails on the way
+            if pending and record is not None:
+                record(pending)
         return sent
+
+    def _outcome(self, claimed: ClaimedNotification, result: SendResult, took: float) -> Outcome:
+        now = self.clock()
+        attempts = claimed.attempts + 1
+        retry = not result.ok and result.retry and attempts < self.policy.max_attempts
+        if self.observer is not None:
+            outcome = "sent" if result.ok else ("retry" if retry else "failed")
+            self.observer(claimed.view.receiver, took, outcome)
+        if result.ok:
+            return Outcome(claimed.id, now, "sent", ref=result.ref)
+        error = result.error or "unknown error"
+        if retry:
+            delay = self.policy.delay(attempts, result.retry_after)
+            log.warning(
+                "notification %s to %s failed (%s); retrying in %.0fs",
+                claimed.id,
+                claimed.view.receiver,
+                result.error,
+                delay,
+            )
+            return Outcome(claimed.id, now, "retry", next_attempt_at=now + delay, error=error)
+        log.error(
+            "notification %s to %s failed for good: %s", claimed.id, claimed.view.receiver, result.error
+        )
+        return Outcome(claimed.id, now, "failed", error=error)
+
+    def _record_one(self, o: Outcome) -> None:
+        if o.status == "sent":
+            self.store.mark_sent(o.id, o.now, o.ref)
+        elif o.status == "retry":
+            self.store.mark_retry(o.id, o.now, o.next_attempt_at or o.now, o.error or "unknown error")
+        else:
+            self.store.mark_failed(o.id, o.now, o.error or "unknown error")
 
     def _send(self, claimed: ClaimedNotification) -> SendResult:
         notifier = self.notifiers.get(claimed.view.receiver)

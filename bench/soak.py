@@ -5,9 +5,12 @@ nodes, source outages; every simulated day, or every 12 polls when polls are rar
 pipeline posting to a webhook receiver on 127.0.0.1, built as production builds it (``build_service``
 from the YAML config), driven by a manual clock: the clock advances one poll interval at a time and the
 jobs that are due then run (the polls and the source health of every watch, the reminder planner, the
-outbox dispatcher until it has nothing due). Prints per simulated day the resident memory (RSS) and
-the database size, the alert history (alerts, transitions, groups, the outbox) apart from the rest, and
-the slowest cycles; at the end, the cycles' real time by job.
+outbox dispatcher until it has nothing due, and the service's GC policy: installed as ``Service.start``
+installs it, its full collection every ``thaw_every`` seconds of the soak's clock). Prints per
+simulated day the resident memory (RSS) and the database size, the alert history (alerts,
+transitions, groups, the outbox) apart from the rest, the slowest cycles and the mean milliseconds per
+cycle of the batch writer and of delivery; at the end, the cycles' real time by job and the SQL
+statements delivery issued per notification.
 
 A cycle is late when its real processing time exceeds its budget: the poll interval divided by the
 speed-up the soak claims (``--days`` in ``--real-minutes``, printed). The target (issue 16): RSS growth
@@ -39,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import create_engine, text  # noqa: E402
+from sqlalchemy import create_engine, event, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -140,12 +143,27 @@ def deliver(service) -> None:  # noqa: ANN001
                 return
 
 
+class StatementCounter:
+    """Counts the SQL statements the service's engine issues (an executemany counts once: one round trip)."""
+
+    def __init__(self, db) -> None:  # noqa: ANN001
+        self.n = 0
+        event.listen(db, "before_cursor_execute", self._count)
+
+    def _count(self, *args: object) -> None:
+        self.n += 1
+
+
 def object_counts() -> dict[str, int]:
+    """Live objects by type, the frozen ones included (the GC policy freezes what survives a full
+    collection, and ``gc.get_objects`` leaves frozen objects out): thawed to count, frozen again."""
     gc.collect()
+    gc.unfreeze()
     out: dict[str, int] = {}
     for o in gc.get_objects():
         name = type(o).__qualname__
         out[name] = out.get(name, 0) + 1
+    gc.freeze()
     return out
 
 
@@ -249,6 +267,10 @@ def main() -> None:  # noqa: PLR0915
     speedup = args.days * DAY / (60 * args.real_minutes)
     engine, budget = service.engine, args.poll / speedup
     engine.resume()
+    # the running service's GC policy (Service.start installs it and runs its full collection every
+    # thaw_every seconds): installed here too, its full collection on the soak's clock
+    service.gc_policy.install()
+    next_thaw = clock.time() + service.gc_policy.thaw_every
     names = list(engine.watches)
     do_vacuum = args.vacuum == "on" or (args.vacuum == "auto" and not autovacuum_on(service.db))
     cycles_per_day = round(DAY / args.poll)
@@ -264,15 +286,20 @@ def main() -> None:  # noqa: PLR0915
     print(
         f"{'day':>4}{'RSS MB':>9}{'DB MB':>8}{'history':>9}{'rest':>7}{'alerts':>8}{'outbox':>8}"
         f"{'sent':>7}{'buckets':>9}{'late':>6}{'cycle p50':>11}{'max ms':>8}{'real s':>8}"
+        f"{'writer':>8}{'deliver':>8}"
     )
     late, worst, started = 0, 0.0, time.monotonic()
     # where the cycles' real time goes, job by job (the writer's share is what the polls wait for)
-    jobs = dict.fromkeys(("polls handed in", "batch writer", "health and reminders", "delivery"), 0.0)
+    jobs = dict.fromkeys(("polls handed in", "batch writer", "health and reminders", "delivery", "gc"), 0.0)
     per_day: list[dict] = []
+    statements = StatementCounter(service.db)
+    # delivery's statements and notifications sent, summed, and in its busiest cycle
+    told = {"statements": 0, "sent": 0, "busiest": (0, 0)}
     try:
         for day in range(1, days + 1):
             cycle_times = []
             t_day = time.monotonic()
+            jobs_before = dict(jobs)  # the day's mean per cycle of the batch writer and delivery, printed
             for _ in range(cycles_per_day):
                 clock.advance(args.poll - OUTBOX_AFTER)
                 t0 = time.perf_counter()
@@ -285,9 +312,19 @@ def main() -> None:  # noqa: PLR0915
                 clock.advance(OUTBOX_AFTER)  # the group_wait of what the polls raised has passed
                 service.plan_repeats()
                 t3 = time.perf_counter()
+                before, sent_before = statements.n, receiver.count
                 deliver(service)
+                t4 = time.perf_counter()
+                if clock.time() >= next_thaw:  # the service's "gc" job, when it is due
+                    service.gc_policy.full_collection()
+                    while next_thaw <= clock.time():
+                        next_thaw += service.gc_policy.thaw_every
+                n_stmt, n_sent = statements.n - before, receiver.count - sent_before
+                told["statements"] += n_stmt
+                told["sent"] += n_sent
+                told["busiest"] = max(told["busiest"], (n_sent, n_stmt))
                 dt = time.perf_counter() - t0
-                for job, took in zip(jobs, (t1 - t0, t2 - t1, t3 - t2, t0 + dt - t3), strict=True):
+                for job, took in zip(jobs, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t0 + dt - t4), strict=True):
                     jobs[job] += took
                 cycle_times.append(dt)
                 late += dt > budget
@@ -314,10 +351,17 @@ def main() -> None:  # noqa: PLR0915
                 snapshot = tracemalloc.take_snapshot()
             if args.objects and day == min(2, days):
                 objects = object_counts()
+            if day == days:  # the end, counted while the service still runs (stopping adds objects)
+                final_objects = object_counts() if args.objects else {}
+                final_snapshot = tracemalloc.take_snapshot() if args.tracemalloc else None
             print(
                 f"{day:>4}{row['rss']:>9.1f}{total:>8.1f}{history:>9.1f}{rest:>7.1f}{n['alerts']:>8}"
                 f"{n['notifications']:>8}{receiver.count:>7}{n['series_buckets']:>9}{late:>6}"
-                f"{row['p50'] * 1000:>11.0f}{row['max'] * 1000:>8.0f}{time.monotonic() - t_day:>8.1f}",
+                f"{row['p50'] * 1000:>11.0f}{row['max'] * 1000:>8.0f}{time.monotonic() - t_day:>8.1f}"
+                + "".join(
+                    f"{(jobs[j] - jobs_before[j]) / cycles_per_day * 1000:>8.0f}"
+                    for j in ("batch writer", "delivery")
+                ),
                 flush=True,
             )
     finally:
@@ -330,12 +374,17 @@ def main() -> None:  # noqa: PLR0915
     print(
         "cycles' real time by job: " + ", ".join(f"{j} {t:.1f} s ({t / total:.0%})" for j, t in jobs.items())
     )
+    busiest_sent, busiest_stmt = told["busiest"]
+    print(
+        f"delivery's SQL statements: {told['statements']} for {told['sent']} notifications sent "
+        f"({told['statements'] / max(told['sent'], 1):.1f} per notification); the busiest cycle "
+        f"{busiest_stmt} for {busiest_sent}"
+    )
     if args.objects:
-        now = object_counts()
-        grown = sorted(((n - objects.get(t, 0), t) for t, n in now.items()), reverse=True)[:12]
+        grown = sorted(((n - objects.get(t, 0), t) for t, n in final_objects.items()), reverse=True)[:12]
         print("object counts grown since day 2: " + ", ".join(f"{t} {d:+d}" for d, t in grown if d > 0))
     if args.tracemalloc:
-        grown = tracemalloc.take_snapshot().compare_to(snapshot, "traceback")
+        grown = final_snapshot.compare_to(snapshot, "traceback")
         print("memory grown since day 2, by where it was allocated:")
         for stat in grown[:8]:
             print(f"  {stat.size_diff / 1024:+.0f} KiB in {stat.count_diff:+d} blocks")

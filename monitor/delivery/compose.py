@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.model import Severity
@@ -49,81 +50,64 @@ class Composer:
     def compose(
         self, s: Session, group: AlertGroup, rows: Sequence[Notification], mutes: Mutes, now: float
     ) -> Composed | None:
-        members = groups_repo.members(s, group.id)
-        carrier = rows[-1]
-        repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
-        refresh = not repeat and all(r.kind in ("refresh", "repeat") for r in rows)
-        acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
-        send_resolved = bool((group.timing or {}).get("send_resolved", True))
-        told: list[tuple[Alert, GroupMember]] = []
-        for alert, member in members:
-            if mutes.reason(alert.labels) is not None:
-                continue
-            announced = member.announced_at is not None
-            if repeat:
-                news = alert.state == "firing" and announced and not alert.acked_at
-            elif refresh:
-                news = alert.state == "firing" and announced
-            elif alert.state == "firing":  # news until a sent message told of it
-                news = not announced or alert.id in acked
-            else:  # a resolution is news only for what was announced, once
-                news = (
-                    alert.state == "resolved"
-                    and announced
-                    and member.resolved_sent_at is None
-                    and send_resolved
-                )
-            if news:
-                told.append((alert, member))
-        if not told:
-            return None
-        new = [a for a, m in told if a.state == "firing" and m.announced_at is None]
-        kind: Kind
-        if repeat:
-            kind = "repeat"
-        elif refresh:
-            kind = "refresh"
-        elif group.root_ref is None and not any(m.announced_at for _, m in members):
-            kind = "open"
-        elif new:
-            kind = "notify"
-        else:
-            kind = "update"
-        told_ids = {a.id for a, _ in told}
-        rows = [
-            a
-            for a, m in members
-            if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
+        return self.compose_many(s, [(group, rows)], mutes, now)[0]
+
+    def compose_many(
+        self,
+        s: Session,
+        batch: Sequence[tuple[AlertGroup, Sequence[Notification]]],
+        mutes: Mutes,
+        now: float,
+    ) -> list[Composed | None]:
+        """``compose`` for several groups (each with its due rows) with a few queries for all of them:
+        their members, the titles of the runs shown, the runs linked to; then a plot per new lead alert."""
+        members = groups_repo.members_of(s, [g.id for g, _ in batch])
+        plans = [_plan(group, rows, members[group.id], mutes) for group, rows in batch]
+        titles = runs_repo.titles(s, (a.run_id for p in plans if p is not None for a in p.shown))
+        linked = {_linked_run(g, p.shown) for (g, _), p in zip(batch, plans, strict=True) if p is not None}
+        linked.discard(None)
+        runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(linked)))} if linked else {}
+        return [
+            None if p is None else self._compose(s, group, rows[-1], p, mutes, now, titles, runs)
+            for (group, rows), p in zip(batch, plans, strict=True)
         ]
-        titles = runs_repo.titles(s, (a.run_id for a in rows))
-        shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in rows]
-        lead_new = _lead(new) if new else None
+
+    def _compose(
+        self,
+        s: Session,
+        group: AlertGroup,
+        carrier: Notification,
+        p: _Plan,
+        mutes: Mutes,
+        now: float,
+        titles: Mapping[str, str],
+        runs: Mapping[str, Run],
+    ) -> Composed:
+        shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in p.shown]
+        lead_new = _lead(p.new) if p.new else None
         plot = plot_for(s, lead_new, now, titles.get(lead_new.run_id)) if lead_new is not None else None
+        run_id = _linked_run(group, p.shown)
         view = GroupView(
             key=carrier.idempotency_key,
             receiver=group.receiver,
-            kind=kind,
+            kind=p.kind,
             group_key=group.group_key,
             group_labels=dict(group.labels or {}),
             alerts=tuple(shown),
-            changed=frozenset(str(i) for i in told_ids),
+            changed=frozenset(str(a.id) for a, _ in p.told),
             root_ref=group.root_ref,
-            links=self._links(s, group, shown, lead_new if plot is not None else None),
+            links=self._links(runs.get(run_id) if run_id else None, lead_new if plot is not None else None),
             actions=bool((self.actions or {}).get(group.receiver, False)),
             plot=plot,
             episode=group.id,
         )
         return Composed(
             view,
-            announced=[a.id for a, _ in told if a.state == "firing"],
-            resolved=[a.id for a, _ in told if a.state == "resolved"],
+            announced=[a.id for a, _ in p.told if a.state == "firing"],
+            resolved=[a.id for a, _ in p.told if a.state == "resolved"],
         )
 
-    def _links(
-        self, s: Session, group: AlertGroup, shown: Sequence[AlertView], plotted: Alert | None
-    ) -> dict[str, str]:
-        run_id = (group.labels or {}).get("run") or (shown[0].run if shown else None)
-        run = s.get(Run, run_id) if run_id else None
+    def _links(self, run: Run | None, plotted: Alert | None) -> dict[str, str]:
         links = {}
         base = (self.external_url or "").rstrip("/")
         if run is not None and run.url:
@@ -133,6 +117,72 @@ class Composer:
         if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
             links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a group's message tells (decided from its members and rows alone, no I/O)."""
+
+    kind: Kind
+    told: list[tuple[Alert, GroupMember]]  # what is news
+    new: list[Alert]  # firing alerts never announced
+    shown: list[Alert]  # what the message shows: the announced and the told, firing or resolved
+
+
+def _plan(
+    group: AlertGroup,
+    rows: Sequence[Notification],
+    members: Sequence[tuple[Alert, GroupMember]],
+    mutes: Mutes,
+) -> _Plan | None:
+    repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
+    refresh = not repeat and all(r.kind in ("refresh", "repeat") for r in rows)
+    acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
+    send_resolved = bool((group.timing or {}).get("send_resolved", True))
+    told: list[tuple[Alert, GroupMember]] = []
+    for alert, member in members:
+        if mutes.reason(alert.labels) is not None:
+            continue
+        announced = member.announced_at is not None
+        if repeat:
+            news = alert.state == "firing" and announced and not alert.acked_at
+        elif refresh:
+            news = alert.state == "firing" and announced
+        elif alert.state == "firing":  # news until a sent message told of it
+            news = not announced or alert.id in acked
+        else:  # a resolution is news only for what was announced, once
+            news = (
+                alert.state == "resolved" and announced and member.resolved_sent_at is None and send_resolved
+            )
+        if news:
+            told.append((alert, member))
+    if not told:
+        return None
+    new = [a for a, m in told if a.state == "firing" and m.announced_at is None]
+    kind: Kind
+    if repeat:
+        kind = "repeat"
+    elif refresh:
+        kind = "refresh"
+    elif group.root_ref is None and not any(m.announced_at for _, m in members):
+        kind = "open"
+    elif new:
+        kind = "notify"
+    else:
+        kind = "update"
+    told_ids = {a.id for a, _ in told}
+    shown = [
+        a
+        for a, m in members
+        if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
+    ]
+    return _Plan(kind, told, new, shown)
+
+
+def _linked_run(group: AlertGroup, shown: Sequence[Alert]) -> str | None:
+    """The run a message links to: its group's, else its first shown alert's ``run`` label."""
+    first = (shown[0].labels or {}).get("run") if shown else None
+    return (group.labels or {}).get("run") or (None if first is None else str(first))
 
 
 def _lead(alerts: Sequence[Alert]) -> Alert:

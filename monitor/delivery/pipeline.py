@@ -1,12 +1,14 @@
 """The notification pipeline, stage by stage (after Alertmanager's notify pipeline):
 
 1. enqueue (``enqueue``, in the engine's transaction): route, group, outbox row;
-2. claim (``storage.outbox_store``): due rows, one message per group at a time, with a lease;
+2. claim (``storage.outbox_store``): due rows, one message per group at a time, with a lease; the
+   groups of a claim are locked and read together (a few statements for up to ``limit`` messages);
 3. mute (``mute``): silences and inhibition;
 4. compose (``compose``): the group's due rows into one ``GroupView``, or nothing worth telling;
 5. send (``alerts.outbox.Dispatcher`` -> a notifier), retried with backoff by the dispatcher;
 6. record (here): sent, with what it told of which alerts; a finished episode closes. A ``refresh``
-   (the same alerts told again to a receiver that forgets) leaves the group's timers alone.
+   (the same alerts told again to a receiver that forgets) leaves the group's timers alone. The
+   dispatcher hands over the outcomes of several sends at once (``record``: one transaction).
 
 ``Pipeline`` is the ``OutboxStore`` the dispatcher drives: it claims and records; it never sends.
 """
@@ -19,13 +21,12 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.inhibition import InhibitRule
-from alerts.outbox import ClaimedNotification
+from alerts.outbox import ClaimedNotification, Outcome
 from alerts.views import AlertView, GroupView
 from monitor.delivery.compose import Composer
-from monitor.delivery.enqueue import finished
 from monitor.delivery.mute import Mutes
 from monitor.storage import groups_repo, outbox_store
-from monitor.storage.models import AlertGroup, Notification
+from monitor.storage.models import Notification
 
 
 class Pipeline:
@@ -43,57 +44,88 @@ class Pipeline:
     def claim_due(
         self, now: float, limit: int, worker: str, lease_seconds: float
     ) -> list[ClaimedNotification]:
+        """Claim up to ``limit`` messages in one transaction, set-based: the due rows, their groups locked
+        together, the groups' members, titles and runs read for all of them at once."""
         claimed: list[ClaimedNotification] = []
         with self.sessions.begin() as s:
             groups: dict[int, list[Notification]] = defaultdict(list)
+            singles: list[Notification] = []
             for row in outbox_store.due(s, now, limit * 4):
                 if row.group_id is None:
-                    if len(claimed) < limit and outbox_store.take(s, row, worker, now, lease_seconds):
-                        claimed.append(ClaimedNotification(row.id, row.attempts, _single(row)))
+                    singles.append(row)
                 else:
                     groups[row.group_id].append(row)
+            taken = outbox_store.take_many(s, singles[:limit], worker, now, lease_seconds)
+            claimed += [ClaimedNotification(r.id, r.attempts, _single(r)) for r in singles if r.id in taken]
+            locked = outbox_store.lock_groups(s, list(groups))  # another replica's are left out
+            out = outbox_store.sending_groups(s, list(locked), now)  # a message of theirs is out
+            ready = [gid for gid in groups if gid in locked and gid not in out]
             mutes: Mutes | None = None
-            for gid, rows in groups.items():
-                if len(claimed) >= limit:
-                    break
-                group = outbox_store.lock_group(s, gid)
-                if group is None or outbox_store.sending(s, gid, now):
-                    continue  # another replica delivers it right now, or a message of it is out
-                expired = [r for r in rows if r.status == "sending"]
-                batch = expired[:1] if expired else rows  # a re-send goes out as it was, under its own key
-                carrier = batch[-1]
-                if not outbox_store.take(s, carrier, worker, now, lease_seconds):
-                    continue
-                outbox_store.merge(batch, carrier)
+            while ready and len(claimed) < limit:  # as many groups as may still be claimed, together
+                chunk, ready = ready[: limit - len(claimed)], ready[limit - len(claimed) :]
+                batches = []
+                for gid in chunk:
+                    rows = groups[gid]
+                    expired = [r for r in rows if r.status == "sending"]
+                    batches.append(expired[:1] if expired else rows)  # a re-send goes out as it was
+                taken = outbox_store.take_many(s, [b[-1] for b in batches], worker, now, lease_seconds)
+                batches = [b for b in batches if b[-1].id in taken]
+                for b in batches:
+                    outbox_store.merge(b, b[-1])
                 if mutes is None:
                     mutes = Mutes.load(s, now, self.inhibit_rules)
-                composed = self.composer.compose(s, group, batch, mutes, now)
-                if composed is None:
-                    outbox_store.set_status(
-                        s, carrier.id, "dropped", "nothing to tell: muted, or never announced"
-                    )
+                pairs = [(locked[b[-1].group_id], b) for b in batches]
+                dropped = []
+                composed_all = self.composer.compose_many(s, pairs, mutes, now)
+                for (group, b), composed in zip(pairs, composed_all, strict=True):
+                    carrier = b[-1]
+                    if composed is None:
+                        dropped.append((carrier.id, group.id))
+                        continue
+                    told = {"announced": composed.announced, "resolved": composed.resolved}
+                    carrier.payload = {
+                        **(carrier.payload or {}),
+                        "told": {**told, "kind": composed.view.kind},
+                    }
+                    claimed.append(ClaimedNotification(carrier.id, carrier.attempts, composed.view))
+                if dropped:
+                    reason = "nothing to tell: muted, or never announced"
+                    outbox_store.set_statuses(s, [(i, "dropped", reason) for i, _ in dropped])
                     s.flush()
-                    self._close_if_finished(s, group, now)
-                    continue
-                told = {"announced": composed.announced, "resolved": composed.resolved}
-                carrier.payload = {**(carrier.payload or {}), "told": {**told, "kind": composed.view.kind}}
-                claimed.append(ClaimedNotification(carrier.id, carrier.attempts, composed.view))
+                    self._close_finished(s, [(g, now) for _, g in dropped])
         return claimed
 
     # ---- record ----------------------------------------------------------------------------------
-    def mark_sent(self, id: int, now: float, ref: str | None) -> None:
+    def record(self, outcomes: Sequence[Outcome]) -> None:
+        """Record the outcomes of several sends in one transaction (what ``mark_sent``, ``mark_retry``
+        and ``mark_failed`` do one by one), with a few statements for all of them."""
         with self.sessions.begin() as s:
-            group_id, payload = outbox_store.mark_sent(s, id, now, ref)
-            if group_id is None:
-                return
-            told = (payload or {}).get("told") or {}
-            if told.get("kind") != "refresh":  # a refresh tells nothing new: the group's timers keep running
-                groups_repo.record_message(s, group_id, now, ref)
-            groups_repo.mark_told(s, group_id, told.get("announced") or [], told.get("resolved") or [], now)
-            s.flush()
-            group = s.get(AlertGroup, group_id)
-            if group is not None:
-                self._close_if_finished(s, group, now)
+            sent = outbox_store.mark_sent_many(
+                s, [(o.id, o.now, o.ref) for o in outcomes if o.status == "sent"]
+            )
+            outbox_store.mark_retry_many(
+                s,
+                [(o.id, o.next_attempt_at or o.now, o.error or "") for o in outcomes if o.status == "retry"],
+            )
+            outbox_store.mark_failed_many(
+                s, [(o.id, o.error or "") for o in outcomes if o.status == "failed"]
+            )
+            messages, told, groups = [], [], []
+            for o in outcomes:
+                if o.id not in sent or sent[o.id][0] is None:
+                    continue
+                group_id, payload = sent[o.id]
+                t = (payload or {}).get("told") or {}
+                if t.get("kind") != "refresh":  # a refresh tells nothing new: the group's timers keep running
+                    messages.append((group_id, o.now, o.ref))
+                told.append((group_id, t.get("announced") or [], t.get("resolved") or [], o.now))
+                groups.append((group_id, o.now))
+            groups_repo.record_messages(s, messages)
+            groups_repo.mark_told_many(s, told)
+            self._close_finished(s, groups)
+
+    def mark_sent(self, id: int, now: float, ref: str | None) -> None:
+        self.record([Outcome(id, now, "sent", ref=ref)])
 
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None:
         with self.sessions.begin() as s:
@@ -104,9 +136,10 @@ class Pipeline:
             outbox_store.mark_failed(s, id, error)
 
     @staticmethod
-    def _close_if_finished(s: Session, group: AlertGroup, now: float) -> None:
-        if group.open_key is not None and finished(s, group):
-            groups_repo.close(s, group, now)
+    def _close_finished(s: Session, groups: Sequence[tuple[int, float]]) -> None:
+        """Close those of these episodes that are over (``enqueue.finished``): (group id, now) each."""
+        over = groups_repo.settled_among(s, [g for g, _ in groups])
+        groups_repo.close_many(s, [(g, now) for g, now in dict(groups).items() if g in over])
 
     # ---- figures ---------------------------------------------------------------------------------
     def backlog(self) -> int:

@@ -24,12 +24,20 @@ def plan(
 ) -> int:
     made = 0
     mutes = Mutes.load(s, now, inhibit_rules)
-    for group in groups_repo.sent_groups(s):
-        members = groups_repo.members(s, group.id)
-        live = [(a, m) for a, m in members if a.state == "firing" and mutes.reason(a.labels) is None]
-        # Before the backlog check: a change waiting for group_interval must not let the receiver forget.
-        made += _refresh(s, group, live, (refresh or {}).get(group.receiver), now)
-        if groups_repo.has_backlog(s, group.id):
+    groups = groups_repo.sent_groups(s)
+    # every group's members, and which groups have something waiting, read once for all of them
+    members = groups_repo.members_of(s, [g.id for g in groups])
+    busy = groups_repo.with_backlog(s, [g.id for g in groups])
+    for group in groups:
+        live = [
+            (a, m) for a, m in members[group.id] if a.state == "firing" and mutes.reason(a.labels) is None
+        ]
+        # Before the backlog check: a change waiting for group_interval must not let the receiver forget
+        # (a refresh made now is the group's backlog).
+        if _refresh(s, group, live, (refresh or {}).get(group.receiver), now):
+            made += 1
+            continue
+        if group.id in busy:
             continue
         for alert, member in live:
             if member.announced_at is None:  # muted when it fired; its silence is over now

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy import bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification
+from monitor.storage.types import EpochTime
+
+GROUPS, MEMBERS = AlertGroup.__table__, GroupMember.__table__  # executemany statements go to the tables
 
 BUSY = ("pending", "sending")
 
@@ -47,6 +50,22 @@ def members(s: Session, group_id: int) -> list[tuple[Alert, GroupMember]]:
     return [(a, m) for a, m in s.execute(q)]
 
 
+def members_of(s: Session, group_ids: Sequence[int]) -> dict[int, list[tuple[Alert, GroupMember]]]:
+    """``members`` of several groups in one query: group id -> its (alert, member) pairs, by alert id."""
+    out: dict[int, list[tuple[Alert, GroupMember]]] = {g: [] for g in group_ids}
+    if not group_ids:
+        return out
+    q = (
+        select(Alert, GroupMember)
+        .join(GroupMember, GroupMember.alert_id == Alert.id)
+        .where(GroupMember.group_id.in_(list(group_ids)))
+        .order_by(GroupMember.group_id, Alert.id)
+    )
+    for a, m in s.execute(q):
+        out[m.group_id].append((a, m))
+    return out
+
+
 def alerts_of(s: Session, group_id: int) -> list[Alert]:
     return [a for a, _ in members(s, group_id)]
 
@@ -64,6 +83,16 @@ def has_backlog(s: Session, group_id: int) -> bool:
         .where(Notification.group_id == group_id, Notification.status.in_(BUSY))
     )
     return bool(n)
+
+
+def with_backlog(s: Session, group_ids: Sequence[int]) -> set[int]:
+    """Those of these groups that ``has_backlog`` (one query for all of them)."""
+    if not group_ids:
+        return set()
+    q = select(Notification.group_id).where(
+        Notification.group_id.in_(list(group_ids)), Notification.status.in_(BUSY)
+    )
+    return set(s.scalars(q.distinct()))
 
 
 def settled(s: Session, group_id: int) -> bool:
@@ -94,6 +123,68 @@ def mark_told(s: Session, group_id: int, announced: list[int], resolved: list[in
             .where(GroupMember.group_id == group_id, GroupMember.alert_id.in_(resolved))
             .values(resolved_sent_at=now)
             .execution_options(synchronize_session=False)
+        )
+
+
+def mark_told_many(s: Session, items: Sequence[tuple[int, list[int], list[int], float]]) -> None:
+    """``mark_told`` for several messages: (group id, announced, resolved, now) each; two executemany
+    statements at most, one row of parameters per alert told of."""
+    announced = [
+        {"m_group": g, "m_alert": a, "m_now": now} for g, told, _, now in items for a in dict.fromkeys(told)
+    ]
+    resolved = [
+        {"m_group": g, "m_alert": a, "m_now": now} for g, _, told, now in items for a in dict.fromkeys(told)
+    ]
+    same_member = (MEMBERS.c.group_id == bindparam("m_group")) & (MEMBERS.c.alert_id == bindparam("m_alert"))
+    if announced:
+        s.execute(
+            update(MEMBERS)
+            .where(same_member, MEMBERS.c.announced_at.is_(None))
+            .values(announced_at=bindparam("m_now", type_=EpochTime())),
+            announced,
+        )
+    if resolved:
+        s.execute(
+            update(MEMBERS).where(same_member).values(resolved_sent_at=bindparam("m_now", type_=EpochTime())),
+            resolved,
+        )
+
+
+def record_messages(s: Session, items: Sequence[tuple[int, float, str | None]]) -> None:
+    """``record_message`` for several groups: (group id, now, ref) each; an executemany per shape (with a
+    new thread root, without)."""
+    with_ref = [{"g_id": g, "g_now": now, "g_ref": ref} for g, now, ref in items if ref]
+    without = [{"g_id": g, "g_now": now} for g, now, ref in items if not ref]
+    stmt = update(GROUPS).where(GROUPS.c.id == bindparam("g_id"))
+    sent_at = bindparam("g_now", type_=EpochTime())
+    if with_ref:
+        s.execute(stmt.values(last_sent_at=sent_at, root_ref=bindparam("g_ref")), with_ref)
+    if without:
+        s.execute(stmt.values(last_sent_at=sent_at), without)
+
+
+def settled_among(s: Session, group_ids: Sequence[int]) -> set[int]:
+    """Those of these groups that are open and ``settled`` (one query for all of them)."""
+    if not group_ids:
+        return set()
+    unresolved = exists().where(
+        GroupMember.group_id == AlertGroup.id, GroupMember.alert_id == Alert.id, Alert.state != "resolved"
+    )
+    busy = exists().where(Notification.group_id == AlertGroup.id, Notification.status.in_(BUSY))
+    q = select(AlertGroup.id).where(
+        AlertGroup.id.in_(list(group_ids)), AlertGroup.open_key.is_not(None), ~unresolved, ~busy
+    )
+    return set(s.scalars(q))
+
+
+def close_many(s: Session, items: Sequence[tuple[int, float]]) -> None:
+    """``close`` for several groups: (group id, now) each, one executemany."""
+    if items:
+        s.execute(
+            update(GROUPS)
+            .where(GROUPS.c.id == bindparam("g_id"))
+            .values(open_key=None, closed_at=bindparam("g_now", type_=EpochTime())),
+            [{"g_id": g, "g_now": now} for g, now in items],
         )
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import AlertGroup, Notification
+from monitor.storage.types import EpochTime
+
+OUTBOX = Notification.__table__  # executemany statements go to the table (one round trip for a batch)
 
 
 def enqueue_once(
@@ -73,6 +76,28 @@ def lock_group(s: Session, group_id: int) -> AlertGroup | None:
     return s.scalar(q.with_for_update(skip_locked=True) if is_postgres(s) else q)
 
 
+def lock_groups(s: Session, group_ids: Sequence[int]) -> dict[int, AlertGroup]:
+    """These groups, locked together for this transaction: id -> group; one another replica delivers
+    right now (or that is gone) is left out."""
+    if not group_ids:
+        return {}
+    q = select(AlertGroup).where(AlertGroup.id.in_(list(group_ids)))
+    q = q.with_for_update(skip_locked=True) if is_postgres(s) else q
+    return {g.id: g for g in s.scalars(q)}
+
+
+def sending_groups(s: Session, group_ids: Sequence[int], now: float) -> set[int]:
+    """Those of these groups that have a message out with a live claim (``sending``, set-based)."""
+    if not group_ids:
+        return set()
+    q = select(Notification.group_id).where(
+        Notification.group_id.in_(list(group_ids)),
+        Notification.status == "sending",
+        Notification.claim_expires_at > now,
+    )
+    return set(s.scalars(q.distinct()))
+
+
 def sending(s: Session, group_id: int, now: float) -> bool:
     """Is a message of this group out with a live claim? (One message of a group at a time, in order.)"""
     n = s.scalar(
@@ -100,6 +125,25 @@ def take(s: Session, row: Notification, worker: str, now: float, lease: float) -
         .execution_options(synchronize_session=False)
     )
     return res.rowcount == 1
+
+
+def take_many(s: Session, rows: Sequence[Notification], worker: str, now: float, lease: float) -> set[int]:
+    """``take`` for several rows in one statement; returns the ids claimed (each row only if it is still
+    as it was read: same status, same attempts)."""
+    if not rows:
+        return set()
+    res = s.execute(
+        update(Notification)
+        .where(
+            tuple_(Notification.id, Notification.status, Notification.attempts).in_(
+                [(r.id, r.status, r.attempts) for r in rows]
+            )
+        )
+        .values(status="sending", claimed_by=worker, claim_expires_at=now + lease)
+        .returning(Notification.id)
+        .execution_options(synchronize_session=False)
+    )
+    return set(res.scalars())
 
 
 def merge(rows: Sequence[Notification], carrier: Notification) -> None:
@@ -159,6 +203,78 @@ def mark_failed(s: Session, id: int, error: str) -> None:
         .values(status="failed", last_error=error, attempts=Notification.attempts + 1, claim_expires_at=None)
         .execution_options(synchronize_session=False)
     )
+
+
+def set_statuses(s: Session, items: Sequence[tuple[int, str, str | None]]) -> None:
+    """``set_status`` for several rows: (id, status, reason) each, one executemany."""
+    if items:
+        s.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.id == bindparam("n_id"))
+            .values(status=bindparam("n_status"), claim_expires_at=None, last_error=bindparam("n_reason")),
+            [{"n_id": i, "n_status": st, "n_reason": r} for i, st, r in items],
+        )
+
+
+def mark_sent_many(
+    s: Session, items: Sequence[tuple[int, float, str | None]]
+) -> dict[int, tuple[int | None, dict]]:
+    """``mark_sent`` for several rows: (id, now, ref) each; returns id -> (group, payload) of those recorded.
+    Two statements for the batch: the updates (executemany) and one read of what they were."""
+    if not items:
+        return {}
+    s.execute(
+        update(OUTBOX)
+        .where(OUTBOX.c.id == bindparam("n_id"))
+        .values(
+            status="sent",
+            sent_at=bindparam("n_now", type_=EpochTime()),
+            external_ref=bindparam("n_ref"),
+            attempts=OUTBOX.c.attempts + 1,
+            claim_expires_at=None,
+            last_error=None,
+        ),
+        [{"n_id": i, "n_now": now, "n_ref": ref} for i, now, ref in items],
+    )
+    rows = s.execute(
+        select(Notification.id, Notification.group_id, Notification.payload).where(
+            Notification.id.in_([i for i, _, _ in items])
+        )
+    )
+    return {r.id: (r.group_id, r.payload) for r in rows}
+
+
+def mark_retry_many(s: Session, items: Sequence[tuple[int, float, str]]) -> None:
+    """``mark_retry`` for several rows: (id, next_attempt_at, error) each, one executemany."""
+    if items:
+        s.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.id == bindparam("n_id"))
+            .values(
+                status="pending",
+                next_attempt_at=bindparam("n_next", type_=EpochTime()),
+                last_error=bindparam("n_error"),
+                attempts=OUTBOX.c.attempts + 1,
+                claim_expires_at=None,
+            ),
+            [{"n_id": i, "n_next": t, "n_error": e} for i, t, e in items],
+        )
+
+
+def mark_failed_many(s: Session, items: Sequence[tuple[int, str]]) -> None:
+    """``mark_failed`` for several rows: (id, error) each, one executemany."""
+    if items:
+        s.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.id == bindparam("n_id"))
+            .values(
+                status="failed",
+                last_error=bindparam("n_error"),
+                attempts=OUTBOX.c.attempts + 1,
+                claim_expires_at=None,
+            ),
+            [{"n_id": i, "n_error": e} for i, e in items],
+        )
 
 
 def backlog(s: Session) -> int:
