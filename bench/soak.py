@@ -31,19 +31,26 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
-import os
 import sys
-import threading
 import time
 import tracemalloc
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import create_engine, event, text  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
+
+from soak_support import (  # noqa: E402
+    Receiver,
+    StatementCounter,
+    autovacuum_on,
+    counts,
+    drop_database,
+    fresh_database,
+    object_counts,
+    rss_mb,
+    sizes,
+    vacuum,
+)
 
 from alerts.clock import ManualClock  # noqa: E402
 from monitor.config.loader import parse_config  # noqa: E402
@@ -54,7 +61,6 @@ from monitor.storage import outbox_store  # noqa: E402
 DAY = 86_400.0
 # the alert history: what grows with the alerts raised (kept on purpose), apart from the rest
 OUTBOX_AFTER = 60.0  # simulated seconds from the polls to the outbox and reminder jobs of a cycle
-HISTORY = ("alerts", "alert_transitions", "alert_groups", "alert_group_members", "notifications")
 
 # Incidents of a loop (kind, start and duration as fractions of the loop, the rest); each run's are
 # shifted a little so that they do not all fire at once. The loop is a day, or 12 polls when polls are
@@ -103,37 +109,6 @@ def soak_config(runs: int, poll: float, step: float, hook: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-class Receiver:
-    """A webhook receiver on 127.0.0.1 that counts what it is told."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.kinds: dict[str, int] = {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                try:
-                    kind = str(json.loads(body).get("kind"))
-                except ValueError:
-                    kind = "?"
-                outer.count += 1
-                outer.kinds[kind] = outer.kinds.get(kind, 0) + 1
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-
-
 def deliver(service) -> None:  # noqa: ANN001
     """The outbox job, as often as it finds work (a claimed row may be merged or dropped, not sent)."""
     for _ in range(1000):
@@ -141,86 +116,6 @@ def deliver(service) -> None:  # noqa: ANN001
         with service.sessions() as s:
             if not outbox_store.due(s, service.clock.time(), 1):
                 return
-
-
-class StatementCounter:
-    """Counts the SQL statements the service's engine issues (an executemany counts once: one round trip)."""
-
-    def __init__(self, db) -> None:  # noqa: ANN001
-        self.n = 0
-        event.listen(db, "before_cursor_execute", self._count)
-
-    def _count(self, *args: object) -> None:
-        self.n += 1
-
-
-def object_counts() -> dict[str, int]:
-    """Live objects by type, the frozen ones included (the GC policy freezes what survives a full
-    collection, and ``gc.get_objects`` leaves frozen objects out): thawed to count, frozen again."""
-    gc.collect()
-    gc.unfreeze()
-    out: dict[str, int] = {}
-    for o in gc.get_objects():
-        name = type(o).__qualname__
-        out[name] = out.get(name, 0) + 1
-    gc.freeze()
-    return out
-
-
-def rss_mb() -> float:
-    with open(f"/proc/{os.getpid()}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def fresh_database(admin_url: str, name: str) -> str:
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-
-
-def drop_database(admin_url: str, name: str) -> None:
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
-def autovacuum_on(db) -> bool:  # noqa: ANN001
-    with db.connect() as c:
-        return c.scalar(text("SHOW autovacuum")) == "on"
-
-
-def vacuum(db) -> None:  # noqa: ANN001
-    """What autovacuum does in production (it is on by default): dead row versions made reusable."""
-    with db.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
-        c.execute(text("VACUUM"))
-
-
-def sizes(db) -> tuple[float, float, float, dict[str, int]]:  # noqa: ANN001
-    """Total database MB, alert history MB, the rest MB, and each table's size in bytes."""
-    with db.connect() as c:
-        total = c.scalar(text("SELECT pg_database_size(current_database())"))
-        rows = c.execute(
-            text("SELECT relname, pg_total_relation_size(relid) FROM pg_catalog.pg_statio_user_tables")
-        ).all()
-    tables = {name: int(size) for name, size in rows}
-    history = sum(v for k, v in tables.items() if k in HISTORY)
-    rest = sum(v for k, v in tables.items() if k not in HISTORY)
-    return total / 2**20, history / 2**20, rest / 2**20, tables
-
-
-def counts(db) -> dict[str, int]:  # noqa: ANN001
-    with db.connect() as c:
-        return {
-            t: c.scalar(text(f"SELECT count(*) FROM {t}"))
-            for t in ("alerts", "notifications", "series_buckets", "rule_state", "runs")
-        }
 
 
 def main() -> None:  # noqa: PLR0915
