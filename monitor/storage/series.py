@@ -21,7 +21,7 @@ MAX_BUCKETS = 512
 TIME_WIDTH = 15.0  # seconds: the first bucket width of a step-less (time axis) series
 
 
-@dataclass
+@dataclass(slots=True)  # made per metric and sample: no __dict__ each
 class Point:
     x: float
     value: float
@@ -119,7 +119,7 @@ def ingest_run(
             _compact(session, meta, max_buckets)
 
 
-@dataclass
+@dataclass(slots=True)  # kept per series in memory for a few polls: no __dict__ for the collector
 class _Bucket:
     run_id: str
     metric: str
@@ -133,7 +133,18 @@ class _Bucket:
     t_last: float | None = None
 
     def row(self) -> dict:
-        return self.__dict__.copy()
+        return {
+            "run_id": self.run_id,
+            "metric": self.metric,
+            "x0": self.x0,
+            "min": self.min,
+            "max": self.max,
+            "sum": self.sum,
+            "count": self.count,
+            "nonfinite": self.nonfinite,
+            "last": self.last,
+            "t_last": self.t_last,
+        }
 
 
 def _compact(session: Session, meta: SeriesMeta, max_buckets: int) -> None:
