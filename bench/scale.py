@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common import rss_mb  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -56,14 +57,6 @@ def config(runs: int, per_watch: int, metrics: int, interval: float) -> str:
         )
     lines.append("receivers: [{name: quiet, kind: dashboard}]\nroute: {receiver: quiet}")
     return "\n".join(lines) + "\n"
-
-
-def rss_mb() -> float:
-    with open(f"/proc/{os.getpid()}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 @contextmanager

@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+from common import rss_mb  # noqa: E402
 from soak_support import (  # noqa: E402
     Receiver,
     StatementCounter,
@@ -47,7 +48,6 @@ from soak_support import (  # noqa: E402
     drop_database,
     fresh_database,
     object_counts,
-    rss_mb,
     sizes,
     vacuum,
 )

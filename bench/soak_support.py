@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -69,14 +68,6 @@ def object_counts() -> dict[str, int]:
         out[name] = out.get(name, 0) + 1
     gc.freeze()
     return out
-
-
-def rss_mb() -> float:
-    with open(f"/proc/{os.getpid()}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def fresh_database(admin_url: str, name: str) -> str:
