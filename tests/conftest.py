@@ -75,6 +75,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+def pg_url(pg_server_url: str) -> Iterator[str]:
+    """A new database on the real PostgreSQL server, migrated: for what only PostgreSQL does (row
+    locks between replicas, leases, several processes)."""
+    from monitor.storage import migrate
+
+    url, drop = _fresh_pg_database(pg_server_url)
+    try:
+        migrate.upgrade(url)
+        yield url
+    finally:
+        drop()
+
+
+@pytest.fixture
 def migrated_url(db_url: str) -> str:
     from monitor.storage import migrate
 

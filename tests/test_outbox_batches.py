@@ -14,7 +14,6 @@ from alerts.notifiers.base import SendResult
 from alerts.outbox import Dispatcher
 from monitor.delivery.compose import Composer
 from monitor.delivery.pipeline import Pipeline
-from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Notification
 from tests.delivery_support import EXTERNAL_URL, Delivery
@@ -61,16 +60,6 @@ def raise_alerts(d: Delivery, groups: int, per_group: int, runs: str = "run") ->
         for k in range(per_group):
             d.alert(f"rule_{k}", run=f"{runs}-{g:02d}")
     d.now = T0 + 60  # past group_wait
-
-
-@pytest.fixture
-def pg_url(pg_server_url):
-    from tests.conftest import _fresh_pg_database
-
-    url, drop = _fresh_pg_database(pg_server_url)
-    migrate.upgrade(url)
-    yield url
-    drop()
 
 
 def test_two_replicas_claiming_at_once_never_send_the_same_notification(pg_url):

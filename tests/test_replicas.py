@@ -29,15 +29,6 @@ def test_a_lease_has_one_holder_until_it_expires(migrated_url):
     engine.dispose()
 
 
-@pytest.fixture
-def pg_url(pg_server_url):
-    from tests.conftest import _fresh_pg_database
-
-    url, drop = _fresh_pg_database(pg_server_url)
-    yield url
-    drop()
-
-
 def test_two_replicas_split_the_work_and_take_over_from_a_dead_one(pg_url, clock):
     one, out1 = make_service(pg_url, clock)
     two, out2 = make_service(pg_url, clock)

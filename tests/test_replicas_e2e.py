@@ -12,13 +12,11 @@ import sys
 import threading
 import time
 
-import pytest
 from sqlalchemy import select
 
-from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, Lease, Run
-from tests.conftest import REPO, _fresh_pg_database
+from tests.conftest import REPO
 from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, PROJECT, wid
@@ -61,14 +59,6 @@ class Trainer(threading.Thread):
                     r,
                     [{"_step": s, "_timestamp": time.time(), "train/loss": 3.0 - s * 1e-3, "global_step": s}],
                 )
-
-
-@pytest.fixture
-def pg_url(pg_server_url):
-    url, drop = _fresh_pg_database(pg_server_url)
-    migrate.upgrade(url)
-    yield url
-    drop()
 
 
 def test_three_replicas_survive_a_sigkill(pg_url, tmp_path):

@@ -9,27 +9,16 @@ from __future__ import annotations
 import signal
 import time
 
-import pytest
 from sqlalchemy import select
 
-from monitor.storage import migrate
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Lease
-from tests.conftest import _fresh_pg_database
 from tests.live.support import alerts_of, dump, live_stack, wait_for
 
 RUNS = ["hero-a", "hero-b", "hero-c"]
 RULES = """\
         progress_stalled: {floor: 6s, startup: 30s}
 """
-
-
-@pytest.fixture
-def pg_url(pg_server_url):
-    url, drop = _fresh_pg_database(pg_server_url)
-    migrate.upgrade(url)
-    yield url
-    drop()
 
 
 def test_a_lease_takeover_keeps_every_page_true(tmp_path, pg_url):
