@@ -11,6 +11,7 @@ import math
 
 from sqlalchemy import select
 
+from monitor.engine.coverage import covered_why
 from monitor.engine.coverage_stored import expand
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult
@@ -212,3 +213,9 @@ def test_the_stored_coverage_is_compact_and_reads_as_the_earlier_form(db_url, cl
     spike = next(r for r in api.rules if r.rule == "loss_spike")
     assert [i.name for i in spike.inputs] == ["train/loss"] and spike.inputs[0].state == "blind"
     service.stop()
+
+
+def test_a_covered_input_says_to_the_second_when_its_last_value_came():
+    assert covered_why(0.021) == "last value 0s ago"
+    assert covered_why(7.4) == "last value 7s ago"
+    assert covered_why(65.6) == "last value 1m6s ago"

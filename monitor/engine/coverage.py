@@ -120,8 +120,9 @@ UNUSED_WHY = "not logged by this run (optional)"
 
 
 def covered_why(idle: float) -> str:
-    """Why a covered input is: its last value came ``idle`` seconds ago."""
-    return f"last value {_ago(idle)} ago"
+    """Why a covered input is: its last value came ``idle`` seconds ago (to the second: "0.021s ago"
+    is noise on a page that refreshes every few seconds)."""
+    return f"last value {_ago(round(idle))} ago"
 
 
 def _expected(name: str, expect: str, promised: frozenset[str], tracked: bool) -> str:
