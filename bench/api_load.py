@@ -40,12 +40,8 @@ from monitor.settings import Settings  # noqa: E402
 from monitor.storage.db import make_engine, make_sessionmaker  # noqa: E402
 
 
-# ---- the server (a child process) ---------------------------------------------------------------
-def serve(url: str, port: int, static_dir: str) -> None:
-    import uvicorn
-    from fastapi.staticfiles import StaticFiles
-
-    from monitor.web.app import create_app
+def context(url: str):  # noqa: ANN201
+    """The API's context on the bench database, at the bench's clock: (engine, ApiContext)."""
     from monitor.web.context import ApiContext
 
     engine = make_engine(url)
@@ -55,6 +51,17 @@ def serve(url: str, port: int, static_dir: str) -> None:
         settings=Settings(database_url=url),
         poll_intervals={"bench": 60.0},
     )
+    return engine, ctx
+
+
+# ---- the server (a child process) ---------------------------------------------------------------
+def serve(url: str, port: int, static_dir: str) -> None:
+    import uvicorn
+    from fastapi.staticfiles import StaticFiles
+
+    from monitor.web.app import create_app
+
+    _, ctx = context(url)
     app = create_app(ctx)
     app.mount("/bench-static", StaticFiles(directory=static_dir), name="bench-static")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
@@ -162,16 +169,9 @@ def snapshot_cost(url: str) -> dict[str, float] | None:
         from monitor.web.snapshot import build
     except ImportError:  # a version before the snapshot
         return None
-    from monitor.web.context import ApiContext
     from monitor.web.schemas import RunOut
 
-    engine = make_engine(url)
-    ctx = ApiContext(
-        sessions=make_sessionmaker(engine),
-        clock=ManualClock(NOW),
-        settings=Settings(database_url=url),
-        poll_intervals={"bench": 60.0},
-    )
+    engine, ctx = context(url)
     builds, encodes = [], []
     for i in range(6):
         t = time.perf_counter()
@@ -198,15 +198,8 @@ def refresh_bytes(url: str, runs: int) -> list[tuple[str, int, int, int, int, in
 
     from monitor.storage.models import Run
     from monitor.web.app import create_app
-    from monitor.web.context import ApiContext
 
-    engine = make_engine(url)
-    ctx = ApiContext(
-        sessions=make_sessionmaker(engine),
-        clock=ManualClock(NOW),
-        settings=Settings(database_url=url),
-        poll_intervals={"bench": 60.0},
-    )
+    engine, ctx = context(url)
     api = TestClient(create_app(ctx), base_url="http://localhost", headers={"Accept-Encoding": "gzip"})
     out = []
     for what, change in (
