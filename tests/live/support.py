@@ -51,13 +51,15 @@ def real_losses() -> list[tuple[float, float]]:
 
 
 class Trainer(threading.Thread):
-    """Logs a step every ``STEP`` seconds for each run; a run can be hung (no more steps) and resumed."""
+    """Logs a step every ``STEP`` seconds for each run; a run can be hung (no more steps) and resumed, or
+    log one step's loss ``blip[run]`` times as high (a one-step blip, as a bad batch makes)."""
 
     def __init__(
         self, wandb: WandbStandin, runs: list[str], names: dict[str, tuple[str, str]] | None = None
     ) -> None:
         super().__init__(daemon=True)
         self.wandb, self.runs, self.hung, self.stop = wandb, runs, set(), threading.Event()
+        self.blip: dict[str, float] = {}
         self.step = dict.fromkeys(runs, 0)
         self.values = real_losses()
         self.names = names or {}  # run -> the keys it logs its loss and grad norm under
@@ -71,6 +73,7 @@ class Trainer(threading.Thread):
                 self.step[r] += 1
                 s = self.step[r]
                 loss, gnorm = self.values[s % len(self.values)]
+                loss *= self.blip.pop(r, 1.0)
                 lk, gk = self.names.get(r, ("train/loss", "grad/norm/total"))
                 row = {"_step": s, "_timestamp": time.time(), lk: loss, gk: gnorm}
                 self.wandb.log(PROJECT, r, [row])

@@ -6,7 +6,8 @@ and Slack stand-ins and a real Prometheus, read through what the Slack channel r
 - a SIGTERM and restart while ``oom_kills`` fires leaves it firing, with no Slack message about it;
 - a W&B outage (longer than the stall limit and the outage wait) while Prometheus answers yields no
   stall page and at most one outage message for the watch;
-- the goodput of a healthy run that never restarted stays above 95%.
+- the goodput of a healthy run that never restarted stays above 95%;
+- a one-step loss blip of the healthy run is recorded as ``loss_jump`` (info) and pages nobody.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from tests.live.support import Stack, alerts_of, dump, live_stack, wait_for
 RUNS = ["hero-a", "hero-b", "hero-c"]
 RULES = """\
         progress_stalled: {floor: 6s, startup: 30s}
-"""
+        loss_jump: {baseline: 60s, floor_window: 10s}
+"""  # the live test's minutes stand for hours: the stall limit and the blip's baseline scaled down
 
 
 def paged(stack: Stack, *words: str) -> list[str]:
@@ -43,6 +45,11 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
         wait_for(lambda: len(paged(stack, "progress_stalled", "hero-a")) == 2, 30, "a second stall page")
         stack.trainer.hung.discard("hero-a")
         wait_for(lambda: len(alerts_of(hw, "progress_stalled", "resolved")) == 2, 20, "the second resolution")
+
+        # ---- a one-step loss blip of the healthy run: recorded (info), never a page ---------------
+        stack.trainer.blip["hero-c"] = 4.0
+        blipped = lambda: [a for a in alerts_of(hw, "loss_jump") if "hero-c" in str(a)]  # noqa: E731
+        wait_for(blipped, 45, "the blip's info", every=2.0)
 
         # ---- two OOM kills page ------------------------------------------------------------------
         stack.exporter.oom("hero-b")
@@ -75,8 +82,10 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
 
         # ---- every page notified, none is false, and the healthy run's goodput is honest -----------
         pages = stack.pages()
+        print("what notified the channel:", dump(stack))
         assert len(paged(stack, "progress_stalled", "hero-a")) == 2, dump(stack)
         assert not [p for p in pages if "run hero-c" in p], "the healthy run paged"
+        assert not [p for p in pages if "loss_jump" in p or "loss_spike" in p], "a one-step blip paged"
         assert not [p for p in pages if p.startswith("RESOLVED")], "a resolution was posted as a page"
         [healthy] = [r for r in hw.api("/api/runs") if r["name"] == "hero-c"]
         print(f"goodput of the healthy run: {healthy['goodput']}")
