@@ -97,8 +97,8 @@ class Pipeline:
 
     # ---- record ----------------------------------------------------------------------------------
     def record(self, outcomes: Sequence[Outcome]) -> None:
-        """Record the outcomes of several sends in one transaction (what ``mark_sent``, ``mark_retry``
-        and ``mark_failed`` do one by one), with a few statements for all of them."""
+        """Record the outcomes of several sends in one transaction, with a few statements for all of them
+        (``mark_sent``, ``mark_retry`` and ``mark_failed`` record one)."""
         with self.sessions.begin() as s:
             sent = outbox_store.mark_sent_many(
                 s, [(o.id, o.now, o.ref) for o in outcomes if o.status == "sent"]
@@ -128,12 +128,10 @@ class Pipeline:
         self.record([Outcome(id, now, "sent", ref=ref)])
 
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None:
-        with self.sessions.begin() as s:
-            outbox_store.mark_retry(s, id, next_attempt_at, error)
+        self.record([Outcome(id, now, "retry", next_attempt_at=next_attempt_at, error=error)])
 
     def mark_failed(self, id: int, now: float, error: str) -> None:
-        with self.sessions.begin() as s:
-            outbox_store.mark_failed(s, id, error)
+        self.record([Outcome(id, now, "failed", error=error)])
 
     @staticmethod
     def _close_finished(s: Session, groups: Sequence[tuple[int, float]]) -> None:

@@ -70,12 +70,6 @@ def due(s: Session, now: float, limit: int) -> list[Notification]:
     return list(s.scalars(q))
 
 
-def lock_group(s: Session, group_id: int) -> AlertGroup | None:
-    """The group, locked for this transaction; None if another replica delivers it right now."""
-    q = select(AlertGroup).where(AlertGroup.id == group_id)
-    return s.scalar(q.with_for_update(skip_locked=True) if is_postgres(s) else q)
-
-
 def lock_groups(s: Session, group_ids: Sequence[int]) -> dict[int, AlertGroup]:
     """These groups, locked together for this transaction: id -> group; one another replica delivers
     right now (or that is gone) is left out."""
@@ -96,35 +90,6 @@ def sending_groups(s: Session, group_ids: Sequence[int], now: float) -> set[int]
         Notification.claim_expires_at > now,
     )
     return set(s.scalars(q.distinct()))
-
-
-def sending(s: Session, group_id: int, now: float) -> bool:
-    """Is a message of this group out with a live claim? (One message of a group at a time, in order.)"""
-    n = s.scalar(
-        select(func.count())
-        .select_from(Notification)
-        .where(
-            Notification.group_id == group_id,
-            Notification.status == "sending",
-            Notification.claim_expires_at > now,
-        )
-    )
-    return bool(n)
-
-
-def take(s: Session, row: Notification, worker: str, now: float, lease: float) -> bool:
-    """Claim one row. A conditional update: on SQLite (no row locks) only one claimer wins each row."""
-    res = s.execute(
-        update(Notification)
-        .where(
-            Notification.id == row.id,
-            Notification.status == row.status,
-            Notification.attempts == row.attempts,
-        )
-        .values(status="sending", claimed_by=worker, claim_expires_at=now + lease)
-        .execution_options(synchronize_session=False)
-    )
-    return res.rowcount == 1
 
 
 def take_many(s: Session, rows: Sequence[Notification], worker: str, now: float, lease: float) -> set[int]:
@@ -153,60 +118,8 @@ def merge(rows: Sequence[Notification], carrier: Notification) -> None:
             r.status, r.merged_into = "merged", carrier.id
 
 
-def set_status(s: Session, id: int, status: str, reason: str | None = None) -> None:
-    s.execute(
-        update(Notification)
-        .where(Notification.id == id)
-        .values(status=status, claim_expires_at=None, last_error=reason)
-        .execution_options(synchronize_session=False)
-    )
-
-
-def mark_sent(s: Session, id: int, now: float, ref: str | None) -> tuple[int | None, dict | None]:
-    """Record a row as sent; returns its group and payload (one statement: no read before the write)."""
-    group_id, payload = s.execute(
-        update(Notification)
-        .where(Notification.id == id)
-        .values(
-            status="sent",
-            sent_at=now,
-            external_ref=ref,
-            attempts=Notification.attempts + 1,
-            claim_expires_at=None,
-            last_error=None,
-        )
-        .returning(Notification.group_id, Notification.payload)
-        .execution_options(synchronize_session=False)
-    ).one()
-    return group_id, payload
-
-
-def mark_retry(s: Session, id: int, next_attempt_at: float, error: str) -> None:
-    s.execute(
-        update(Notification)
-        .where(Notification.id == id)
-        .values(
-            status="pending",
-            next_attempt_at=next_attempt_at,
-            last_error=error,
-            attempts=Notification.attempts + 1,
-            claim_expires_at=None,
-        )
-        .execution_options(synchronize_session=False)
-    )
-
-
-def mark_failed(s: Session, id: int, error: str) -> None:
-    s.execute(
-        update(Notification)
-        .where(Notification.id == id)
-        .values(status="failed", last_error=error, attempts=Notification.attempts + 1, claim_expires_at=None)
-        .execution_options(synchronize_session=False)
-    )
-
-
 def set_statuses(s: Session, items: Sequence[tuple[int, str, str | None]]) -> None:
-    """``set_status`` for several rows: (id, status, reason) each, one executemany."""
+    """Set these rows' status, their claims released: (id, status, reason) each, one executemany."""
     if items:
         s.execute(
             update(OUTBOX)
@@ -219,8 +132,8 @@ def set_statuses(s: Session, items: Sequence[tuple[int, str, str | None]]) -> No
 def mark_sent_many(
     s: Session, items: Sequence[tuple[int, float, str | None]]
 ) -> dict[int, tuple[int | None, dict]]:
-    """``mark_sent`` for several rows: (id, now, ref) each; returns id -> (group, payload) of those recorded.
-    Two statements for the batch: the updates (executemany) and one read of what they were."""
+    """These rows sent: (id, now, ref) each; returns id -> (group, payload) of those recorded. Two
+    statements for the batch: the updates (executemany) and one read of what they were."""
     if not items:
         return {}
     s.execute(
@@ -245,7 +158,7 @@ def mark_sent_many(
 
 
 def mark_retry_many(s: Session, items: Sequence[tuple[int, float, str]]) -> None:
-    """``mark_retry`` for several rows: (id, next_attempt_at, error) each, one executemany."""
+    """These rows to be tried again: (id, next_attempt_at, error) each, one executemany."""
     if items:
         s.execute(
             update(OUTBOX)
@@ -262,7 +175,7 @@ def mark_retry_many(s: Session, items: Sequence[tuple[int, float, str]]) -> None
 
 
 def mark_failed_many(s: Session, items: Sequence[tuple[int, str]]) -> None:
-    """``mark_failed`` for several rows: (id, error) each, one executemany."""
+    """These rows failed for good: (id, error) each, one executemany."""
     if items:
         s.execute(
             update(OUTBOX)
