@@ -358,9 +358,6 @@ class Evaluator:
     ) -> RunCoverage:
         """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
         rr = self._run(run)
-        if len(rr.coverage_rules) != len(rr.slots):
-            rr.coverage_rules = [(s.rule, s.feeds) for s in rr.slots]
-            rr.coverage_plans.clear()
         unread, plans = rr.unreadable(unavailable), rr.coverage_plans
         return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans)
 

@@ -86,6 +86,7 @@ class RunRules:
         rr = cls(slots, every, by_metric, clocked)
         rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
+        rr.coverage_rules = [(slot.rule, slot.feeds) for slot in slots]
         rr.dirty = list(slots)  # evaluate everything once
         for slot in slots:
             slot.queued = True
