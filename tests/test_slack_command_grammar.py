@@ -22,7 +22,10 @@ CASES = [
     ("acknowledge 42", Ack(alert_id=42, run=None)),
     ("ack hero-70b", Ack(alert_id=None, run="hero-70b")),
     ("ack 42b", Ack(alert_id=None, run="42b")),
-    ("silence hero-70b 2h restoring from step 41000", Silence("hero-70b", 7200.0, "restoring from step 41000")),
+    (
+        "silence hero-70b 2h restoring from step 41000",
+        Silence("hero-70b", 7200.0, "restoring from step 41000"),
+    ),
     ("silence hero-70b 1h30m flaky exporter", Silence("hero-70b", 5400.0, "flaky exporter")),
     ('silence "my run" 45m "known slow eval"', Silence("my run", 2700.0, "known slow eval")),
     ("report", Report()),

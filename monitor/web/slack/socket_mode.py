@@ -55,6 +55,37 @@ PING_INTERVAL = 10.0  # websocket pings; three unanswered in a row and the conne
 SLASH, INTERACTIVE = "slash_commands", "interactive"
 
 
+class _Client(SocketModeClient):
+    """slack-sdk's Socket Mode client (on websocket-client), less a start-up race: its session starts
+    receiving up to half a second after it is made, and until then it looked closed, so its monitor (or
+    the closing of the connection it replaces) made another one, and another, each a new URL from
+    Slack. A connection made in the last few seconds counts as connected; one that fails is replaced
+    once that time is up, by the client's monitor."""
+
+    STARTING = 5.0
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.made_at: float | None = None  # monotonic time the session was made, until it opens
+        self.on_open_listeners.append(self._opened)
+
+    def connect(self) -> None:
+        super().connect()
+        self.made_at = time.monotonic()
+
+    def _opened(self, _ws: Any) -> None:
+        self.made_at = None  # started: from now on, its socket says whether it is connected
+
+    def is_connected(self) -> bool:
+        made = self.made_at
+        starting = made is not None and time.monotonic() - made < self.STARTING
+        return super().is_connected() or (starting and not self.closed)
+
+    def _monitor_current_session(self) -> None:
+        if not self.is_connected():
+            super()._monitor_current_session()
+
+
 @dataclass(frozen=True)
 class Handled:
     reply: Reply | None  # what to answer (None: nothing, e.g. a click on another app's button)
@@ -76,7 +107,7 @@ class SocketMode:
         self.worker = worker
         self.ack_budget = ack_budget
         self.ping_interval = ping_interval
-        self.client = SocketModeClient(
+        self.client = _Client(
             app_token=app_token,
             web_client=WebClient(base_url=api_url, timeout=10),
             ping_interval=ping_interval,
