@@ -100,6 +100,7 @@ class SocketModeServer:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._server: Server | None = None
+        self._port = 0  # kept after stop: URLs still point here, where nothing answers (a blocked path)
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -107,6 +108,7 @@ class SocketModeServer:
         self._server = serve(
             self._serve, "127.0.0.1", 0, process_request=self._check_ticket, ping_interval=None
         )
+        self._port = self._server.socket.getsockname()[1]
         threading.Thread(target=self._server.serve_forever, name="slack-socket-standin", daemon=True).start()
         threading.Thread(target=self._redeliver, name="slack-socket-redeliver", daemon=True).start()
 
@@ -120,8 +122,8 @@ class SocketModeServer:
 
     @property
     def port(self) -> int:
-        assert self._server is not None, "not started"
-        return self._server.socket.getsockname()[1]
+        assert self._port, "not started"
+        return self._port
 
     def issue_url(self) -> str:
         """What ``apps.connections.open`` answers: a URL with a ticket good for one connection."""
