@@ -249,6 +249,7 @@ def demo(
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    service.socket_mode = None  # simulated runs: never answer a real Slack (SLACK_APP_TOKEN) from here
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)

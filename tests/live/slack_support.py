@@ -40,7 +40,7 @@ def config(slack: SlackStandin, failing: list[str], healthy: list[str] = ()) -> 
         f"watch:\n{watches}"
         f"receivers:\n  - {{name: oncall, kind: slack, channel: {CHANNEL}, base_url: '{slack.api_url}', "
         "timeout: 5s, plots: false}\n"
-        "route: {receiver: oncall, group_by: [run], group_wait: 0s, group_interval: 1s, repeat_interval: 4h}\n"
+        "route: {receiver: oncall, group_by: [run], group_wait: 0s, group_interval: 1s}\n"
     )
 
 

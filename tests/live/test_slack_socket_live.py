@@ -73,7 +73,7 @@ def test_a_click_and_every_command_over_socket_mode(tmp_path):
         said = it.answer(it.slack.command("ack hero-c"))["text"]
         assert said.startswith(f"Acknowledged 1 alert on hero-c as {AMY_NAME}"), said
         said = it.answer(it.slack.command("silence hero-c 2h restoring from the step 400 checkpoint"))["text"]
-        assert said.startswith(f"Silenced hero-c for 2h (until ") and "restoring from the step 400" in said
+        assert said.startswith("Silenced hero-c for 2h (until ") and "restoring from the step 400" in said
         [silence] = hw.api("/api/silences")
         assert silence["matchers"] == ['run="sim:hero-c/hero-c"'] and silence["created_by"] == AMY_NAME
         assert silence["comment"] == "restoring from the step 400 checkpoint" and silence["muting"] == 1

@@ -22,6 +22,7 @@ Each envelope:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -39,13 +40,14 @@ from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
 
 from alerts.notifiers.slack.interactions import BadPayload, parse_block_actions, parse_command
+from monitor.engine.scheduling import add_interval_job
 from monitor.storage import slack_deliveries
 from monitor.web.context import ApiContext
 from monitor.web.slack import clicks, commands
 from monitor.web.slack.replies import Refused, Reply, check_team
 
 if TYPE_CHECKING:
-    from apscheduler.schedulers.base import BaseScheduler
+    from apscheduler.schedulers.background import BackgroundScheduler
 
     from monitor.service import Service
 
@@ -86,6 +88,16 @@ class _Client(SocketModeClient):
             super()._monitor_current_session()
 
 
+def _routine_drop(record: logging.LogRecord) -> bool:
+    """A dropped connection is routine in Socket Mode (herowatch connects again at once); slack-sdk and
+    websocket-client log it as an error: here it is a warning."""
+    if record.levelno == logging.ERROR and (
+        "on_error invoked" in record.getMessage() or record.getMessage().endswith("- goodbye")
+    ):
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
 @dataclass(frozen=True)
 class Handled:
     reply: Reply | None  # what to answer (None: nothing, e.g. a click on another app's button)
@@ -107,44 +119,55 @@ class SocketMode:
         self.worker = worker
         self.ack_budget = ack_budget
         self.ping_interval = ping_interval
-        self.client = _Client(
-            app_token=app_token,
-            web_client=WebClient(base_url=api_url, timeout=10),
-            ping_interval=ping_interval,
-            concurrency=8,
-            logger=logging.getLogger("herowatch.slack.socket"),
-            on_open_listeners=[self._opened],
-            on_message_listeners=[self._heard],
-        )
-        self.client.socket_mode_request_listeners.append(self.on_request)
-        self._pool = ThreadPoolExecutor(4, thread_name_prefix="slack-socket")
+        self._app_token, self._api_url = app_token, api_url
+        self.client: _Client | None = None  # made by start(): it starts threads as it is made
+        self._pool: ThreadPoolExecutor | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.opened_at: float | None = None  # time.time() the current connection opened
         self.connected_once = False
 
     # ---- lifecycle -------------------------------------------------------------------------------
-    def start(self, scheduler: BaseScheduler | None = None) -> None:
+    def start(self, scheduler: BackgroundScheduler | None = None) -> None:
+        sdk = logging.getLogger("herowatch.slack.socket")
+        sdk.setLevel(logging.WARNING)  # its INFO tells of every session it makes; ours says what matters
+        for name in ("herowatch.slack.socket", "websocket"):
+            logging.getLogger(name).addFilter(_routine_drop)
+        self.client = _Client(
+            app_token=self._app_token,
+            web_client=WebClient(base_url=self._api_url, timeout=10),
+            ping_interval=self.ping_interval,
+            concurrency=8,
+            logger=sdk,
+            on_open_listeners=[self._opened],
+            on_message_listeners=[self._heard],
+        )
+        self.client.socket_mode_request_listeners.append(self.on_request)
+        self._pool = ThreadPoolExecutor(4, thread_name_prefix="slack-socket")
         self._thread = threading.Thread(target=self._supervise, name="slack-socket-mode", daemon=True)
         self._thread.start()
         if scheduler is not None:
-            scheduler.add_job(self.forget_old, "interval", seconds=3600, id="slack-deliveries")
+            add_interval_job(scheduler, "slack-deliveries", self.forget_old, 3600.0, first_in=60.0)
 
     def stop(self) -> None:
         self._stop.set()
-        self.client.close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self.client is not None:
+            self.client.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._thread is not None:
             self._thread.join(5)
 
     def _supervise(self) -> None:
         """The first connection, retried until Slack answers (after it, slack-sdk reconnects by itself);
         then every ping interval, a connection whose pings go unanswered is replaced."""
+        client = self.client
+        assert client is not None, "started"
         delay = 1.0
         while not self._stop.is_set():
             if not self.connected_once:
                 try:
-                    self.client.connect()
+                    client.connect()
                     self.connected_once = True
                 except Exception as exc:  # noqa: BLE001 - Slack down, a bad token: said, and retried
                     log.warning("cannot open a Slack Socket Mode connection (again in %gs): %s", delay, exc)
@@ -154,14 +177,14 @@ class SocketMode:
             elif self._silent():
                 log.warning("Slack Socket Mode: no answer to three pings; opening a new connection")
                 try:
-                    self.client.connect_to_new_endpoint(force=True)
+                    client.connect_to_new_endpoint(force=True)
                 except Exception as exc:  # noqa: BLE001 - the client's monitor retries too
                     log.warning("Slack Socket Mode: reconnecting failed: %s", exc)
             self._stop.wait(self.ping_interval)
 
     def _silent(self) -> bool:
         """The connection is open, but its last pings went unanswered for three intervals."""
-        session = self.client.current_session
+        session = self.client.current_session if self.client is not None else None
         if session is None or session.sock is None or self.opened_at is None:
             return False
         answered = max(session.last_pong_tm, self.opened_at)
@@ -172,9 +195,15 @@ class SocketMode:
 
     def _heard(self, _ws: Any, raw: str) -> None:
         """Slack's own messages, for the log: ``hello`` on connecting, ``disconnect`` before a refresh."""
-        if raw.startswith('{"type":"hello"') or raw.startswith('{"type": "hello"'):
+        if '"hello"' not in raw[:100] and '"disconnect"' not in raw[:100]:
+            return  # an envelope: on_request's
+        try:
+            kind = json.loads(raw).get("type")
+        except (ValueError, AttributeError):
+            return
+        if kind == "hello":
             log.info("Slack Socket Mode connected: %s", raw[:300])
-        elif '"disconnect"' in raw[:40]:
+        elif kind == "disconnect":
             log.info("Slack Socket Mode: Slack asks for a new connection: %s", raw[:300])
 
     def forget_old(self) -> int:
@@ -188,6 +217,7 @@ class SocketMode:
         if req.type not in (SLASH, INTERACTIVE):
             self._ack(req.envelope_id, None)  # herowatch subscribes to no events: nothing to do
             return
+        assert self._pool is not None, "started"
         future = self._pool.submit(self.handle, req)
         try:
             handled = future.result(timeout=self.ack_budget)
@@ -213,6 +243,7 @@ class SocketMode:
             self._respond(req.payload.get("response_url"), handled.reply)
 
     def _ack(self, envelope_id: str, payload: dict[str, Any] | None) -> None:
+        assert self.client is not None, "started"
         try:
             ack = SocketModeResponse(envelope_id=envelope_id, payload=payload)
             self.client.send_socket_mode_response(ack)
