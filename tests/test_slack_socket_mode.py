@@ -138,3 +138,40 @@ def test_what_is_not_herowatchs_is_acknowledged_and_left_alone(tmp_path, monkeyp
         assert it.slack.responses_to(other_app) == []
         with it.service.sessions() as s:
             assert [a.acked_by for a in s.scalars(select(Alert))] == [None]
+
+
+def test_a_silent_network_path_is_replaced(tmp_path, monkeypatch):
+    """A connection that stays open but carries nothing (a NAT that forgot it) raises no error at either
+    end; herowatch notices its pings go unanswered and opens a new connection."""
+    from monitor.web.context import ApiContext
+    from monitor.web.slack.socket_mode import SocketMode
+
+    with stalled(f"sqlite:///{tmp_path / 'hw.db'}", monkeypatch) as it:
+        it.service.socket_mode.stop()
+        it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
+        relay = it.slack.socket.with_relay()
+        door = SocketMode(
+            app_token=APP_TOKEN,
+            api_url=it.slack.api_url,
+            ctx=ApiContext.from_service(it.service),
+            worker="test:1",
+            ping_interval=1.0,
+        )
+        door.start()
+        try:
+            [conn] = it.slack.socket.wait_open(1)
+            assert "1 run" in it.slack.socket.wait_acked(it.slack.command("status")).payload["text"]
+            silenced = time.monotonic()
+            relay.silence_all()
+            it.slack.socket.wait(
+                lambda: [c for c in it.slack.socket.open_connections() if c.number > conn.number],
+                30,
+                "a new one",
+            )
+            took = time.monotonic() - silenced
+            print(f"\nsilent path replaced after {took:.1f}s (pings every 1s)")
+            assert 2.5 <= took < 10
+            env = it.slack.command("status")
+            assert "1 run" in it.slack.socket.wait_acked(env).payload["text"]
+        finally:
+            door.stop()

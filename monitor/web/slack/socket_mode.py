@@ -72,8 +72,8 @@ class _Client(SocketModeClient):
         self.on_open_listeners.append(self._opened)
 
     def connect(self) -> None:
+        self.made_at = time.monotonic()  # before: the monitor it starts looks at once
         super().connect()
-        self.made_at = time.monotonic()
 
     def _opened(self, _ws: Any) -> None:
         self.made_at = None  # started: from now on, its socket says whether it is connected
@@ -176,11 +176,21 @@ class SocketMode:
                     continue
             elif self._silent():
                 log.warning("Slack Socket Mode: no answer to three pings; opening a new connection")
-                try:
-                    client.connect_to_new_endpoint(force=True)
-                except Exception as exc:  # noqa: BLE001 - the client's monitor retries too
-                    log.warning("Slack Socket Mode: reconnecting failed: %s", exc)
+                self._drop(client)
             self._stop.wait(self.ping_interval)
+
+    @staticmethod
+    def _drop(client: _Client) -> None:
+        """Cut the current connection as a network failure would: the client reconnects at once, as for
+        any dropped socket (closing it politely would wait for an answer that never comes)."""
+        ws = getattr(client.current_session, "sock", None)
+        try:
+            ws.sock.shutdown(socket.SHUT_RDWR)  # wakes its reader with an end of stream
+        except (AttributeError, OSError):
+            try:
+                client.connect_to_new_endpoint(force=True)
+            except Exception as exc:  # noqa: BLE001 - the client's monitor retries too
+                log.warning("Slack Socket Mode: reconnecting failed: %s", exc)
 
     def _silent(self) -> bool:
         """The connection is open, but its last pings went unanswered for three intervals."""

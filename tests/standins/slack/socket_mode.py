@@ -13,8 +13,9 @@ As Slack does (https://api.slack.com/apis/connections/socket-implement):
   ``retry_attempt`` + 1, to an open connection, at most ``max_retries`` times;
 - ``disconnect`` (``{"type": "disconnect", "reason": "refresh_requested"}``) asks the app to open a
   new connection; the old one is closed a little later, as Slack does;
-- faults: a connection dropped without a closing handshake (``drop``), and an acknowledgement lost on
-  the way, its connection dropped with it (``lose_ack``), as when a network path breaks mid-stream.
+- faults: a connection dropped without a closing handshake (``drop``), an acknowledgement lost on
+  the way, its connection dropped with it (``lose_ack``), as when a network path breaks mid-stream,
+  and a path that goes silent without closing (``with_relay`` then ``relay.silence_all``).
 
 Everything received is recorded: connections (with their hello), deliveries and acknowledgements.
 """
@@ -85,6 +86,51 @@ class Connection:
         return self.closed_at is None
 
 
+class Relay:
+    """The network path between the app and Slack, as a TCP relay on loopback: it can go silent, as a NAT
+    or a firewall that forgot the connection does, dropping what either side sends without closing
+    anything (no error reaches either end: only unanswered pings tell)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.silent: set[int] = set()  # numbers of the paths that went silent
+        self._count = itertools.count(1)
+        threading.Thread(target=self._accept, name="slack-socket-relay", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                app, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            slack = socket.create_connection(("127.0.0.1", self.target_port))
+            path = next(self._count)
+            for src, dst in ((app, slack), (slack, app)):
+                threading.Thread(target=self._pump, args=(path, src, dst), daemon=True).start()
+
+    def _pump(self, path: int, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                if path not in self.silent:
+                    dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def silence_all(self) -> None:
+        """Every path open now goes silent (new ones work)."""
+        self.silent.update(range(1, next(self._count)))
+
+    def close(self) -> None:
+        self.listener.close()
+
+
 class SocketModeServer:
     """Started and stopped with the ``SlackStandin``; tests drive it through ``standin.socket``."""
 
@@ -101,6 +147,7 @@ class SocketModeServer:
         self._stop = threading.Event()
         self._server: Server | None = None
         self._port = 0  # kept after stop: URLs still point here, where nothing answers (a blocked path)
+        self.relay: Relay | None = None  # with_relay(): URLs lead through it
 
     # ---- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -112,8 +159,15 @@ class SocketModeServer:
         threading.Thread(target=self._server.serve_forever, name="slack-socket-standin", daemon=True).start()
         threading.Thread(target=self._redeliver, name="slack-socket-redeliver", daemon=True).start()
 
+    def with_relay(self) -> Relay:
+        """From now on the URLs handed out lead through a :class:`Relay` (which can go silent)."""
+        self.relay = Relay(self.port)
+        return self.relay
+
     def stop(self) -> None:
         self._stop.set()
+        if self.relay is not None:
+            self.relay.close()
         for c in self.open_connections():
             c.ws.close_socket()
         if self._server is not None:
@@ -131,7 +185,8 @@ class SocketModeServer:
         with self._lock:
             self._tickets.add(ticket)
             self.urls_issued += 1
-        return f"ws://127.0.0.1:{self.port}/link/?ticket={ticket}&app_id={APP_ID}"
+        port = self.relay.port if self.relay is not None else self.port
+        return f"ws://127.0.0.1:{port}/link/?ticket={ticket}&app_id={APP_ID}"
 
     # ---- the websocket side --------------------------------------------------------------------------
     def _check_ticket(self, conn: ServerConnection, request: Any) -> Any:
