@@ -23,6 +23,7 @@ from tests.standins.slack.records import StoredMessage
 from tests.standins.slack.socket_mode import Envelope
 
 CHANNEL = "C0ONCALL"
+DASHBOARD = "https://herowatch.example.org"  # server.external_url: where the answers' links lead
 
 
 def config(slack: SlackStandin, failing: list[str], healthy: list[str] = ()) -> str:
@@ -37,6 +38,7 @@ def config(slack: SlackStandin, failing: list[str], healthy: list[str] = ()) -> 
             f"incidents: {incidents}}}\n"
         )
     return (
+        f"server: {{external_url: '{DASHBOARD}'}}\n"
         f"watch:\n{watches}"
         f"receivers:\n  - {{name: oncall, kind: slack, channel: {CHANNEL}, base_url: '{slack.api_url}', "
         "timeout: 5s, plots: false}\n"

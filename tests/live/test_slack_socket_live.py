@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from alerts.notifiers.slack.interactions import ACK
-from tests.live.slack_support import CHANNEL, config, slack_stack, timeline
+from tests.live.slack_support import CHANNEL, DASHBOARD, config, slack_stack, timeline
 from tests.live.support import wait_for
 from tests.standins.slack import AMY, BOB
 
@@ -57,6 +57,8 @@ def test_a_click_and_every_command_over_socket_mode(tmp_path):
         for run in ("hero-a", "hero-b", "hero-c"):
             assert f"`#{firing(hw, run)[0]['id']}` critical *loss_nonfinite*" in text
         assert f"acked by {AMY_NAME}" in text and "step " in text and "ETA " in text
+        link = f"<{DASHBOARD}/runs/sim%3Ahero-a%2Fhero-a|hero-a>"  # each run links to its page
+        assert link in str(status["blocks"]), status["blocks"]
 
         # /herowatch status <run>: one run, in detail
         one = it.answer(it.slack.command("status hero-d"))["text"]

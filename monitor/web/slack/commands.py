@@ -8,7 +8,6 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.notifiers.slack.interactions import SlashCommand
 from monitor import run_ids
@@ -19,7 +18,7 @@ from monitor.web.context import ApiContext
 from monitor.web.slack import grammar
 from monitor.web.slack.replies import Reply
 from monitor.web.slack.report import weekly_report
-from monitor.web.slack.status_blocks import run_reply, runs_reply
+from monitor.web.slack.status_blocks import run_reply, runs_reply, slack_time
 from monitor.web.snapshot import build
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,7 @@ def _run(ctx: ApiContext, s: Session, request: grammar.Request, actor: str, now:
     raise AssertionError(f"unhandled request {request!r}")
 
 
-def _title(s: Session, run: Run) -> str:
+def _title(run: Run) -> str:
     return run_ids.title(run.display_name, run.name or run.id, run.project, False)
 
 
@@ -87,7 +86,7 @@ def _one_run(s: Session, key: str) -> Run:
 def _ack_alert(s: Session, alert_id: int, actor: str, now: float) -> Reply:
     alert = oncall.ack_alert(s, alert_id, actor, COMMENT, now)
     run = s.get(Run, alert.run_id)
-    where = f"{alert.rule} on {_title(s, run) if run else alert.run_id}"
+    where = f"{alert.rule} on {_title(run) if run else alert.run_id}"
     if alert.acked_by != actor:
         return Reply(f"Alert #{alert_id} ({where}) was already acknowledged by {alert.acked_by}.")
     return Reply(
@@ -97,7 +96,7 @@ def _ack_alert(s: Session, alert_id: int, actor: str, now: float) -> Reply:
 
 def _ack_run(s: Session, run: Run, actor: str, now: float) -> Reply:
     done = oncall.ack_run(s, run.id, actor, COMMENT, now)
-    title = _title(s, run)
+    title = _title(run)
     if not done:
         taken = {a.acked_by for a in views.active_alerts(s, run.id) if a.state == "firing" and a.acked_by}
         if taken:
@@ -120,7 +119,7 @@ def _silence(s: Session, run: Run, seconds: float, reason: str, actor: str, now:
     firing = sum(1 for a in views.active_alerts(s, run.id) if a.state == "firing")
     muted = f"; it mutes the {firing} alert{'s' if firing != 1 else ''} firing now" if firing else ""
     return Reply(
-        f"Silenced {_title(s, run)} for {format_duration(seconds)} (until {isoformat(row.ends_at)}) as "
+        f"Silenced {_title(run)} for {format_duration(seconds)} (until {slack_time(row.ends_at)}) as "
         f"{actor}: {reason}{muted}. Silence {row.id}: `herowatch silence expire {row.id}` ends it, or the "
         "dashboard's Silences page."
     )

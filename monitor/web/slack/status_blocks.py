@@ -5,10 +5,10 @@ moment it was built, said in the answer's footer; each figure that is older says
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.notifiers.slack.blocks import clip, esc, link
 from monitor.web.schemas import AlertOut, RunOut
@@ -28,8 +28,15 @@ ICON = {
 
 
 def _ago(snap: Snapshot, iso: str | None) -> str:
+    """How long ago, to the second."""
     t = epoch_of(iso)
-    return "" if t is None else format_duration(max(0.0, snap.now - t), 2)
+    return "" if t is None else format_duration(max(0.0, round(snap.now - t)), 2)
+
+
+def slack_time(t: float) -> str:
+    """A moment as Slack shows it: in each reader's own time zone (``<!date^...>``), UTC where it cannot."""
+    fallback = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(t)}^{{date_short_pretty}} {{time_secs}}|{fallback}>"
 
 
 def _href(url: str | None) -> str | None:
@@ -99,7 +106,7 @@ def _section(text: str) -> dict[str, Any]:
 
 
 def _footer(snap: Snapshot, base: str | None) -> dict[str, Any]:
-    words = f"as of {isoformat(snap.now)}"
+    words = f"as of {slack_time(snap.now)}"
     if base:
         words += " · " + link(base.rstrip("/") + "/", "herowatch dashboard")
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": words}]}
