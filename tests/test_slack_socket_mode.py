@@ -175,3 +175,27 @@ def test_a_silent_network_path_is_replaced(tmp_path, monkeypatch):
             assert "1 run" in it.slack.socket.wait_acked(env).payload["text"]
         finally:
             door.stop()
+
+
+def test_slack_unreachable_at_start_is_retried_until_it_answers(tmp_path, monkeypatch, caplog):
+    with stalled(f"sqlite:///{tmp_path / 'hw.db'}", monkeypatch) as it:
+        it.service.socket_mode.stop()
+        it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
+        it.slack.fail(500, times=2, methods=["apps.connections.open"])  # Slack's API down a while
+        door = type(it.service.socket_mode)(
+            app_token=APP_TOKEN, api_url=it.slack.api_url, ctx=it.service.socket_mode.ctx, worker="test:2"
+        )
+        started = time.monotonic()
+        door.start()
+        try:
+            it.slack.socket.wait_open(1, 30)
+            print(f"\nconnected {time.monotonic() - started:.1f}s after start, Slack's API down for 2 calls")
+            failed = [c for c in it.slack.calls_to("apps.connections.open") if c.status == 500]
+            assert len(failed) == 2
+            said = [
+                r.getMessage() for r in caplog.records if "cannot open a Slack Socket Mode" in r.getMessage()
+            ]
+            assert len(said) == 2 and "again in 1s" in said[0] and "again in 2s" in said[1], said
+            assert "1 run" in it.slack.socket.wait_acked(it.slack.command("status")).payload["text"]
+        finally:
+            door.stop()
