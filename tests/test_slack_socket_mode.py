@@ -5,6 +5,7 @@ another workspace, buttons that are not herowatch's, events herowatch does not s
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -178,6 +179,7 @@ def test_a_silent_network_path_is_replaced(tmp_path, monkeypatch):
 
 
 def test_slack_unreachable_at_start_is_retried_until_it_answers(tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.WARNING, logger="monitor.web.slack.socket_mode")  # whatever the root's level
     with stalled(f"sqlite:///{tmp_path / 'hw.db'}", monkeypatch) as it:
         it.service.socket_mode.stop()
         it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
