@@ -48,6 +48,8 @@ from monitor.sources.registry import make_source
 from monitor.storage import migrate
 from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker, normalise_url
 from monitor.storage.leases import Leases
+from monitor.web.slack import socket_mode
+from monitor.web.slack.socket_mode import SocketMode
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +191,7 @@ class Service:
     send_latency: SendLatency = field(default_factory=SendLatency)  # for /metrics
     refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
     gc_policy: GcPolicy = field(default_factory=GcPolicy)
+    socket_mode: SocketMode | None = None  # Slack's buttons and /herowatch over Socket Mode (SLACK_APP_TOKEN)
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
@@ -231,6 +234,8 @@ class Service:
         every = self.gc_policy.thaw_every
         add_interval_job(self.scheduler, "gc", self.gc_policy.full_collection, every, first_in=every)
         self.scheduler.start()
+        if self.socket_mode is not None:
+            self.socket_mode.start(self.scheduler)
         log.info(
             "herowatch started: %d watches, database %s",
             len(self.config.watch),
@@ -254,6 +259,8 @@ class Service:
                 reminders.heartbeat(s, wd.receiver, wd.interval, self.clock.time())
 
     def stop(self) -> None:
+        if self.socket_mode is not None:
+            self.socket_mode.stop()  # first: no click may act while the rest shuts down
         sched = getattr(self, "scheduler", None)
         if sched is not None and sched.running:
             sched.shutdown(wait=True)
@@ -355,9 +362,11 @@ def build_service(
     latency = SendLatency({r.name: r.kind for r in cfg.receivers})
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
     refresh = {name: every for name, n in notifiers.items() if (every := refresh_every(n)) is not None}
-    return Service(
+    service = Service(
         cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency, refresh
     )
+    service.socket_mode = socket_mode.for_service(service)  # None without SLACK_APP_TOKEN
+    return service
 
 
 def build_notifiers(

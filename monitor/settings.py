@@ -39,6 +39,14 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
     )
+    slack_app_token: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("SLACK_APP_TOKEN"),
+        description="an app-level token (xapp-...): Slack's buttons and /herowatch over Socket Mode",
+    )
+    slack_api_url: str = Field(
+        default="https://slack.com/api/", description="Slack's Web API, for Socket Mode (tests and proxies)"
+    )
     prometheus_token: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("HEROWATCH_PROMETHEUS_TOKEN")
     )
@@ -74,6 +82,18 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"HEROWATCH_API_TOKEN is {n} characters long; use at least {MIN_TOKEN_CHARS} random ones, "
                 f"e.g. the output of: {MAKE_TOKEN}"
+            )
+        return v
+
+    @field_validator("slack_app_token")
+    @classmethod
+    def _app_token(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None or not v.get_secret_value().strip():
+            return None
+        if not v.get_secret_value().startswith("xapp-"):
+            raise ValueError(
+                "SLACK_APP_TOKEN is not an app-level token (xapp-...): create one under Basic Information > "
+                "App-Level Tokens with the connections:write scope (the bot's xoxb- token is SLACK_BOT_TOKEN)"
             )
         return v
 

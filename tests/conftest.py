@@ -105,5 +105,6 @@ def clock() -> ManualClock:
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
-    for var in ("HEROWATCH_DATABASE_URL", "HEROWATCH_LISTEN"):
+    # a developer's own Slack app token must not connect tests' services to a real Slack
+    for var in ("HEROWATCH_DATABASE_URL", "HEROWATCH_LISTEN", "SLACK_APP_TOKEN", "HEROWATCH_SLACK_API_URL"):
         monkeypatch.delenv(var, raising=False)

@@ -121,7 +121,7 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
             )
             assert r.exit_code == 0 and "acknowledged by amy" in r.output, r.output
 
-            # the same timeline entry for each (Slack's comment is where the click came from)
+            # the same timeline entry for each (Slack's names the Slack user, and where the click came from)
             with service.sessions() as s:
                 notes = {
                     t.run_id.rsplit("/", 1)[1]: (t.from_state, t.to_state, t.reason)
@@ -132,7 +132,7 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
             assert notes == {
                 "via-api": ("firing", "firing", "acknowledged by amy: on it"),
                 "via-dashboard": ("firing", "firing", "acknowledged by amy: on it"),
-                "via-slack": ("firing", "firing", "acknowledged by amy: from Slack"),
+                "via-slack": ("firing", "firing", "acknowledged by amy (Slack U0AMY): from Slack"),
                 "via-cli": ("firing", "firing", "acknowledged by amy: on it"),
             }
             # the same Slack update: each root edited to say who took it, one quiet reply, no new page

@@ -97,6 +97,7 @@ def test_a_signed_click_is_parsed(action_id, action, duration):
         message_ts="1780000000.000100",
         team_id="T0HERO",
         action_ts="1780000001.000200",
+        trigger_id="123.456.abc",
     )
 
 

@@ -16,6 +16,7 @@ from monitor.cli.db import db_app
 from monitor.cli.replay import replay_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
+from monitor.cli.slack import slack_app
 from monitor.cli.style import typer_app
 from monitor.config.errors import ConfigError
 
@@ -34,6 +35,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.add_typer(alert_app, name="alert")
+app.add_typer(slack_app, name="slack")
 app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
     replay_command
 )
@@ -124,7 +126,8 @@ def doctor(
 
     W&B: the entity and project answer, the runs the watch picks up, each run's keys against every
     rule's inputs (with the detected trainer profile). Prometheus: each query per run, and why one
-    matches no series. Slack: the token, the bot's membership of the channel, the scopes it lacks.
+    matches no series. Slack: the token, the bot's membership of the channel, the scopes it lacks, and
+    whether the buttons and /herowatch can reach herowatch (Socket Mode connects, or the HTTP endpoint).
     Webhooks: reachable (nothing is posted). Exit 0 when everything the watched runs need is there,
     1 when a run would be watched blind or a receiver cannot deliver, 2 for an unusable config.
     """
@@ -246,6 +249,7 @@ def demo(
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
     service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    service.socket_mode = None  # simulated runs: never answer a real Slack (SLACK_APP_TOKEN) from here
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)

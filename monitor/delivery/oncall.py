@@ -1,10 +1,11 @@
 """What on-call can do about alerts, the one implementation used by the API, the dashboard, Slack's
-buttons and the CLI: acknowledge, create a silence, expire a silence.
+buttons and ``/herowatch`` command, and the CLI: acknowledge, create a silence, expire a silence.
 
-Each action runs in the caller's transaction, writes what it did into the incident timeline of the
-runs it touches, and queues the update their receivers must show (the Slack root says who took the
-alert). The limits are the same from everywhere. A refused action raises ``ActionError`` with the HTTP
-status and a message for the person who asked.
+Each action runs in the caller's transaction, writes what it did and who did it into the incident
+timeline of the alerts it touches (a Slack user as ``amy (Slack U0AMY)``), and queues the update their
+receivers must show (the Slack root says who took the alert). The limits are the same from
+everywhere. A refused action raises ``ActionError`` with the HTTP status and a message for the person
+who asked.
 """
 
 from __future__ import annotations
@@ -81,19 +82,7 @@ def acknowledge(s: Session, alerts: Iterable[Alert], by: str, comment: str | Non
         if alert.state not in views.ACTIVE_STATES or alert.acked_at is not None:
             continue
         alert.acked_by, alert.acked_at = who, now
-        text = f"acknowledged by {who}" + (f": {note}" if note else "")
-        s.add(
-            AlertTransition(
-                alert_id=alert.id,
-                run_id=alert.run_id,
-                at=now,
-                from_state=alert.state,
-                to_state=alert.state,
-                reason=text,
-                value=None,
-                step=alert.step,
-            )
-        )
+        _note_on_timeline(s, alert, f"acknowledged by {who}" + (f": {note}" if note else ""), now)
         for group in groups_repo.groups_with_alerts(s, [alert.id]):
             outbox_store.enqueue_once(
                 s,
@@ -107,6 +96,28 @@ def acknowledge(s: Session, alerts: Iterable[Alert], by: str, comment: str | Non
             )
         done.append(alert)
     return done
+
+
+def _note_on_timeline(s: Session, alert: Alert, text: str, now: float) -> None:
+    """An entry in the alert's run's incident timeline that changes no state: who did what."""
+    s.add(
+        AlertTransition(
+            alert_id=alert.id,
+            run_id=alert.run_id,
+            at=now,
+            from_state=alert.state,
+            to_state=alert.state,
+            reason=text[:MAX_TEXT],
+            value=None,
+            step=alert.step,
+        )
+    )
+
+
+def ack_run(s: Session, run_id: str, by: str, comment: str | None, now: float) -> list[Alert]:
+    """Acknowledge every firing alert of a run not yet taken; the ones acknowledged now."""
+    firing = [a for a in views.active_alerts(s, run_id) if a.state == "firing"]
+    return acknowledge(s, firing, by, comment, now)
 
 
 def ack_alert(s: Session, alert_id: int, by: str, comment: str | None, now: float) -> Alert:
@@ -164,7 +175,20 @@ def create_silence(
     )
     s.add(row)
     s.flush()
+    _silence_on_timelines(s, row, now)
     return row
+
+
+def _silence_on_timelines(s: Session, row: Silence, now: float) -> None:
+    """Each alert a silence mutes from now on says so on its run's timeline: who, how long, why."""
+    spec = SilenceSpec.parse(row.id, row.matchers["matchers"], row.starts_at, row.ends_at)
+    if not spec.active(now):
+        return  # a silence for later: the alerts it will mute are not known yet
+    text = f"silenced by {row.created_by} for {format_duration(row.ends_at - now)} (silence {row.id})"
+    text += f": {row.comment}" if row.comment else ""
+    for alert in views.active_alerts(s):
+        if spec.matches({k: str(v) for k, v in (alert.labels or {}).items()}):
+            _note_on_timeline(s, alert, text, now)
 
 
 def expire_silence(s: Session, silence_id: int, now: float) -> Silence:

@@ -13,6 +13,7 @@ from typing import Any
 
 from monitor.config.schema import Watch, WatchConfig
 from monitor.doctor.report import FAIL, OK, WARN, Report
+from monitor.doctor.slack_doors import check_slack_doors
 from monitor.engine.blind_watch import promised
 from monitor.engine.blindness import absent_watched, describe
 from monitor.engine.evaluator import Evaluator
@@ -32,6 +33,7 @@ def check_all(cfg: WatchConfig, rules: RuleSet, settings: Settings, progress: Pr
         check_watch(watch, rules, settings, report, progress)
     progress("checking the receivers")
     check_receivers(cfg, settings, report)
+    check_slack_doors(cfg, settings, report)
     return report
 
 

@@ -291,3 +291,23 @@ class Lease(Base):
     holder: Mapped[str] = mapped_column(String(200))
     expires_at: Mapped[float] = mapped_column(EpochTime)
     acquired_at: Mapped[float] = mapped_column(EpochTime)
+
+
+class SlackDelivery(Base):
+    """A request from Slack that herowatch acted on (a button click, a ``/herowatch`` command) over
+    Socket Mode, by its identity: Slack's ``trigger_id`` for the person's action (else the envelope
+    id). The replica that acts claims the row in the same transaction as the action, so a re-delivered
+    envelope, or the same action reaching another replica's connection, finds it and is answered with
+    the stored reply instead of acting twice (monitor/web/slack/socket_mode.py). Kept for a day."""
+
+    __tablename__ = "slack_deliveries"
+    __table_args__ = (UniqueConstraint("key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(200))  # "trigger:<trigger id>" or "envelope:<envelope id>"
+    envelope_id: Mapped[str] = mapped_column(String(200))  # the first envelope that carried it
+    kind: Mapped[str] = mapped_column(String(32))  # the envelope type: slash_commands, interactive
+    actor: Mapped[str] = mapped_column(String(200))  # who asked: "amy (Slack U0AMY)"
+    received_at: Mapped[float] = mapped_column(EpochTime, index=True)
+    handled_by: Mapped[str] = mapped_column(String(200))  # the replica, host:pid
+    reply: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # what the person was answered

@@ -37,6 +37,7 @@ class ApiContext:
     stats_cache: StatsCache = field(default_factory=StatsCache)
     layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force
     references: dict[str, dict[str, float]] = field(default_factory=dict)  # watch -> reference values
+    external_url: str | None = None  # server.external_url: where people reach the dashboard (links)
 
     @classmethod
     def from_service(cls, service: Service) -> ApiContext:
@@ -50,6 +51,7 @@ class ApiContext:
             service=service,
             layouts=service.engine.layouts,
             references={w.name: dict(w.references) for w in service.config.watch},
+            external_url=service.config.server.external_url,
         )
 
     def now(self) -> float:

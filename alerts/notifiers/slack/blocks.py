@@ -33,6 +33,8 @@ _STATE_ICON = {
 }
 _MAX_ALERT_LINES = 10
 _SLACK_USER_ID = re.compile(r"^[UW][A-Z0-9]{5,}$")
+# a Slack user as on-call actions name one (interactions.slack_actor): "amy (Slack U0AMY)", "Slack U0AMY"
+_SLACK_ACTOR = re.compile(r"(?:^|\()Slack ([UW][A-Z0-9]{5,})\)?$")
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,11 @@ def state_counts(alerts: Sequence[AlertView]) -> str:
 
 
 def _user(name: Any) -> str:
-    return f"<@{name}>" if _SLACK_USER_ID.match(str(name)) else esc(name)
+    """Who acted, as Slack shows it: a mention of a Slack user (by id), else the name."""
+    if _SLACK_USER_ID.match(str(name)):
+        return f"<@{name}>"
+    actor = _SLACK_ACTOR.search(str(name))
+    return f"<@{actor.group(1)}>" if actor else esc(name)
 
 
 def _badge(view: GroupView, alert: AlertView) -> tuple[str, str]:

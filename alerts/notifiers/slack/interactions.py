@@ -1,4 +1,4 @@
-"""Slack button clicks on herowatch's alert messages: signature check and parsing.
+"""Slack button clicks on herowatch's alert messages, and slash commands: signature check and parsing.
 
 Slack POSTs a form body ``payload=<json>`` to the app's interactivity URL, signed with the app's
 signing secret: ``x-slack-signature = "v0=" + hex(HMAC-SHA256(secret, "v0:{ts}:{raw body}"))`` with
@@ -65,6 +65,22 @@ class Interaction:
     message_ts: str | None  # the root message the button sits on
     team_id: str | None = None
     action_ts: str | None = None
+    trigger_id: str | None = None  # Slack's id of this one click: the same in every re-delivery of it
+
+    @property
+    def actor(self) -> str:
+        """Who clicked, as on-call actions record it (:func:`slack_actor`)."""
+        return slack_actor(self.user_id, self.user_name)
+
+
+def slack_actor(user_id: str, name: str | None) -> str:
+    """How a Slack user is named on the timeline, the alert and the Slack message: ``amy (Slack U0AMY)``,
+    readable anywhere, with the workspace's stable user id (a name can change; the id names one person).
+    ``alerts.notifiers.slack.blocks`` renders it in Slack as a mention of that user."""
+    shown = (name or "").strip()
+    if not shown or shown == user_id:
+        return f"Slack {user_id}"
+    return f"{shown} (Slack {user_id})"
 
 
 # ---- the buttons' value ---------------------------------------------------------------------------------
@@ -152,14 +168,29 @@ def _text(value: Any, what: str, limit: int = 200, required: bool = False) -> st
     return value
 
 
+def parse_form(raw_body: bytes) -> dict[str, str]:
+    """A (verified) form body from Slack: each field's first value. Slack posts button clicks as
+    ``payload=<json>`` and slash commands as their fields (``command``, ``text``, ...)."""
+    try:
+        form = parse_qs(raw_body.decode("utf-8"), strict_parsing=False, max_num_fields=40)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadPayload(f"body is not a form: {type(exc).__name__}") from None
+    return {k: v[0] for k, v in form.items() if v}
+
+
 def parse_payload(raw_body: bytes) -> Interaction:
     """The herowatch button click in a (verified) ``payload=<json>`` form body. Anything else, however
     odd (wrong types, deep nesting, huge strings), is a :class:`BadPayload`."""
     try:
-        form = parse_qs(raw_body.decode("utf-8"), strict_parsing=False, max_num_fields=20)
-        payload = json.loads(form["payload"][0])
-    except (UnicodeDecodeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        payload = json.loads(parse_form(raw_body)["payload"])
+    except (KeyError, ValueError, RecursionError) as exc:
         raise BadPayload(f"body is not a form with a JSON payload field: {type(exc).__name__}") from None
+    return parse_block_actions(payload)
+
+
+def parse_block_actions(payload: Any) -> Interaction:
+    """The herowatch button click in an interaction payload (the JSON Slack posts, or sends over Socket
+    Mode in an ``interactive`` envelope). Anything else is a :class:`BadPayload`."""
     if not isinstance(payload, dict) or payload.get("type") != "block_actions":
         kind = payload.get("type") if isinstance(payload, dict) else type(payload).__name__
         raise BadPayload(f"unsupported interaction type {str(kind)[:40]!r}")
@@ -195,6 +226,53 @@ def parse_payload(raw_body: bytes) -> Interaction:
         message_ts=_text(container.get("message_ts"), "ts", 64) or _text(message.get("ts"), "ts", 64),
         team_id=_text(team.get("id"), "team id", 64) or _text(user.get("team_id"), "team id", 64),
         action_ts=_text(clicked.get("action_ts"), "action_ts", 64),
+        trigger_id=_text(payload.get("trigger_id"), "trigger_id", 128),
+    )
+
+
+# ---- slash commands --------------------------------------------------------------------------------------
+MAX_COMMAND_TEXT = 2000  # what follows the command: far more than any herowatch command needs
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A slash command as Slack sends it: posted as a form to the command's URL, or as the payload of a
+    ``slash_commands`` envelope over Socket Mode (the same fields)."""
+
+    command: str  # "/herowatch"
+    text: str  # everything after the command
+    user_id: str
+    user_name: str
+    team_id: str | None
+    channel_id: str | None
+    response_url: str | None  # where later answers go (30 minutes, 5 times)
+    trigger_id: str | None  # Slack's id of this one invocation: the same in every re-delivery of it
+
+    @property
+    def actor(self) -> str:
+        return slack_actor(self.user_id, self.user_name)
+
+
+def parse_command(fields: Any) -> SlashCommand:
+    """A slash command's fields (of a form, or of an envelope's payload); anything odd is a BadPayload."""
+    if not isinstance(fields, Mapping):
+        raise BadPayload("a slash command's payload is not an object")
+    command = _text(fields.get("command"), "command", 64, required=True) or ""
+    if not command.startswith("/"):
+        raise BadPayload("command does not start with /")
+    text = fields.get("text") or ""
+    if not isinstance(text, str) or len(text) > MAX_COMMAND_TEXT:
+        raise BadPayload(f"the command's text is not a string of at most {MAX_COMMAND_TEXT} characters")
+    user_id = _text(fields.get("user_id"), "user id", 64, required=True) or ""
+    return SlashCommand(
+        command=command,
+        text=" ".join(text.split()),  # newlines and tabs are spaces to a command line
+        user_id=user_id,
+        user_name=_text(fields.get("user_name"), "user name") or user_id,
+        team_id=_text(fields.get("team_id"), "team id", 64),
+        channel_id=_text(fields.get("channel_id"), "channel", 64),
+        response_url=_text(fields.get("response_url"), "response_url", 2000),
+        trigger_id=_text(fields.get("trigger_id"), "trigger_id", 128),
     )
 
 

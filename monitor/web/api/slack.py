@@ -1,4 +1,5 @@
-"""Slack's interactivity endpoint: button clicks on herowatch's alert messages.
+"""Slack's interactivity endpoint: button clicks on herowatch's alert messages, and the ``/herowatch``
+slash command (a form with ``command`` and ``text`` instead of ``payload``: monitor/web/slack/).
 
 Slack signs every request; a missing, wrong or stale signature gets 401 and changes nothing. Then, in
 order: a request already handled (same signature: a replay) gets 409; a click from another workspace
@@ -15,10 +16,17 @@ import logging
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from alerts.notifiers.slack.interactions import BadPayload, BadSignature, parse_payload, verify_signature
-from monitor.delivery import oncall
-from monitor.storage import groups_repo
+from alerts.notifiers.slack.interactions import (
+    BadPayload,
+    BadSignature,
+    parse_command,
+    parse_form,
+    parse_payload,
+    verify_signature,
+)
 from monitor.web.context import ApiContext, context
+from monitor.web.slack import clicks, commands
+from monitor.web.slack.replies import Refused, check_team
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["slack"])
@@ -27,7 +35,7 @@ router = APIRouter(tags=["slack"])
 @router.post(
     "/api/slack/interactions",
     responses={
-        400: {"description": "signed correctly, but not a herowatch button"},
+        400: {"description": "signed correctly, but not a herowatch button or slash command"},
         401: {"description": "missing, wrong or stale Slack signature: nothing changed"},
         403: {"description": "another workspace, or not herowatch's message for that alert group"},
         409: {"description": "this signed request was already handled (a replay): nothing changed"},
@@ -35,9 +43,10 @@ router = APIRouter(tags=["slack"])
         429: {"description": "too many Slack requests within five minutes"},
         503: {"description": "SLACK_SIGNING_SECRET is not set"},
     },
-    summary="Slack button clicks (Acknowledge, Silence 1 h / 4 h)",
-    description="Configure this URL as the Slack app's interactivity request URL. Requests must "
-    "carry Slack's signature (SLACK_SIGNING_SECRET); a bad or stale one is refused with 401.",
+    summary="Slack button clicks (Acknowledge, Silence 1 h / 4 h) and the /herowatch command",
+    description="Configure this URL as the Slack app's interactivity request URL and as the /herowatch "
+    "command's URL (`herowatch slack manifest` does both). Requests must carry Slack's signature "
+    "(SLACK_SIGNING_SECRET); a bad or stale one is refused with 401.",
 )
 async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> JSONResponse:
     secret = ctx.settings.slack_signing_secret
@@ -57,30 +66,30 @@ async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> 
         log.warning("refused a Slack interaction: %s", refused[1])
         raise HTTPException(*refused)
     try:
-        action = parse_payload(body)
+        form = parse_form(body)
+        if "payload" not in form and "command" in form:  # a slash command posts its fields
+            return _command(ctx, form, now)
+        click = parse_payload(body)
     except BadPayload as exc:
         raise HTTPException(400, f"not a herowatch action: {exc}") from None
-    team = ctx.settings.slack_team_id
-    if team and action.team_id != team:
-        log.warning("refused a Slack click from workspace %r (expected %r)", action.team_id, team)
-        raise HTTPException(403, "this Slack workspace is not the one herowatch serves")
-    who = action.user_name or action.user_id
+    try:
+        check_team(ctx.settings.slack_team_id, click.team_id)
+        with ctx.sessions.begin() as s:
+            reply = clicks.act(s, click, now)
+    except Refused as exc:
+        log.warning("refused a Slack click by %s: %s", click.actor, exc.message)
+        raise HTTPException(exc.status, exc.message) from None
+    return JSONResponse(reply.message())
+
+
+def _command(ctx: ApiContext, form: dict[str, str], now: float) -> JSONResponse:
+    """``/herowatch ...`` posted by Slack: answered in the response body (Slack shows it to the person)."""
+    cmd = parse_command(form)
+    try:
+        check_team(ctx.settings.slack_team_id, cmd.team_id)
+    except Refused as exc:
+        log.warning("refused %s from workspace %r", cmd.command, cmd.team_id)
+        raise HTTPException(exc.status, exc.message) from None
     with ctx.sessions.begin() as s:
-        group = groups_repo.by_root(s, action.group_key, f"{action.channel_id}:{action.message_ts}")
-        if group is None:
-            log.warning(
-                "refused a Slack click on %s:%s: not herowatch's message for group %s",
-                action.channel_id,
-                action.message_ts,
-                action.group_key,
-            )
-            raise HTTPException(403, "this button is not on herowatch's message for that alert group")
-        if action.action == "ack":
-            result = oncall.ack_group(s, group, action.alert_ids, who, now)
-        else:
-            try:
-                result = oncall.silence_group(s, group, action.duration or 3600.0, who, now)
-            except oncall.ActionError as exc:
-                result = oncall.Outcome(f"Not silenced: {exc.message}", 0)
-    log.info("slack %s by %s on %s: %s", action.action, action.user_name, action.group_key, result.text)
-    return JSONResponse({"response_type": "ephemeral", "replace_original": False, "text": result.text})
+        reply = commands.answer(ctx, s, cmd, now)
+    return JSONResponse(reply.message())

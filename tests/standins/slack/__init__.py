@@ -30,11 +30,16 @@ on a post Slack accepted). Nothing here waits except an injected slow answer.
 The package, by purpose: ``records`` (constants, calls, faults, stored messages and uploads),
 ``checks`` (body checks as Slack makes them), ``messages`` and ``files`` (the API methods),
 ``handler`` (HTTP: recording, faults, the token) and ``server`` (``SlackStandin``: lifecycle, faults,
-what tests look at).
+what tests look at); ``socket_mode`` (Socket Mode: ``apps.connections.open`` with the app-level token,
+the websocket, ``hello``, envelopes, acknowledgements, re-delivery, ``disconnect``, dropped sockets) and
+``people`` (a slash command typed and a button clicked, sent over Socket Mode; answers posted to a
+request's ``response_url``).
 """
 
+from tests.standins.slack.people import AMY, BOB, Person
 from tests.standins.slack.records import (
     ALL_SCOPES,
+    APP_TOKEN,
     DEFAULT_TOKEN,
     MEMBERSHIP,
     SCOPE_OF,
@@ -49,6 +54,10 @@ from tests.standins.slack.server import SlackStandin
 
 __all__ = [
     "ALL_SCOPES",
+    "AMY",
+    "APP_TOKEN",
+    "BOB",
+    "Person",
     "DEFAULT_TOKEN",
     "MEMBERSHIP",
     "SCOPE_OF",

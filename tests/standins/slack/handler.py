@@ -4,7 +4,9 @@ or after the call takes effect), checks the token and hands the call to ``SlackS
 
 Every method is ``POST /api/<method>`` (or GET with query parameters) with ``Authorization: Bearer
 <token>``; ``chat.*`` bodies are JSON, the others form-encoded; the upload is ``POST /upload/<file_id>``
-with raw bytes and no token. Every answer carries the token's scopes in ``X-OAuth-Scopes``."""
+with raw bytes and no token; a request's ``response_url`` is ``POST /respond/<n>`` (JSON, no token).
+``apps.connections.open`` takes the app-level token, every other method the bot token. Every answer
+carries the token's scopes in ``X-OAuth-Scopes``."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.standins.slack.records import UPLOAD, Call, SlackError
+from tests.standins.slack.records import APP_METHODS, UPLOAD, Call, SlackError
 
 if TYPE_CHECKING:
     from tests.standins.slack.server import SlackStandin
@@ -76,6 +78,14 @@ class Handler(BaseHTTPRequestHandler):
         s = self.standin
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = urlsplit(self.path).path
+        if path.startswith("/respond/"):  # a request's response_url: the app's answer to a person
+            try:
+                s.receive_response(int(path.rsplit("/", 1)[1]), json.loads(raw or b"{}"))
+            except ValueError:
+                self._reply(400, "invalid_payload")
+                return
+            self._reply(200, "ok")
+            return
         if path.startswith("/upload/"):
             method, body = UPLOAD, {"file_id": path.rsplit("/", 1)[-1], "bytes": len(raw)}
         elif path.startswith("/api/"):
@@ -130,7 +140,9 @@ class Handler(BaseHTTPRequestHandler):
             call.error = "invalid_form_data"
         elif not token:
             call.error = "not_authed"
-        elif token != s.token:
+        elif token in (s.token, s.app_token) and token != (s.app_token if method in APP_METHODS else s.token):
+            call.error = "not_allowed_token_type"  # a bot token for apps.connections.open, or the reverse
+        elif token not in (s.token, s.app_token):
             call.error = "invalid_auth"
         if call.error:
             return {"ok": False, "error": call.error}

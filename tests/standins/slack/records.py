@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_TOKEN = "xoxb-test-standin-0000"
+APP_TOKEN = "xapp-1-A0HEROWATCH-1-test-standin-0000"  # the app-level token, for Socket Mode
+APP_METHODS = frozenset({"apps.connections.open"})  # methods that take the app-level token, not the bot's
 UPLOAD = "upload"  # the pseudo-method name of the upload POST, for faults and the call record
 # method -> the scope it needs (Slack's method pages); a token has all of them unless a test says not
 SCOPE_OF = {

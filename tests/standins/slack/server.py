@@ -13,10 +13,20 @@ from collections.abc import Callable, Iterable
 from tests.standins.slack.checks import method_set
 from tests.standins.slack.files import FileMethods
 from tests.standins.slack.handler import Handler, Server
-from tests.standins.slack.records import ALL_SCOPES, DEFAULT_TOKEN, Call, Fault, StoredMessage, Upload
+from tests.standins.slack.people import PeopleMethods, Response
+from tests.standins.slack.records import (
+    ALL_SCOPES,
+    APP_TOKEN,
+    DEFAULT_TOKEN,
+    Call,
+    Fault,
+    StoredMessage,
+    Upload,
+)
+from tests.standins.slack.socket_mode import SocketModeServer
 
 
-class SlackStandin(FileMethods):
+class SlackStandin(FileMethods, PeopleMethods):
     """The server, its workspace state (channels, messages, files), faults and the call record.
     Use as a context manager, or ``start()`` / ``stop()``."""
 
@@ -26,8 +36,10 @@ class SlackStandin(FileMethods):
         channels: Iterable[str] = ("C0ALERTS",),
         bot_user: str = "U0HEROBOT",
         clock: Callable[[], float] = time.time,
+        app_token: str = APP_TOKEN,
     ) -> None:
         self.token = token
+        self.app_token = app_token
         self.bot_user = bot_user
         self.clock = clock
         self.calls: list[Call] = []
@@ -44,6 +56,9 @@ class SlackStandin(FileMethods):
         self.scopes: list[str] = list(ALL_SCOPES)
         self.outside: set[str] = set()  # channels the bot was never invited to
         self.private: set[str] = set()
+        self.socket = SocketModeServer()  # Socket Mode: apps.connections.open and the websocket
+        self.responses: list[Response] = []  # what the app posted to requests' response_url
+        self._triggers = itertools.count(1)
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start(self) -> SlackStandin:
@@ -54,10 +69,12 @@ class SlackStandin(FileMethods):
         threading.Thread(
             target=self._server.serve_forever, args=(0.05,), name="slack-standin", daemon=True
         ).start()
+        self.socket.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()  # ends injected delays at once
+        self.socket.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -78,6 +95,10 @@ class SlackStandin(FileMethods):
     def api_url(self) -> str:
         """What to pass as ``WebClient(base_url=...)``."""
         return f"{self.url}/api/"
+
+    def _m_apps_connections_open(self, body: dict[str, object]) -> dict[str, object]:
+        """Socket Mode: a websocket URL good for one connection (tests/standins/slack/socket_mode.py)."""
+        return {"url": self.socket.issue_url()}
 
     # ---- faults ----------------------------------------------------------------------------------
     def inject(self, fault: Fault) -> Fault:
