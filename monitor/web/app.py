@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from monitor import __version__
 from monitor.web import errors
 from monitor.web.api import alerts, fleet, health, metrics, runs, silences, slack
-from monitor.web.api.slack_replay import ReplayGuard
+from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
 from monitor.web.proxy import ForwardedHeaders
@@ -93,7 +93,7 @@ def create_app(
     app.state.snapshots = SnapshotStore()  # the status every reader shares (monitor.web.snapshot)
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
-    app.state.slack_replays = ReplayGuard()
+    app.state.slack_replays = SlackReplays()
     errors.install(app)
     for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
         app.include_router(module.router)

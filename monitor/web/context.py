@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from alerts.silences import CompiledSilences
 from monitor.rules.panels import Layouts
 from monitor.settings import Settings
 from monitor.web.poll_counter import PollCounter
@@ -37,6 +38,9 @@ class ApiContext:
     stats_cache: StatsCache = field(default_factory=StatsCache)
     layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force
     references: dict[str, dict[str, float]] = field(default_factory=dict)  # watch -> reference values
+    # silences' compiled matchers, kept while each is in force (the delivery pipeline's own, when served
+    # with the engine: one compilation per silence in the process)
+    silences: CompiledSilences = field(default_factory=CompiledSilences)
 
     @classmethod
     def from_service(cls, service: Service) -> ApiContext:
@@ -50,6 +54,7 @@ class ApiContext:
             service=service,
             layouts=service.engine.layouts,
             references={w.name: dict(w.references) for w in service.config.watch},
+            silences=service.outbox.silences,
         )
 
     def now(self) -> float:

@@ -19,12 +19,12 @@ from prometheus_client.registry import Collector
 from monitor import __version__
 from monitor.runs.goodput import LOST
 from monitor.storage import views
-from monitor.web.auth import require_read
+from monitor.web.auth import CredentialsFirst, require_read
 from monitor.web.context import STALE_POLLS, ApiContext
 from monitor.web.snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)
-router = APIRouter()
+router = APIRouter(route_class=CredentialsFirst)
 
 RUN = ["run", "watch"]
 PER_RUN = {

@@ -14,6 +14,7 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from alerts.silences import split_matchers
 from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
@@ -22,8 +23,9 @@ from monitor.web.auth import (
     SESSION_COOKIE,
     SESSION_MAX_AGE,
     csrf_ok,
-    new_session,
+    end_session,
     session_of,
+    start_session,
     token_matches,
     token_of,
 )
@@ -60,6 +62,16 @@ async def form_fields(request: Request) -> dict[str, str]:
     return fields
 
 
+async def action_form(request: Request, ctx: ApiContext = Depends(context)) -> dict[str, str]:
+    """The form of a change (ack, silence, expire), credentials first: without a session the body is not
+    read at all (``refused`` sends the browser to log in, back to the page the form was on)."""
+    if (why := cross_origin(request)) is not None:
+        raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
+    if token_of(ctx.settings) is None or await run_in_threadpool(session_of, request, ctx) is None:
+        return {}
+    return await form_fields(request)
+
+
 def client_of(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -79,7 +91,7 @@ def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response
     """Why this change may not go ahead (as a page or a redirect to log in), or None."""
     if token_of(ctx.settings) is None:
         return page(request, ctx, "error.html", 403, title="Changes are disabled", message=NO_TOKEN)
-    session = session_of(request, ctx.settings)
+    session = session_of(request, ctx)
     if session is None:
         return to_login(request, safe_next(form.get("next"), safe_next(referer_path(request), "/alerts")))
     if not csrf_ok(ctx.settings, session, form.get("csrf")):
@@ -130,7 +142,7 @@ def login(
         throttle.failed(client)
         return page(request, ctx, "login.html", 401, next=nxt, error="That is not the API token.", name=name)
     throttle.succeeded(client)
-    _, cookie = new_session(ctx.settings, name)
+    _, cookie = start_session(ctx, name)
     resp = back(nxt)
     resp.set_cookie(
         SESSION_COOKIE,
@@ -148,7 +160,7 @@ def login(
 def logout(
     request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
 ) -> Response:
-    session = session_of(request, ctx.settings)
+    session = session_of(request, ctx)
     if session is not None and not csrf_ok(ctx.settings, session, form.get("csrf")):
         return page(
             request,
@@ -158,6 +170,8 @@ def logout(
             title="Form expired",
             message="This form is out of date. Reload the page and log out again.",
         )
+    if session is not None:
+        end_session(request, ctx, session)  # on every replica, whoever still holds the cookie
     resp = back("/")
     resp.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https", httponly=True)
     return resp
@@ -168,12 +182,12 @@ def logout(
 def ack(
     alert_id: db_id,
     request: Request,
-    form: dict[str, str] = Depends(form_fields),
+    form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:
         return no
-    who = viewer_of(request, ctx.settings).name or "on-call"
+    who = viewer_of(request, ctx).name or "on-call"
     try:
         with ctx.sessions.begin() as s:
             ack_alert(s, alert_id, who, form.get("comment"), ctx.now())
@@ -184,11 +198,11 @@ def ack(
 
 @router.post("/silences")
 def silence(
-    request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
+    request: Request, form: dict[str, str] = Depends(action_form), ctx: ApiContext = Depends(context)
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:
         return no
-    who = viewer_of(request, ctx.settings).name or "on-call"
+    who = viewer_of(request, ctx).name or "on-call"
     lines = split_matchers(form.get("matchers", ""))
     values = {
         "matchers": form.get("matchers", ""),
@@ -218,7 +232,7 @@ def silence(
 def expire(
     silence_id: db_id,
     request: Request,
-    form: dict[str, str] = Depends(form_fields),
+    form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:
