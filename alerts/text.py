@@ -11,12 +11,15 @@ Newlines and tabs are allowed only where a text may span lines (a comment).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ALLOWED_FORMAT = frozenset({"\u200d"})  # ZERO WIDTH JOINER: family and flag emoji are built with it
 _MULTILINE = frozenset({"\n", "\r", "\t"})
 _UNNAMED = {"Cc": "(a control code)", "Cs": "(a lone surrogate)"}
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ASCII_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def describe(c: str) -> str:
@@ -27,11 +30,9 @@ def describe(c: str) -> str:
 
 def bad_character(text: str, multiline: bool = False) -> str | None:
     """The first character of ``text`` that plain text may not hold, described, or None."""
-    if text.isascii():  # the common case: only C0 controls and DEL can be wrong
-        for c in text:
-            if (c < " " or c == "\x7f") and not (multiline and c in _MULTILINE):
-                return describe(c)
-        return None
+    if text.isascii():  # the common case: only C0 controls and DEL can be wrong (searched in C)
+        found = (_ASCII_CONTROL_MULTILINE if multiline else _ASCII_CONTROL).search(text)
+        return describe(found.group()) if found else None
     for c in text:
         if multiline and c in _MULTILINE:
             continue

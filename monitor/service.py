@@ -252,7 +252,7 @@ class Service:
             return 0
         with self.sessions.begin() as s:
             return reminders.plan(
-                s, self.clock.time(), self.outbox.inhibit_rules, self.refresh, self.outbox.silences
+                s, self.clock.time(), self.outbox.inhibit_rules, self.outbox.silences, self.refresh
             )
 
     def heartbeat(self) -> None:

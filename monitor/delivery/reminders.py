@@ -24,11 +24,12 @@ def plan(
     s: Session,
     now: float,
     inhibit_rules: Sequence[InhibitRule],
+    silences: CompiledSilences,
     refresh: Mapping[str, float] | None = None,
-    silences: CompiledSilences | None = None,
 ) -> int:
+    """``silences``: the compiled silences the pipeline keeps (one compilation per silence in force)."""
     made = 0
-    mutes = Mutes.load(s, now, inhibit_rules, silences or CompiledSilences())
+    mutes = Mutes.load(s, now, inhibit_rules, silences)
     groups = groups_repo.sent_groups(s)
     # every group's members, and which groups have something waiting, read once for all of them
     members = groups_repo.members_of(s, [g.id for g in groups])

@@ -39,7 +39,7 @@ def one_line_at_most(server, before: int) -> list[str]:
         ({"comment": "a\u202eb"}, "U+202E"),
         ({"comment": "a\ud800b"}, "comment"),
         ({"matchers": ["run=hero\ud800"]}, "surrogate"),
-        ({"matchers": ["run=~\"hero\ud800.*\""]}, "surrogate"),
+        ({"matchers": ['run=~"hero\ud800.*"']}, "surrogate"),
         ({"matchers": ["run=hero\u202e"]}, "U+202E"),
         ({"matchers": ["run\ud800=x"]}, "matchers"),
         ({"duration": "1\ud800h"}, "duration"),
