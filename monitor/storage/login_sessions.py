@@ -48,3 +48,11 @@ def revoke(s: Session, key: str, now: float) -> bool:
         .execution_options(synchronize_session=False)
     )
     return res.rowcount == 1
+
+
+def revoke_all_but(s: Session, key_id: str | None, now: float) -> int:
+    """End every current session not started under ``key_id`` (None: every session). Returns how many."""
+    q = update(LoginSession).where(LoginSession.revoked_at.is_(None), LoginSession.expires_at > now)
+    if key_id is not None:
+        q = q.where(LoginSession.key_id != key_id)
+    return s.execute(q.values(revoked_at=now).execution_options(synchronize_session=False)).rowcount

@@ -138,6 +138,14 @@ def end_session(request: Request, ctx: ApiContext, session: DashboardSession) ->
     request.scope[_SCOPE_KEY] = None
 
 
+def end_other_tokens_sessions(ctx: ApiContext) -> int:
+    """At start: the sessions of any other token than today's end for good (a token changed because it
+    leaked must not revive them if it is ever changed back). Returns how many ended."""
+    tok = token_of(ctx.settings)
+    with ctx.sessions.begin() as s:
+        return login_sessions.revoke_all_but(s, _key_id(tok) if tok is not None else None, time.time())
+
+
 def csrf_token(settings: Settings, session: DashboardSession) -> str:
     """The CSRF token of one session: only that session's pages show it."""
     tok = token_of(settings)
