@@ -116,20 +116,21 @@ class CompiledSilences:
         return len(self._kept)
 
     def _matchers(self, row: StoredSilence, keep: bool) -> tuple[Matcher, ...] | None:
+        # Compiled under the lock: the delivery threads and the web's readers that meet a new silence at
+        # the same moment compile it once between them (a budgeted silence compiles in about a millisecond).
         with self._lock:
             known = self._kept.get(row.id)
-        if known is not None and known[0] == row.matchers:
-            return known[1]
-        try:
-            compiled: tuple[Matcher, ...] | None = tuple(Matcher.parse(m) for m in row.matchers) or None
-        except ValueError as exc:
-            log.warning("silence %s has unreadable matchers %r: ignored (%s)", row.id, row.matchers, exc)
-            compiled = None
-        with self._lock:
+            if known is not None and known[0] == row.matchers:
+                return known[1]
+            try:
+                compiled = tuple(Matcher.parse(m) for m in row.matchers) or None
+            except ValueError as exc:
+                log.warning("silence %s has unreadable matchers %r: ignored (%s)", row.id, row.matchers, exc)
+                compiled = None
             self.compiled += 1
             if keep:
                 self._kept[row.id] = (row.matchers, compiled)
-        return compiled
+            return compiled
 
     def spec(self, row: StoredSilence, now: float) -> SilenceSpec | None:
         """``row``'s spec (None if its matchers do not parse); kept for later only while in force."""
