@@ -72,7 +72,7 @@ class Matcher:
             raise ValueError(f"matcher is {len(text)} characters long; the limit is {MAX_MATCHER_CHARS}")
         stripped = text.strip(" \t\r\n")
         if (bad := bad_character(stripped)) is not None:
-            raise ValueError(f"matcher {text[:80]!r} contains a control character ({bad})")
+            raise ValueError(f"matcher {text[:80]!r} contains {bad}")
         m = _NAME_OP.match(stripped)
         if not m:
             raise ValueError(f"bad matcher {text!r}: expected name=value, name!=value, name=~re or name!~re")

@@ -17,19 +17,27 @@ import unicodedata
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ALLOWED_FORMAT = frozenset({"\u200d"})  # ZERO WIDTH JOINER: family and flag emoji are built with it
 _MULTILINE = frozenset({"\n", "\r", "\t"})
-_UNNAMED = {"Cc": "(a control code)", "Cs": "(a lone surrogate)"}
+_KINDS = {
+    "Cc": "a control character",
+    "Cf": "a format character",
+    "Cs": "a lone surrogate",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
 _ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ASCII_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def describe(c: str) -> str:
-    """``U+202E RIGHT-TO-LEFT OVERRIDE``, ``U+0085 (a control code)``: which character, for a message."""
-    name = unicodedata.name(c, "") or _UNNAMED.get(unicodedata.category(c), "")
-    return f"U+{ord(c):04X} {name}".rstrip()
+    """What ``c`` is, for a message: ``a format character (U+202E RIGHT-TO-LEFT OVERRIDE)``."""
+    kind = _KINDS.get(unicodedata.category(c), "a character plain text may not hold")
+    name = unicodedata.name(c, "")
+    return f"{kind} (U+{ord(c):04X}{' ' + name if name else ''})"
 
 
 def bad_character(text: str, multiline: bool = False) -> str | None:
-    """The first character of ``text`` that plain text may not hold, described, or None."""
+    """The first character of ``text`` that plain text may not hold, described (``a control character
+    (U+0085)``), or None."""
     if text.isascii():  # the common case: only C0 controls and DEL can be wrong (searched in C)
         found = (_ASCII_CONTROL_MULTILINE if multiline else _ASCII_CONTROL).search(text)
         return describe(found.group()) if found else None
@@ -45,5 +53,5 @@ def check_plain(text: str, multiline: bool = False) -> str:
     """``text`` unless it holds a character plain text may not (ValueError saying which)."""
     bad = bad_character(text, multiline)
     if bad is not None:
-        raise ValueError(f"holds a control character ({bad}): plain text only")
+        raise ValueError(f"holds {bad}: plain text only")
     return text

@@ -63,7 +63,7 @@ def _who(by: str) -> str:
     if len(who) > 200:
         raise ActionError(422, "a name is at most 200 characters")
     if (bad := bad_character(who)) is not None:
-        raise ActionError(422, f"a name is plain text: it holds a control character ({bad})")
+        raise ActionError(422, f"a name is plain text: it holds {bad}")
     return who
 
 
@@ -72,7 +72,7 @@ def _note(text: str | None) -> str:
     if len(note) > MAX_TEXT:
         raise ActionError(422, f"a comment is at most {MAX_TEXT} characters")
     if (bad := bad_character(note, multiline=True)) is not None:
-        raise ActionError(422, f"a comment is plain text: it holds a control character ({bad})")
+        raise ActionError(422, f"a comment is plain text: it holds {bad}")
     return note
 
 

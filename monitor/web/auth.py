@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 from collections.abc import Callable, Coroutine
@@ -35,6 +36,7 @@ from typing import Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRoute
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
@@ -42,6 +44,7 @@ from monitor.settings import Settings
 from monitor.storage import login_sessions
 from monitor.web.context import ApiContext, context
 
+log = logging.getLogger(__name__)
 SESSION_COOKIE = "herowatch_session"
 SESSION_MAX_AGE = 12 * 3600
 _COOKIE_VERSION = "v3"  # v2 cookies (stateless, before sessions were kept server side) are no sessions
@@ -123,10 +126,14 @@ def session_of(request: Request, ctx: ApiContext, now: float | None = None) -> D
     tok = token_of(ctx.settings)
     sid = _cookie_sid(tok, request.cookies.get(SESSION_COOKIE) or "") if tok is not None else None
     if tok is not None and sid is not None:
-        with ctx.sessions() as s:
-            row = login_sessions.current(s, _row_key(sid), _key_id(tok), time.time() if now is None else now)
-            if row is not None:
-                session = DashboardSession(sid, row.subject, row.method, row.expires_at)
+        try:
+            with ctx.sessions() as s:
+                at = time.time() if now is None else now
+                row = login_sessions.current(s, _row_key(sid), _key_id(tok), at)
+                if row is not None:
+                    session = DashboardSession(sid, row.subject, row.method, row.expires_at)
+        except SQLAlchemyError as exc:  # the database is down: no session (/readyz still says why)
+            log.warning("could not look up a dashboard session: %s", type(exc).__name__)
     request.scope[_SCOPE_KEY] = session
     return session
 

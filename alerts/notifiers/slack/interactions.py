@@ -185,7 +185,7 @@ def _text(value: Any, what: str, limit: int = 200, required: bool = False) -> st
     if len(value) > limit:
         raise BadPayload(f"{what} is longer than {limit} characters")
     if (bad := bad_character(value)) is not None:
-        raise BadPayload(f"{what} holds a control character ({bad})")
+        raise BadPayload(f"{what} holds {bad}")
     return value
 
 
