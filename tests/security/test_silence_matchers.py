@@ -13,8 +13,10 @@ import time
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from alerts.routing import MAX_REGEX_PROGRAM, Matcher
+from monitor.cli.main import app as cli
 from tests.dashboard.conftest import free_port
 from tests.live.support import wait_for
 from tests.security.test_config_and_demo import _start_demo, _stop, _wait_serving
@@ -173,3 +175,20 @@ def test_the_demos_delivery_cycles_reuse_them_too(tmp_path):
         assert after < before + 0.10
     finally:
         _stop(demo)
+
+
+def test_an_inhibit_rule_over_the_budget_is_refused_when_the_config_loads(tmp_path):
+    cfg = tmp_path / "hw.yaml"
+    cfg.write_text(
+        "watch:\n  - name: a\n    sim: {seed: 1}\n"
+        "inhibit_rules:\n"
+        "  - source_matchers: ['alertname=run_crashed']\n    target_matchers: ['run=~\"hero-.*\"']\n"
+        "  - source_matchers: ['alertname=~\"[a-z_]{0,900}\"']\n"
+        "    target_matchers: ['x=~\"(?i)[a-z]{0,500}\"']\n"
+    )
+    result = CliRunner().invoke(cli, ["check-config", str(cfg)])
+    assert result.exit_code == 2, result.output
+    assert (
+        f"{cfg}:7: inhibit_rules[1]: matcher 'x=~\"(?i)[a-z]{{0,500}}\"' is too complex" in result.output
+    ), result.output
+    assert "inhibit_rules[0]" not in result.output

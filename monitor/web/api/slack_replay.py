@@ -41,12 +41,13 @@ class ReplayMemory:
         return len(self._expiry)
 
     def _forget_expired(self, now: float) -> None:
-        while self._order and self._order[0][0] <= now:
+        while self._order and self._order[0][0] < now:  # at its expiry itself still remembered
             _, key = heapq.heappop(self._order)
             del self._expiry[key]
 
     def first_time(self, key: str, expires_at: float, now: float) -> bool:
-        """Remember ``key`` until ``expires_at``: True if it is new, False if it was seen (a replay)."""
+        """Remember ``key`` until ``expires_at`` (inclusive): True if it is new, False if it was seen (a
+        replay)."""
         if not math.isfinite(expires_at):
             raise ValueError(f"a replay key must expire: {expires_at!r}")
         with self._lock:
@@ -71,7 +72,7 @@ class ReplayMemory:
 
 class SlackReplays:
     """Slack's signed requests in a :class:`ReplayMemory`: each verified signature, until its timestamp
-    is out of the five-minute window."""
+    is out of the five-minute window (the check compares whole seconds: a second more, to be sure)."""
 
     def __init__(self, max_entries: int = 20_000) -> None:
         self.memory = ReplayMemory(max_entries)
@@ -80,4 +81,4 @@ class SlackReplays:
         return len(self.memory)
 
     def first_time(self, signed: Signed, now: float) -> bool:
-        return self.memory.first_time(signed.signature, signed.timestamp + MAX_AGE_SECONDS, now)
+        return self.memory.first_time(signed.signature, signed.timestamp + MAX_AGE_SECONDS + 1, now)
