@@ -81,6 +81,10 @@ def _row_key(sid: str) -> str:
     return hashlib.sha256(sid.encode()).hexdigest()
 
 
+def _cookie_mac(tok: bytes, sid: str) -> str:
+    return _mac(tok, f"herowatch session {_COOKIE_VERSION}|{sid}")
+
+
 def _cookie_sid(tok: bytes, value: str) -> str | None:
     """The session id in a cookie value, if its HMAC under the token is right."""
     if len(value) > 256:
@@ -89,8 +93,7 @@ def _cookie_sid(tok: bytes, value: str) -> str | None:
     sid, _, mac = rest.partition(".")
     if version != _COOKIE_VERSION or not sid or not mac:
         return None
-    good = _mac(tok, f"herowatch session {_COOKIE_VERSION}|{sid}")
-    return sid if hmac.compare_digest(good.encode(), mac.encode()) else None
+    return sid if hmac.compare_digest(_cookie_mac(tok, sid).encode(), mac.encode()) else None
 
 
 def start_session(
@@ -113,7 +116,7 @@ def start_session(
             lifetime=SESSION_MAX_AGE,
         )
         session = DashboardSession(sid, row.subject, row.method, row.expires_at)
-    return session, f"{_COOKIE_VERSION}.{sid}.{_mac(tok, f'herowatch session {_COOKIE_VERSION}|{sid}')}"
+    return session, f"{_COOKIE_VERSION}.{sid}.{_cookie_mac(tok, sid)}"
 
 
 def session_of(request: Request, ctx: ApiContext, now: float | None = None) -> DashboardSession | None:

@@ -14,7 +14,6 @@ from urllib.parse import parse_qs
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from alerts.silences import split_matchers
 from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
@@ -34,18 +33,21 @@ from monitor.web.dashboard.origin import cross_origin
 from monitor.web.dashboard.pages import page
 from monitor.web.schemas import SilenceIn, db_id
 from monitor.web.silences import create_from
-from monitor.web.viewer import safe_next, to_login, viewer_of
+from monitor.web.viewer import look_up_session, safe_next, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
 MAX_FIELDS = 20  # the largest form has 6; a body is bounded by HEROWATCH_MAX_BODY_FORM as well
 MAX_NAME = 100
 
 
-async def form_fields(request: Request) -> dict[str, str]:
-    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files),
-    from one of herowatch's own pages only."""
+def same_origin(request: Request) -> None:
+    """Forms are accepted from herowatch's own pages only (``origin.py``)."""
     if (why := cross_origin(request)) is not None:
         raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files)."""
     body = await request.body()
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if body and kind != "application/x-www-form-urlencoded":
@@ -62,14 +64,20 @@ async def form_fields(request: Request) -> dict[str, str]:
     return fields
 
 
+async def form_fields(request: Request) -> dict[str, str]:
+    """Logging in and out: the form, from one of herowatch's own pages."""
+    same_origin(request)
+    return await read_form(request)
+
+
 async def action_form(request: Request, ctx: ApiContext = Depends(context)) -> dict[str, str]:
     """The form of a change (ack, silence, expire), credentials first: without a session the body is not
     read at all (``refused`` sends the browser to log in, back to the page the form was on)."""
-    if (why := cross_origin(request)) is not None:
-        raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
-    if token_of(ctx.settings) is None or await run_in_threadpool(session_of, request, ctx) is None:
+    same_origin(request)
+    await look_up_session(request, ctx)
+    if token_of(ctx.settings) is None or session_of(request, ctx) is None:
         return {}
-    return await form_fields(request)
+    return await read_form(request)
 
 
 def client_of(request: Request) -> str:
