@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from alerts.routing import Matcher
+from alerts.routing import Matcher, over_budget
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,14 @@ class InhibitRule:
     def parse(
         cls, source: Iterable[str], target: Iterable[str], equal: Iterable[str] = ("run",)
     ) -> InhibitRule:
-        return cls(
+        """The rule, its matchers compiled once (here, when the config loads) and within the budget of
+        a set of matchers (``alerts.routing.over_budget``), else ValueError naming the matcher."""
+        rule = cls(
             tuple(Matcher.parse(m) for m in source), tuple(Matcher.parse(m) for m in target), tuple(equal)
         )
+        if (too_costly := over_budget([*rule.source, *rule.target])) is not None:
+            raise ValueError(too_costly)
+        return rule
 
     def inhibits(self, source_labels: Mapping[str, str], target_labels: Mapping[str, str]) -> bool:
         if source_labels is target_labels:

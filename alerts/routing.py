@@ -10,8 +10,13 @@ from typing import Any
 import re2
 
 from alerts.grouping import GroupTiming
+from alerts.text import bad_character
 
 MAX_MATCHER_CHARS = 1024  # a whole matcher, name, operator and value: label regexes are short
+# What a set of matchers that is compiled and kept (a silence's, an inhibit rule's) may cost in all, in
+# RE2 program instructions: five 1024-character alternations of literals, or `.*`-style patterns by the
+# hundred; a counted repetition is charged for its copies (`(?i)[a-z]{0,1000}` is 7,000 on its own).
+MAX_REGEX_PROGRAM = 5_000
 _NAME_OP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*(=~|!~|!=|=)")  # anchored, no nested repetition
 
 
@@ -57,15 +62,17 @@ class Matcher:
         if self.op in ("=~", "!~") and self.regex is None:
             object.__setattr__(self, "regex", compile_regex(self.value, f"matcher {str(self)!r}"))
 
-    @classmethod
-    def parse(cls, text: str) -> Matcher:
+    @staticmethod
+    def split(text: str) -> tuple[str, str, str]:
+        """``text``'s name, operator and value, checked as text (length, characters, syntax) but not
+        compiled: for reading back matchers that were checked when they were stored."""
         if not isinstance(text, str):
             raise ValueError(f"a matcher is text like run=hero-a, not {type(text).__name__}")
         if len(text) > MAX_MATCHER_CHARS:
             raise ValueError(f"matcher is {len(text)} characters long; the limit is {MAX_MATCHER_CHARS}")
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text.strip()):
-            raise ValueError(f"matcher {text[:80]!r} contains a control character (NUL, newline, ...)")
-        stripped = text.strip()
+        stripped = text.strip(" \t\r\n")
+        if (bad := bad_character(stripped)) is not None:
+            raise ValueError(f"matcher {text[:80]!r} contains {bad}")
         m = _NAME_OP.match(stripped)
         if not m:
             raise ValueError(f"bad matcher {text!r}: expected name=value, name!=value, name=~re or name!~re")
@@ -75,10 +82,19 @@ class Matcher:
             value = value[1:]
         if value.endswith('"'):
             value = value[:-1]
+        return name, op, value
+
+    @classmethod
+    def parse(cls, text: str) -> Matcher:
+        name, op, value = cls.split(text)
         if op in ("=~", "!~"):
-            regex = compile_regex(value, f"matcher {text!r}")
-            return cls(name, op, value, regex)
+            return cls(name, op, value, compile_regex(value, f"matcher {text!r}"))
         return cls(name, op, value)
+
+    @property
+    def program_size(self) -> int:
+        """What the matcher costs to keep and to run: its RE2 program's instructions (0 for ``=``)."""
+        return int(self.regex.programsize) if self.regex is not None else 0
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         actual = labels.get(self.name, "")
@@ -91,6 +107,22 @@ class Matcher:
 
     def __str__(self) -> str:
         return f'{self.name}{self.op}"{self.value}"'
+
+
+def over_budget(matchers: Sequence[Matcher], budget: int = MAX_REGEX_PROGRAM) -> str | None:
+    """Why a set of matchers kept together (a silence's, an inhibit rule's) is too costly, naming the
+    matcher that takes it over ``budget``; None when it fits."""
+    total = 0
+    for m in matchers:
+        total += m.program_size
+        if total > budget:
+            alone = f"; {total:,} with the ones before it" if total != m.program_size else ""
+            return (
+                f"matcher {str(m)[:120]!r} is too complex: its regex compiles to {m.program_size:,} RE2 "
+                f"instructions{alone}, and a set of matchers may have {budget:,} in all "
+                "(a counted repetition like {0,1000} is charged for every copy: use * or +)"
+            )
+    return None
 
 
 @dataclass(frozen=True)

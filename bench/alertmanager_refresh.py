@@ -59,7 +59,7 @@ def main() -> None:
             d.now = d.t0 + 30 + RESEND
             t = time.perf_counter()
             with d.sessions.begin() as s:
-                planned = reminders.plan(s, d.now, (), d.refresh)
+                planned = reminders.plan(s, d.now, (), d.store.silences, d.refresh)
             plan_s = time.perf_counter() - t
             t = time.perf_counter()
             refreshed = drain(d)

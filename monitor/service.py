@@ -164,8 +164,14 @@ def matcher_problems(cfg: WatchConfig) -> list[Problem]:
 
     walk(cfg.route, "route")
     for i, rule in enumerate(cfg.inhibit_rules or ()):
+        found = len(problems)
         check(rule.source_matchers, f"inhibit_rules[{i}].source_matchers")
         check(rule.target_matchers, f"inhibit_rules[{i}].target_matchers")
+        if len(problems) == found:  # each matcher parses: then what they cost together
+            try:
+                InhibitRule.parse(rule.source_matchers, rule.target_matchers, rule.equal)
+            except ValueError as exc:
+                problems.append(Problem(None, f"inhibit_rules[{i}]", str(exc)))
     return problems
 
 
@@ -250,7 +256,9 @@ class Service:
         if not self._singleton("planner", 180.0):
             return 0
         with self.sessions.begin() as s:
-            return reminders.plan(s, self.clock.time(), self.outbox.inhibit_rules, self.refresh)
+            return reminders.plan(
+                s, self.clock.time(), self.outbox.inhibit_rules, self.outbox.silences, self.refresh
+            )
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog

@@ -95,7 +95,7 @@ class Delivery:
         """Move the clock to t0 + seconds, plan reminders and refreshes, deliver what is due."""
         self.now = self.t0 + seconds
         with self.sessions.begin() as s:
-            reminders.plan(s, self.now, (), self.refresh)
+            reminders.plan(s, self.now, (), self.store.silences, self.refresh)
         return self.dispatcher.run_once()
 
     def rows(self, kind: str | None = None) -> list[tuple[str, str]]:

@@ -76,7 +76,7 @@ class Pipeline:
     def at(self, seconds):
         self.now = T0 + seconds
         with self.sessions.begin() as s:
-            reminders.plan(s, self.now, self.inhibit)
+            reminders.plan(s, self.now, self.inhibit, self.store.silences)
         self.dispatcher.run_once()
         return self.rec.got
 

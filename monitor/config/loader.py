@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.config.errors import ConfigError, Problem
 from monitor.config.references import reference_problems
 from monitor.config.schema import WatchConfig
 from monitor.config.yamlpos import validate_yaml
+from monitor.config.yamlsize import read_yaml_file
 
 
 def parse_config(text: str, path: str = "<config>", *, references: bool = True) -> WatchConfig:
@@ -19,11 +19,5 @@ def parse_config(text: str, path: str = "<config>", *, references: bool = True) 
 
 
 def load_config(path: str | Path, *, references: bool = True) -> WatchConfig:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(p), [Problem(None, "", "file not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(p), [Problem(None, "", f"cannot read: {exc}")]) from None
-    return parse_config(text, str(p), references=references)
+    """The config in ``path``; a file over the size bounds is refused before it is read (``yamlsize``)."""
+    return parse_config(read_yaml_file(path), str(path), references=references)

@@ -9,19 +9,20 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from monitor.config.errors import ConfigError, Problem
+from monitor.config.yamlsize import CountingLoader, TooManyValues, check_text_size, too_many_values
 
 Path_ = tuple[str | int, ...]
 MAX_ALIAS_VALUES = 100_000  # values that aliases may add to a document ("billion laughs" stop here)
 
 
-class _Loader(yaml.SafeLoader):
-    pass
-
-
 def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
-    """Parse YAML text. Returns the data and a map from each value's path to its 1-based line."""
+    """Parse YAML text. Returns the data and a map from each value's path to its 1-based line. Text or
+    a document over the bounds of ``yamlsize`` is refused before the parse completes."""
+    check_text_size(text, path)
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=CountingLoader)
+    except TooManyValues as exc:
+        raise too_many_values(path, exc) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -37,7 +38,9 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
     try:
         _Expansion().check(node, path)
         _walk(node, (), positions, set())
-        data = _Loader(text).get_single_data()
+        constructor = CountingLoader("")  # the data from the nodes composed above, not a second parse
+        data = constructor.construct_document(node)
+        constructor.dispose()
     except yaml.MarkedYAMLError as exc:  # e.g. an unhashable (list or mapping) key
         mark = exc.problem_mark or exc.context_mark
         msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)

@@ -15,8 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.inhibition import InhibitIndex, InhibitRule
-from alerts.silences import SilenceSpec, silenced_by
-from monitor.storage.models import Alert, Silence
+from alerts.silences import CompiledSilences, SilenceSpec, silenced_by
+from monitor.storage import views
+from monitor.storage.models import Alert
 
 
 @dataclass(frozen=True)
@@ -32,15 +33,12 @@ class Mutes:
         object.__setattr__(self, "_index", InhibitIndex(self.firing, self.inhibit_rules))
 
     @classmethod
-    def load(cls, s: Session, now: float, inhibit_rules: Sequence[InhibitRule]) -> Mutes:
-        silences = []
-        for row in s.scalars(select(Silence).where(Silence.ends_at > now, Silence.starts_at <= now)):
-            try:
-                silences.append(
-                    SilenceSpec.parse(row.id, row.matchers.get("matchers", []), row.starts_at, row.ends_at)
-                )
-            except ValueError:
-                continue  # refused at creation; a row edited by hand must not stop delivery
+    def load(
+        cls, s: Session, now: float, inhibit_rules: Sequence[InhibitRule], compiled: CompiledSilences
+    ) -> Mutes:
+        """The mutes in force at ``now``: the silences' matchers as ``compiled`` keeps them (compiled once
+        per silence; a row edited by hand into unreadable matchers is ignored, never stops delivery)."""
+        silences = views.active_silence_specs(s, now, compiled)
         firing = []
         if inhibit_rules:
             firing = [dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == "firing"))]

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.silences import SilenceSpec
+from alerts.text import bad_character
 from monitor.storage import groups_repo, outbox_store, views
 from monitor.storage.models import Alert, AlertGroup, AlertTransition, Silence
 
@@ -62,6 +63,8 @@ def _who(by: str) -> str:
         raise ActionError(422, "say who you are (by / created_by)")
     if len(who) > 200:
         raise ActionError(422, "a name is at most 200 characters")
+    if (bad := bad_character(who)) is not None:
+        raise ActionError(422, f"a name is plain text: it holds {bad}")
     return who
 
 
@@ -69,6 +72,8 @@ def _note(text: str | None) -> str:
     note = (text or "").strip()
     if len(note) > MAX_TEXT:
         raise ActionError(422, f"a comment is at most {MAX_TEXT} characters")
+    if (bad := bad_character(note, multiline=True)) is not None:
+        raise ActionError(422, f"a comment is plain text: it holds {bad}")
     return note
 
 
@@ -211,7 +216,7 @@ class Outcome:
 
 
 def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], by: str, now: float) -> Outcome:
-    wanted = {int(i) for i in alert_ids if str(i).isdigit()}
+    wanted = {int(i) for i in alert_ids if str(i).isascii() and str(i).isdigit()}
     alerts = [
         a
         for a in groups_repo.alerts_of(s, group.id)

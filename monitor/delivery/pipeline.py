@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.inhibition import InhibitRule
 from alerts.outbox import ClaimedNotification, Outcome
+from alerts.silences import CompiledSilences
 from alerts.views import AlertView, GroupView
 from monitor.delivery.compose import Composer
 from monitor.delivery.mute import Mutes
@@ -35,10 +36,13 @@ class Pipeline:
         sessions: sessionmaker[Session],
         composer: Composer | None = None,
         inhibit_rules: Sequence[InhibitRule] = (),
+        silences: CompiledSilences | None = None,
     ) -> None:
         self.sessions = sessions
         self.composer = composer or Composer()
         self.inhibit_rules = tuple(inhibit_rules)
+        # the silences' compiled matchers, kept while each is in force (shared with the web side)
+        self.silences = silences or CompiledSilences()
 
     # ---- claim, mute, compose ---------------------------------------------------------------------
     def claim_due(
@@ -73,7 +77,7 @@ class Pipeline:
                 for b in batches:
                     outbox_store.merge(b, b[-1])
                 if mutes is None:
-                    mutes = Mutes.load(s, now, self.inhibit_rules)
+                    mutes = Mutes.load(s, now, self.inhibit_rules, self.silences)
                 pairs = [(locked[b[-1].group_id], b) for b in batches]
                 dropped = []
                 composed_all = self.composer.compose_many(s, pairs, mutes, now)

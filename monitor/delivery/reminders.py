@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from alerts.grouping import GroupTiming, repeat_due
 from alerts.inhibition import InhibitRule
 from alerts.model import Severity
+from alerts.silences import CompiledSilences
 from alerts.views import AlertView
 from monitor.delivery.mute import Mutes
 from monitor.storage import groups_repo, outbox_store
@@ -20,10 +21,15 @@ from monitor.storage.models import AlertGroup
 
 
 def plan(
-    s: Session, now: float, inhibit_rules: Sequence[InhibitRule], refresh: Mapping[str, float] | None = None
+    s: Session,
+    now: float,
+    inhibit_rules: Sequence[InhibitRule],
+    silences: CompiledSilences,
+    refresh: Mapping[str, float] | None = None,
 ) -> int:
+    """``silences``: the compiled silences the pipeline keeps (one compilation per silence in force)."""
     made = 0
-    mutes = Mutes.load(s, now, inhibit_rules)
+    mutes = Mutes.load(s, now, inhibit_rules, silences)
     groups = groups_repo.sent_groups(s)
     # every group's members, and which groups have something waiting, read once for all of them
     members = groups_repo.members_of(s, [g.id for g in groups])

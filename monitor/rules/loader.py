@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.yamlpos import format_loc, load_with_positions, problems_from
+from monitor.config.yamlsize import read_yaml_file
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.panels import Layout, Layouts, Panel, RunKind
 from monitor.rules.spec import RuleSpec
@@ -173,7 +174,7 @@ def pack_layout(name: str) -> Layout:
 
 
 def file_layout(path: str | Path) -> Layout:
-    return parse_layout(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_layout(read_yaml_file(path, "rule file"), str(path))
 
 
 def load_layouts(packs: Iterable[str], files: Iterable[str | Path], base_dir: str | Path = ".") -> Layouts:
@@ -195,12 +196,7 @@ def pack_inhibit_rules(name: str) -> list[PackInhibitRule]:
 
 
 def load_rule_file(path: str | Path) -> list[RuleSpec]:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(p), [Problem(None, "", f"cannot read rule file: {exc}")]) from None
-    return parse_rules(text, str(p))
+    return parse_rules(read_yaml_file(path, "rule file"), str(path))
 
 
 @dataclass(frozen=True)

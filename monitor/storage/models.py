@@ -311,3 +311,25 @@ class SlackDelivery(Base):
     received_at: Mapped[float] = mapped_column(EpochTime, index=True)
     handled_by: Mapped[str] = mapped_column(String(200))  # the replica, host:pid
     reply: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # what the person was answered
+
+
+class LoginSession(Base):
+    """A dashboard sign-in, kept here so that logging out, a changed API token or an expiry ends it
+    everywhere at once (every replica reads the same rows).
+
+    ``id`` is the SHA-256 of the random value in the browser's cookie: the table alone cannot be used to
+    sign in. ``subject`` is who the session acts as (acks and silences carry it), ``method`` how they
+    proved it (``token``: the API token, and the name typed at the login form; later sign-in methods add
+    theirs), ``key_id`` which API token it was started under (a session of another token is no session).
+    """
+
+    __tablename__ = "login_sessions"
+    __table_args__ = (Index("ix_login_sessions_expires_at", "expires_at"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    subject: Mapped[str] = mapped_column(String(200))
+    method: Mapped[str] = mapped_column(String(32))
+    key_id: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[float] = mapped_column(EpochTime)
+    expires_at: Mapped[float] = mapped_column(EpochTime)
+    revoked_at: Mapped[float | None] = mapped_column(EpochTime)

@@ -8,7 +8,6 @@ whatever the number of runs.
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,11 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, defer
 
-from alerts.silences import SilenceSpec
+from alerts.silences import CompiledSilences, SilenceSpec, StoredSilence
 from monitor.storage.models import Alert, AlertTransition, Run, SeriesBucket, SeriesMeta, Silence
 from monitor.storage.series import BucketView, metrics_of, read_series
-
-log = logging.getLogger(__name__)
 
 ACTIVE_STATES = ("pending", "firing")
 
@@ -183,21 +180,23 @@ def matchers_of(row: Silence) -> list[str]:
     return [str(m) for m in (row.matchers or {}).get("matchers", [])]
 
 
-def spec_of(row: Silence) -> SilenceSpec | None:
-    try:
-        return SilenceSpec.parse(
-            row.id, matchers_of(row), row.starts_at, row.ends_at, row.created_by, row.comment or ""
-        )
-    except ValueError:
-        log.warning("silence %s has unreadable matchers %r: ignored", row.id, row.matchers)
-        return None
+def stored_silence(row: Silence) -> StoredSilence:
+    return StoredSilence(
+        row.id, tuple(matchers_of(row)), row.starts_at, row.ends_at, row.created_by, row.comment or ""
+    )
 
 
-def active_silence_specs(session: Session, now: float) -> list[SilenceSpec]:
+def spec_of(row: Silence, compiled: CompiledSilences, now: float) -> SilenceSpec | None:
+    """The silence's spec, its matchers compiled once while it is in force (``compiled`` keeps them)."""
+    return compiled.spec(stored_silence(row), now)
+
+
+def active_silence_specs(session: Session, now: float, compiled: CompiledSilences) -> list[SilenceSpec]:
+    """The silences in force, compiled once each (those that ended are dropped from ``compiled``)."""
     rows = session.scalars(
         select(Silence).where(Silence.starts_at <= now, Silence.ends_at > now).order_by(Silence.id)
     )
-    return [spec for row in rows if (spec := spec_of(row)) is not None]
+    return compiled.in_force((stored_silence(row) for row in rows), now)
 
 
 # ---- chart series -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.yamlpos import format_loc, load_with_positions, problems_from
+from monitor.config.yamlsize import read_yaml_file
 from monitor.durations import Duration, format_duration
 from monitor.rules.loader import TESTS_HINT, apply_overrides, load_rules
 from monitor.rules.notation import expand_values, expand_words
@@ -208,11 +209,7 @@ def _finding(replayer: Replayer, run: str, rule: str, at: float) -> Any:
 
 def load_test_file(path: str | Path) -> tuple[TestFile, dict]:
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(p), [Problem(None, "", f"cannot read test file: {exc}")]) from None
-    data, positions = load_with_positions(text, str(p))
+    data, positions = load_with_positions(read_yaml_file(p, "test file"), str(p))
     if not isinstance(data, dict):
         raise ConfigError(str(p), [Problem(1, "", "expected a mapping with rule_files and tests")])
     try:

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
 from monitor.web.api import alerts, fleet, health, metrics, runs, silences, slack
-from monitor.web.api.slack_replay import ReplayGuard
+from monitor.web.api.slack_replay import SlackReplays
+from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
 from monitor.web.proxy import ForwardedHeaders
@@ -73,6 +75,7 @@ def create_app(
     async def lifespan(app: FastAPI):  # noqa: ANN202
         if on_start:
             on_start()
+        _end_stale_sessions(ctx)
         ctx.polls.attach(getattr(ctx.service, "scheduler", None))
         try:
             yield
@@ -93,7 +96,7 @@ def create_app(
     app.state.snapshots = SnapshotStore()  # the status every reader shares (monitor.web.snapshot)
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
-    app.state.slack_replays = ReplayGuard()
+    app.state.slack_replays = SlackReplays()
     errors.install(app)
     for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
         app.include_router(module.router)
@@ -110,6 +113,17 @@ def create_app(
     app.add_middleware(errors.SecurityHeaders)
     app.add_middleware(ForwardedHeaders, trusted=settings.trusted_proxies)
     return app
+
+
+def _end_stale_sessions(ctx: ApiContext) -> None:
+    """Dashboard sessions of an earlier API token end now (monitor.web.auth)."""
+    try:
+        ended = end_other_tokens_sessions(ctx)
+    except SQLAlchemyError as exc:  # the database is down: it says so elsewhere; the cookies fail anyway
+        log.warning("could not end the dashboard sessions of an earlier API token: %s", exc)
+        return
+    if ended:
+        log.warning("ended %d dashboard session(s) started under an earlier API token", ended)
 
 
 def _mount_dashboard(app: FastAPI) -> None:

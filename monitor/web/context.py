@@ -12,6 +12,7 @@ from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from alerts.silences import CompiledSilences
 from monitor.rules.panels import Layouts
 from monitor.settings import Settings
 from monitor.web.poll_counter import PollCounter
@@ -38,6 +39,9 @@ class ApiContext:
     layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force
     references: dict[str, dict[str, float]] = field(default_factory=dict)  # watch -> reference values
     external_url: str | None = None  # server.external_url: where people reach the dashboard (links)
+    # silences' compiled matchers, kept while each is in force (the delivery pipeline's own, when served
+    # with the engine: one compilation per silence in the process)
+    silences: CompiledSilences = field(default_factory=CompiledSilences)
 
     @classmethod
     def from_service(cls, service: Service) -> ApiContext:
@@ -52,6 +56,7 @@ class ApiContext:
             layouts=service.engine.layouts,
             references={w.name: dict(w.references) for w in service.config.watch},
             external_url=service.config.server.external_url,
+            silences=service.outbox.silences,
         )
 
     def now(self) -> float:

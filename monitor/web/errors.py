@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -41,7 +42,7 @@ def _error_page(request: Request, status: int, title: str, message: str) -> Resp
     html = renderer.render(
         "error.html",
         ctx.now(),
-        viewer=viewer_of(request, ctx.settings),
+        viewer=viewer_of(request, ctx),
         path=request.url.path,
         refresh=5,
         speed=ctx.speed,
@@ -71,12 +72,12 @@ def install(app: FastAPI) -> None:
             message = f"{request.method} is not allowed on {request.url.path}"
         if wants_json(request):
             return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
-        return _error_page(
-            request, exc.status_code, "Not found" if exc.status_code == 404 else "Refused", message
-        )
+        title = "Not found" if exc.status_code == 404 else "Refused"
+        # a page says who is logged in: a database read, off the event loop
+        return await run_in_threadpool(_error_page, request, exc.status_code, title, message)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         # ``detail`` keeps FastAPI's documented shape (clients and the OpenAPI schema rely on it);
         # ``error`` says the same in one readable line.
         detail = [
@@ -88,7 +89,9 @@ def install(app: FastAPI) -> None:
             for e in exc.errors()
         ]
         message = "invalid request: " + "; ".join(f"{_loc(d['loc'])}: {d['msg']}" for d in detail)
-        return JSONResponse({"error": message, "detail": detail}, status_code=422)
+        if wants_json(request):
+            return JSONResponse({"error": message, "detail": detail}, status_code=422)
+        return await run_in_threadpool(_error_page, request, 422, "Not understood", message)
 
     @app.exception_handler(Exception)
     async def _unhandled(request: Request, exc: Exception) -> Response:
@@ -97,7 +100,7 @@ def install(app: FastAPI) -> None:
         message = f"internal error (reference {ref} in herowatch's log)"
         if wants_json(request):
             return JSONResponse({"error": message}, status_code=500)
-        return _error_page(request, 500, "Something broke", message)
+        return await run_in_threadpool(_error_page, request, 500, "Something broke", message)
 
 
 class SecurityHeaders:

@@ -75,7 +75,7 @@ def run_detail(
     timeline_limit: int = 300,
 ) -> RunDetail:
     now = ctx.now()
-    silences = views.active_silence_specs(s, now)
+    silences = views.active_silence_specs(s, now, ctx.silences)
     derived = derive(run, run.stats, now)
     shared = bool(run.display_name) and run.display_name in runs_repo.shared_display_names(
         s, [run.display_name]

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from alerts.routing import Matcher
+from alerts.routing import Matcher, over_budget
+from alerts.text import check_plain
 from monitor.durations import parse_duration
 
 Health = Literal["critical", "warning", "ok", "unknown", "ended"]
@@ -21,17 +22,13 @@ Health = Literal["critical", "warning", "ok", "unknown", "ended"]
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in PostgreSQL
 db_id = Annotated[int, Path(ge=1, le=MAX_ID, description="a positive id")]
 EARLIEST, LATEST = 946_684_800.0, 4_102_444_800.0  # 2000-01-01 and 2100-01-01, UTC
-_CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
 
 
 def plain_text(value: str, multiline: bool = False) -> str:
-    """``value`` unless it holds a control character (NUL, escape, ...; newlines and tabs only where
-    ``multiline``): PostgreSQL refuses NUL in text, and none of them belongs in a name or a comment."""
-    allowed = {"\n", "\r", "\t"} if multiline else set()
-    bad = next((c for c in value if c in _CONTROL and c not in allowed), None)
-    if bad is not None:
-        raise ValueError(f"holds a control character ({bad!r}): plain text only")
-    return value
+    """``value`` unless it holds a control character (NUL, escape, C1 controls such as U+0085, bidi
+    overrides such as U+202E, lone surrogates; newlines and tabs only where ``multiline``): PostgreSQL
+    refuses NUL in text, and none of them belongs in a name or a comment (``alerts.text``)."""
+    return check_plain(value, multiline)
 
 
 def epoch_seconds(value: str | float | None) -> float | None:
@@ -294,9 +291,17 @@ class SilenceIn(BaseModel):
     @field_validator("matchers")
     @classmethod
     def _matchers(cls, v: list[str]) -> list[str]:
-        for m in v:
-            Matcher.parse(m)  # ValueError -> 422 with the matcher's own message (length, regex, ...)
+        # ValueError -> 422 with the matcher's own message (length, characters, regex, its cost)
+        if (too_costly := over_budget([Matcher.parse(m) for m in v])) is not None:
+            raise ValueError(too_costly)
         return [m.strip() for m in v]
+
+    @field_validator("duration", "starts_at", "ends_at", mode="before")
+    @classmethod
+    def _not_a_flag(cls, v: object) -> object:
+        if isinstance(v, bool):  # JSON true would otherwise pass as 1 (a 1-second silence)
+            raise ValueError("expected a duration (2h, or seconds) or a time, not true/false")
+        return v
 
     @field_validator("duration")
     @classmethod

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
 from alerts.routing import Matcher
+from alerts.silences import CompiledSilences
 from monitor.delivery.oncall import ActionError, create_silence, parse_time
 from monitor.storage import views
 from monitor.storage.models import Alert, Silence
@@ -52,11 +53,15 @@ def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
     )
 
 
-def silence_out(row: Silence, now: float, active: Sequence[Alert] = ()) -> SilenceOut:
+def silence_out(
+    row: Silence, now: float, compiled: CompiledSilences, active: Sequence[Alert] = ()
+) -> SilenceOut:
+    """What the API and the pages show of a silence; only one in force is compiled (to count what it
+    mutes), and then only once while it lasts (``compiled`` keeps it)."""
     state = views.silence_state(row, now)
-    spec = views.spec_of(row)
     muting = 0
-    if spec is not None and state == "active":
+    spec = views.spec_of(row, compiled, now) if state == "active" and active else None
+    if spec is not None:
         muting = sum(1 for a in active if spec.matches({k: str(v) for k, v in (a.labels or {}).items()}))
     return SilenceOut(
         id=row.id,

@@ -130,7 +130,7 @@ class Snapshot:
 def build(ctx: ApiContext, s: Session, version: int) -> Snapshot:
     """Every run with its health and every active alert: a few queries whatever the number of runs."""
     now = ctx.now()
-    silences = views.active_silence_specs(s, now)
+    silences = views.active_silence_specs(s, now, ctx.silences)
     rows = views.all_runs(s, with_stats=False)
     shared = run_ids.ambiguous_names(r.display_name for r in rows)
     titles = {

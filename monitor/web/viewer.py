@@ -7,9 +7,10 @@ from urllib.parse import quote
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
-from monitor.settings import Settings
-from monitor.web.auth import bearer_ok, csrf_token, session_of, session_ok, token_of
+from monitor.web.auth import SESSION_COOKIE, bearer_ok, csrf_token, session_of, session_ok, token_of
+from monitor.web.context import ApiContext
 
 
 @dataclass(frozen=True)
@@ -24,18 +25,27 @@ class Viewer:
         return self.token_set and self.logged_in
 
 
-def viewer_of(request: Request, settings: Settings) -> Viewer:
-    session = session_of(request, settings)
+def viewer_of(request: Request, ctx: ApiContext) -> Viewer:
+    """Who is looking (a database read when the request has a session cookie: from a worker thread)."""
+    session = session_of(request, ctx)
     return Viewer(
-        token_set=token_of(settings) is not None,
+        token_set=token_of(ctx.settings) is not None,
         logged_in=session is not None,
-        name=session.name if session else "",
-        csrf=csrf_token(settings, session) if session else "",  # never shown to anonymous visitors
+        name=session.subject if session else "",
+        csrf=csrf_token(ctx.settings, session) if session else "",  # never shown to anonymous visitors
     )
 
 
-def may_see(request: Request, settings: Settings) -> bool:
-    return not settings.protect_reads or session_ok(request, settings) or bearer_ok(request, settings)
+async def look_up_session(request: Request, ctx: ApiContext) -> None:
+    """For async handlers: the request's session is looked up in a worker thread (a database read, once
+    per request), so that ``viewer_of`` and ``may_see`` after it do not block the event loop."""
+    if SESSION_COOKIE in request.cookies:
+        await run_in_threadpool(session_of, request, ctx)
+
+
+def may_see(request: Request, ctx: ApiContext) -> bool:
+    settings = ctx.settings
+    return not settings.protect_reads or bearer_ok(request, settings) or session_ok(request, ctx)
 
 
 def safe_next(target: str | None, default: str = "/") -> str:

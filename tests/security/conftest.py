@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +43,10 @@ class Server:
     alert_id: int
     group_key: str
     now: float
+    log: Path  # the server's stderr: its log
+
+    def log_lines(self) -> list[str]:
+        return self.log.read_text(errors="replace").splitlines()
 
     @property
     def pid(self) -> int:
@@ -74,7 +78,7 @@ def start_server(tmp: Path, db_url: str, env: dict[str, str]) -> Server:
         cwd=REPO,
         env=full,
         stdout=subprocess.DEVNULL,
-        stderr=open(tmp / f"server-{port}.log", "wb"),  # noqa: SIM115
+        stderr=open(tmp / f"server-{port}.log", "ab"),  # noqa: SIM115 - appended to across restarts
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -88,7 +92,8 @@ def start_server(tmp: Path, db_url: str, env: dict[str, str]) -> Server:
             pass
         time.sleep(0.1)
     facts = json.loads(info.read_text())
-    return Server(url, port, proc, db_url, facts["alert_id"], facts["group_key"], facts["now"])
+    log = tmp / f"server-{port}.log"
+    return Server(url, port, proc, db_url, facts["alert_id"], facts["group_key"], facts["now"], log)
 
 
 def stop_server(server: Server) -> None:
@@ -111,3 +116,27 @@ def server(tmp_path_factory, pg_server_url) -> Iterator[Server]:
     finally:
         stop_server(s)
         drop()
+
+
+@pytest.fixture
+def servers(tmp_path, pg_server_url) -> Iterator[Callable[..., Server]]:
+    """Start servers of one's own (a fresh database unless given one), stopped after the test:
+    ``servers(env)``, ``servers(env, db_url=...)`` to restart on the same database."""
+    started: list[Server] = []
+    drops = []
+
+    def start(env: dict[str, str] | None = None, db_url: str | None = None) -> Server:
+        if db_url is None:
+            db_url, drop = _fresh_pg_database(pg_server_url)
+            drops.append(drop)
+        s = start_server(tmp_path, db_url, {**DEFAULT_ENV, **(env or {})})
+        started.append(s)
+        return s
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            stop_server(s)
+        for drop in drops:
+            drop()

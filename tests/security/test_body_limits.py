@@ -1,16 +1,18 @@
 """Row 1: a 300 MB body, without a token or a signature, to the three endpoints that take a body. It
 used to be read whole before the 401 (the process grew from 130 MB to 1 GB; the pod limit is 1 GiB).
-Now the server answers 413 after at most its limit, and its memory stays within a few MB."""
+Now the server answers 413 after at most its limit, and its memory stays within a few MB; and (review 2)
+the API checks credentials before it reads a body at all, so without them the answer is a 401 at once."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.security.conftest import TOKEN
 from tests.security.wire import MB, Peak, stream_body
 
 HUGE = 300 * MB
 TARGETS = {
-    "/api/silences": {"Content-Type": "application/json"},
+    "/api/silences": {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
     "/api/slack/interactions": {"Content-Type": "application/x-www-form-urlencoded"},
     "/login": {"Content-Type": "application/x-www-form-urlencoded", "Origin": "http://127.0.0.1"},
 }
@@ -45,3 +47,12 @@ def test_each_endpoint_has_its_own_limit_and_a_body_just_under_it_is_read(server
     assert under.status != 413 and under.status < 500, (under.status, under.body[:200])
     assert over.status == 413, over.body[:200]
     assert str(limit).encode() in over.body
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["content-length", "chunked"])
+def test_without_credentials_a_300_mb_body_is_not_read_at_all(server, declare):
+    with Peak(server.rss_mb) as rss:
+        r = stream_body(server.port, "/api/silences", {"Content-Type": "application/json"}, HUGE, declare)
+    print(f"\nno token, {'declared' if declare else 'chunked'}: {r.status} after {r.sent / MB:.1f} MB sent")
+    assert r.status == (413 if declare else 401), (r.status, r.body[:300])  # a declared size: refused first
+    assert r.sent < 64 * MB and rss.peak - rss.base < MAX_GROWTH_MB

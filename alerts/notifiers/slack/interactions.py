@@ -5,9 +5,11 @@ signing secret: ``x-slack-signature = "v0=" + hex(HMAC-SHA256(secret, "v0:{ts}:{
 ``ts`` = ``x-slack-request-timestamp``. :func:`verify_and_parse` checks that with slack-sdk's
 ``SignatureVerifier`` (against ``now``, passed in: this module never reads the clock), rejects
 timestamps more than five minutes off, and turns the payload into an :class:`Interaction`, refusing any
-payload that is not exactly a herowatch button click. The HTTP endpoint maps :class:`BadSignature` to
-401 and :class:`BadPayload` to 400; it also refuses replays, other workspaces and other messages
-(monitor/web/api/slack.py).
+payload that is not exactly a herowatch button click. A request with either header twice is refused
+before anything else: which of the two would count is exactly what a replay with an extra junk header
+plays on. The HTTP endpoint maps :class:`AmbiguousRequest` and :class:`BadPayload` to 400 and
+:class:`BadSignature` to 401; it also refuses replays (keyed on the :class:`Signed` signature that was
+verified), other workspaces and other messages (monitor/web/api/slack.py).
 
 The buttons themselves (action ids and the JSON in their ``value``) are defined here too, so the
 message renderer (``alerts.notifiers.slack.blocks``) and this parser cannot drift apart.
@@ -16,12 +18,14 @@ message renderer (``alerts.notifiers.slack.blocks``) and this parser cannot drif
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import ItemsView, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from slack_sdk.signature import SignatureVerifier
+
+from alerts.text import bad_character
 
 MAX_AGE_SECONDS = 5 * 60
 
@@ -49,6 +53,22 @@ class BadSignature(InteractionError):
 
 class BadPayload(InteractionError):
     """Signed by Slack but not a herowatch button click herowatch understands (answer 400)."""
+
+
+class AmbiguousRequest(InteractionError):
+    """A signature or timestamp header sent more than once: not a request Slack makes (answer 400)."""
+
+
+TIMESTAMP_HEADER = "x-slack-request-timestamp"
+SIGNATURE_HEADER = "x-slack-signature"
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What the signature check verified: the request's timestamp and signature, one of each."""
+
+    timestamp: int  # epoch seconds, within MAX_AGE_SECONDS of the time it was checked at
+    signature: str
 
 
 @dataclass(frozen=True)
@@ -122,19 +142,32 @@ def signature_for(signing_secret: str, timestamp: str, raw_body: bytes | str) ->
     return SignatureVerifier(signing_secret).generate_signature(timestamp=timestamp, body=raw_body) or ""
 
 
-def verify_signature(headers: Mapping[str, str], raw_body: bytes, signing_secret: str, now: float) -> None:
-    """Raise :class:`BadSignature` unless the request is signed with ``signing_secret`` within 5 minutes of
-    ``now``. Pure: the time is passed in. The check itself is slack-sdk's ``SignatureVerifier`` (constant
-    time comparison, Slack's own window); the steps before it only say clearly what is missing."""
+def _only(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    values = [v for k, v in headers if str(k).lower() == name]
+    if len(values) > 1:
+        raise AmbiguousRequest(f"{name} sent {len(values)} times: Slack sends it once")
+    return values[0] if values else None
+
+
+def verify_signature(
+    headers: Mapping[str, str] | ItemsView[str, str] | Sequence[tuple[str, str]],
+    raw_body: bytes,
+    signing_secret: str,
+    now: float,
+) -> Signed:
+    """What was verified, or :class:`AmbiguousRequest` (a header twice) or :class:`BadSignature` (not
+    signed with ``signing_secret`` within 5 minutes of ``now``). ``headers``: a mapping, or every
+    (name, value) pair of the request (duplicates included: a Starlette ``Headers.items()``). Pure: the
+    time is passed in. The check itself is slack-sdk's ``SignatureVerifier`` (constant time comparison,
+    Slack's own window); the steps before it only say clearly what is missing."""
+    pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+    timestamp, signature = _only(pairs, TIMESTAMP_HEADER), _only(pairs, SIGNATURE_HEADER)
     if not signing_secret or not signing_secret.strip():
         raise BadSignature("no Slack signing secret is configured")
-    lower = {str(k).lower(): v for k, v in headers.items()}
-    timestamp = lower.get("x-slack-request-timestamp")
-    signature = lower.get("x-slack-signature")
     if not timestamp or not signature:
         raise BadSignature("missing x-slack-request-timestamp or x-slack-signature header")
-    if not (timestamp.isascii() and timestamp.lstrip("-").isdigit()) or len(timestamp) > 20:
-        raise BadSignature("x-slack-request-timestamp is not an integer")
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 12:
+        raise BadSignature("x-slack-request-timestamp is not an integer number of seconds")
     if abs(int(now) - int(timestamp)) > MAX_AGE_SECONDS:
         raise BadSignature(f"request timestamp is more than {MAX_AGE_SECONDS}s off: replayed?")
     try:
@@ -143,6 +176,7 @@ def verify_signature(headers: Mapping[str, str], raw_body: bytes, signing_secret
         raise BadSignature("request body is not UTF-8") from None
     if not SignatureVerifier(signing_secret, clock=_At(now)).is_valid(raw_body, timestamp, str(signature)):
         raise BadSignature("x-slack-signature does not match the body")
+    return Signed(int(timestamp), signature)
 
 
 # ---- payload --------------------------------------------------------------------------------------------
@@ -156,15 +190,18 @@ def _obj(payload: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _text(value: Any, what: str, limit: int = 200, required: bool = False) -> str | None:
-    """A string field of the payload: a string, at most ``limit`` characters, no control characters."""
+    """A string field of the payload: a string, at most ``limit`` characters, plain text (no control
+    characters, no lone surrogates: ``alerts.text``)."""
     if value is None or value == "":
         if required:
             raise BadPayload(f"payload has no {what}")
         return None
     if not isinstance(value, str):
         raise BadPayload(f"{what} is not a string")
-    if len(value) > limit or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise BadPayload(f"{what} is too long or holds control characters")
+    if len(value) > limit:
+        raise BadPayload(f"{what} is longer than {limit} characters")
+    if (bad := bad_character(value)) is not None:
+        raise BadPayload(f"{what} holds {bad}")
     return value
 
 
@@ -263,6 +300,8 @@ def parse_command(fields: Any) -> SlashCommand:
     text = fields.get("text") or ""
     if not isinstance(text, str) or len(text) > MAX_COMMAND_TEXT:
         raise BadPayload(f"the command's text is not a string of at most {MAX_COMMAND_TEXT} characters")
+    if (bad := bad_character(text)) is not None:
+        raise BadPayload(f"the command's text holds {bad}")
     user_id = _text(fields.get("user_id"), "user id", 64, required=True) or ""
     return SlashCommand(
         command=command,

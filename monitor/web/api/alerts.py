@@ -12,12 +12,12 @@ from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
 from monitor.storage import runs_repo, views
 from monitor.web import status
-from monitor.web.auth import require_read, require_write
+from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.conditional import Encoded, answer, current, encoded, json_bytes, memo
 from monitor.web.context import ApiContext, context
 from monitor.web.schemas import AckIn, AlertOut, ErrorOut, db_id
 
-router = APIRouter(tags=["alerts"])
+router = APIRouter(tags=["alerts"], route_class=CredentialsFirst)
 ACTIVE = ("active", "pending", "firing")
 
 
@@ -83,7 +83,7 @@ def from_database(
     """Resolved and inactive alerts too (the history is not in the snapshot): read now."""
     now = ctx.now()
     with ctx.sessions() as s:
-        silences = views.active_silence_specs(s, now)
+        silences = views.active_silence_specs(s, now, ctx.silences)
         # the id itself (a watch's own alerts, source_unavailable, carry the watch as their run), and
         # the runs a display name stands for
         runs = list(dict.fromkeys([run, *(r.id for r in views.lookup_runs(s, run))])) if run else None
@@ -117,7 +117,7 @@ def acknowledge(alert_id: db_id, body: AckIn, ctx: ApiContext = Depends(context)
             row = ack_alert(s, alert_id, body.by, body.comment, now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return status.alert_out(row, views.active_silence_specs(s, now), now)
+        return status.alert_out(row, views.active_silence_specs(s, now, ctx.silences), now)
 
 
 @router.get(

@@ -10,12 +10,12 @@ from fastapi.responses import JSONResponse
 from monitor import __version__
 from monitor.durations import format_duration
 from monitor.storage import views
-from monitor.web.auth import may_read, require_read
+from monitor.web.auth import CredentialsFirst, may_read, require_read
 from monitor.web.context import STALE_POLLS, ApiContext, context
 from monitor.web.schemas import ErrorOut, HealthOut, ReadyOut, RuleOut
 
 log = logging.getLogger(__name__)
-router = APIRouter()
+router = APIRouter(route_class=CredentialsFirst)
 BASE_FIELDS = {"name", "kind", "metric", "for", "keep_firing_for", "severity", "labels", "annotations"}
 
 
@@ -71,7 +71,7 @@ def readiness(ctx: ApiContext) -> ReadyOut:
 def readyz(request: Request, ctx: ApiContext = Depends(context)) -> JSONResponse:
     ready = readiness(ctx)
     status = 200 if not ready.reasons else 503
-    if not may_read(request, ctx.settings):  # the probe's verdict only: no source names or errors
+    if not may_read(request, ctx):  # the probe's verdict only: no source names or errors
         ready = ReadyOut(status=ready.status, checks={}, reasons=[])
     return JSONResponse(ready.model_dump(), status_code=status)
 

@@ -19,12 +19,12 @@ from prometheus_client.registry import Collector
 from monitor import __version__
 from monitor.runs.goodput import LOST
 from monitor.storage import views
-from monitor.web.auth import require_read
+from monitor.web.auth import CredentialsFirst, require_read
 from monitor.web.context import STALE_POLLS, ApiContext
 from monitor.web.snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)
-router = APIRouter()
+router = APIRouter(route_class=CredentialsFirst)
 
 RUN = ["run", "watch"]
 PER_RUN = {
@@ -101,7 +101,21 @@ class HerowatchCollector(Collector):
             errors.add_metric([kind], float(counted.get(kind, 0)))
         yield errors
         yield from self._gc()
+        yield from self._silences()
         yield from self._delivery(now)
+
+    def _silences(self) -> Iterator[Metric]:
+        kept = GaugeMetricFamily(
+            "herowatch_silences_compiled", "Silences in force whose compiled matchers are kept in memory"
+        )
+        kept.add_metric([], float(len(self.ctx.silences)))
+        yield kept
+        made = CounterMetricFamily(
+            "herowatch_silence_compilations",
+            "Silences whose matchers were compiled: once each while in force (more is churn)",
+        )
+        made.add_metric([], float(self.ctx.silences.compiled))
+        yield made
 
     def _gc(self) -> Iterator[Metric]:
         policy = getattr(self.ctx.service, "gc_policy", None)

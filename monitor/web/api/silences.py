@@ -10,12 +10,12 @@ from alerts.routing import Matcher
 from alerts.silences import matches_filter
 from monitor.delivery.oncall import ActionError, expire_silence
 from monitor.storage import views
-from monitor.web.auth import require_read, require_write
+from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.context import ApiContext, clock_header, context
 from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
 from monitor.web.silences import create_from, run_matchers, silence_out
 
-router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)])
+router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)], route_class=CredentialsFirst)
 MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
 
 
@@ -45,8 +45,9 @@ def list_silences(
             raise HTTPException(exc.status, f"filter: {exc.message}") from None
         active = views.active_alerts(s)
         rows = views.list_silences(s, now, state, 5000 if filters else limit)
-        kept = [r for r in rows if matches_filter(views.matchers_of(r), filters)][:limit]
-        return [silence_out(r, now, active) for r in kept]
+        if filters:
+            rows = [r for r in rows if matches_filter(views.matchers_of(r), filters)][:limit]
+        return [silence_out(r, now, ctx.silences, active) for r in rows]
 
 
 @router.get(
@@ -62,7 +63,7 @@ def get_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> Silenc
         row = views.get_silence(s, silence_id)
         if row is None:
             raise HTTPException(404, f"no silence with id {silence_id}")
-        return silence_out(row, now, views.active_alerts(s))
+        return silence_out(row, now, ctx.silences, views.active_alerts(s))
 
 
 @router.post(
@@ -83,7 +84,7 @@ def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> Silence
             row = create_from(s, body, now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return silence_out(row, now, views.active_alerts(s))
+        return silence_out(row, now, ctx.silences, views.active_alerts(s))
 
 
 @router.delete(
@@ -102,4 +103,4 @@ def delete_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> Sil
             row = expire_silence(s, silence_id, now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return silence_out(row, now)
+        return silence_out(row, now, ctx.silences)

@@ -22,8 +22,9 @@ from monitor.web.auth import (
     SESSION_COOKIE,
     SESSION_MAX_AGE,
     csrf_ok,
-    new_session,
+    end_session,
     session_of,
+    start_session,
     token_matches,
     token_of,
 )
@@ -32,18 +33,21 @@ from monitor.web.dashboard.origin import cross_origin
 from monitor.web.dashboard.pages import page
 from monitor.web.schemas import SilenceIn, db_id
 from monitor.web.silences import create_from
-from monitor.web.viewer import safe_next, to_login, viewer_of
+from monitor.web.viewer import look_up_session, safe_next, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
 MAX_FIELDS = 20  # the largest form has 6; a body is bounded by HEROWATCH_MAX_BODY_FORM as well
 MAX_NAME = 100
 
 
-async def form_fields(request: Request) -> dict[str, str]:
-    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files),
-    from one of herowatch's own pages only."""
+def same_origin(request: Request) -> None:
+    """Forms are accepted from herowatch's own pages only (``origin.py``)."""
     if (why := cross_origin(request)) is not None:
         raise HTTPException(403, f"refused: {why}. Use the form on herowatch's own page.")
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """The url-encoded form body as field -> last value (no multipart: nothing here uploads files)."""
     body = await request.body()
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if body and kind != "application/x-www-form-urlencoded":
@@ -58,6 +62,22 @@ async def form_fields(request: Request) -> dict[str, str]:
     if any("\x00" in k or "\x00" in v for k, v in fields.items()):
         raise HTTPException(400, "the form holds a NUL byte")
     return fields
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """Logging in and out: the form, from one of herowatch's own pages."""
+    same_origin(request)
+    return await read_form(request)
+
+
+async def action_form(request: Request, ctx: ApiContext = Depends(context)) -> dict[str, str]:
+    """The form of a change (ack, silence, expire), credentials first: without a session the body is not
+    read at all (``refused`` sends the browser to log in, back to the page the form was on)."""
+    same_origin(request)
+    await look_up_session(request, ctx)
+    if token_of(ctx.settings) is None or session_of(request, ctx) is None:
+        return {}
+    return await read_form(request)
 
 
 def client_of(request: Request) -> str:
@@ -79,7 +99,7 @@ def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response
     """Why this change may not go ahead (as a page or a redirect to log in), or None."""
     if token_of(ctx.settings) is None:
         return page(request, ctx, "error.html", 403, title="Changes are disabled", message=NO_TOKEN)
-    session = session_of(request, ctx.settings)
+    session = session_of(request, ctx)
     if session is None:
         return to_login(request, safe_next(form.get("next"), safe_next(referer_path(request), "/alerts")))
     if not csrf_ok(ctx.settings, session, form.get("csrf")):
@@ -130,7 +150,7 @@ def login(
         throttle.failed(client)
         return page(request, ctx, "login.html", 401, next=nxt, error="That is not the API token.", name=name)
     throttle.succeeded(client)
-    _, cookie = new_session(ctx.settings, name)
+    _, cookie = start_session(ctx, name)
     resp = back(nxt)
     resp.set_cookie(
         SESSION_COOKIE,
@@ -148,7 +168,7 @@ def login(
 def logout(
     request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
 ) -> Response:
-    session = session_of(request, ctx.settings)
+    session = session_of(request, ctx)
     if session is not None and not csrf_ok(ctx.settings, session, form.get("csrf")):
         return page(
             request,
@@ -158,6 +178,8 @@ def logout(
             title="Form expired",
             message="This form is out of date. Reload the page and log out again.",
         )
+    if session is not None:
+        end_session(request, ctx, session)  # on every replica, whoever still holds the cookie
     resp = back("/")
     resp.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https", httponly=True)
     return resp
@@ -168,12 +190,12 @@ def logout(
 def ack(
     alert_id: db_id,
     request: Request,
-    form: dict[str, str] = Depends(form_fields),
+    form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:
         return no
-    who = viewer_of(request, ctx.settings).name or "on-call"
+    who = viewer_of(request, ctx).name or "on-call"
     try:
         with ctx.sessions.begin() as s:
             ack_alert(s, alert_id, who, form.get("comment"), ctx.now())
@@ -184,11 +206,11 @@ def ack(
 
 @router.post("/silences")
 def silence(
-    request: Request, form: dict[str, str] = Depends(form_fields), ctx: ApiContext = Depends(context)
+    request: Request, form: dict[str, str] = Depends(action_form), ctx: ApiContext = Depends(context)
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:
         return no
-    who = viewer_of(request, ctx.settings).name or "on-call"
+    who = viewer_of(request, ctx).name or "on-call"
     lines = split_matchers(form.get("matchers", ""))
     values = {
         "matchers": form.get("matchers", ""),
@@ -218,7 +240,7 @@ def silence(
 def expire(
     silence_id: db_id,
     request: Request,
-    form: dict[str, str] = Depends(form_fields),
+    form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
     if (no := refused(request, ctx, form)) is not None:

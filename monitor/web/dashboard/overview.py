@@ -27,7 +27,7 @@ from monitor.web.dashboard.pages import ALERT_GROUPS, REFRESH_SECONDS, group_ale
 from monitor.web.dashboard.templating import Renderer
 from monitor.web.schemas import RunOut
 from monitor.web.snapshot import Snapshot
-from monitor.web.viewer import Viewer, viewer_of
+from monitor.web.viewer import Viewer, look_up_session, viewer_of
 
 router = APIRouter(include_in_schema=False)
 HTML = "text/html; charset=utf-8"
@@ -102,13 +102,14 @@ def whole_page(request: Request, snap: Snapshot, kind: str | None, viewer: Viewe
 @router.get("/", response_class=HTMLResponse)
 async def overview_page(request: Request) -> Response:
     ctx: ApiContext = request.app.state.ctx
+    await look_up_session(request, ctx)
     if (denied := guard(request, ctx)) is not None:
         return denied
     snap = await current(request)
     kind = the_kind(request, snap)
     made = await memo(snap, ("overview", kind), lambda: fragment(request, snap, kind))
     part = made.part
-    viewer = viewer_of(request, ctx.settings)
+    viewer = viewer_of(request, ctx)
     return answer(
         request,
         await memo(snap, ("page", kind, viewer), lambda: whole_page(request, snap, kind, viewer, part)),
@@ -118,6 +119,7 @@ async def overview_page(request: Request) -> Response:
 @router.get("/fragments/overview", response_class=HTMLResponse)
 async def overview_fragment(request: Request) -> Response:
     ctx: ApiContext = request.app.state.ctx
+    await look_up_session(request, ctx)
     if (denied := guard(request, ctx, True)) is not None:
         return denied
     snap = await current(request)
@@ -133,6 +135,7 @@ NO_STORE = {"Cache-Control": "no-store"}  # the answer depends on ?since: never 
 async def overview_changes(request: Request) -> Response:
     """What changed in the list since the version ``since`` (the page's ``data-version``)."""
     ctx: ApiContext = request.app.state.ctx
+    await look_up_session(request, ctx)
     if (denied := guard(request, ctx, True)) is not None:
         return denied
     since = request.query_params.get("since", "")

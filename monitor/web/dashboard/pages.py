@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from monitor.rules.panels import OTHER
@@ -17,7 +17,7 @@ from monitor.web.dashboard.charts import chart_payload
 from monitor.web.dashboard.panel_data import panel_metrics
 from monitor.web.dashboard.templating import run_url, short_duration
 from monitor.web.run_detail import run_detail
-from monitor.web.schemas import AlertOut, RunDetail
+from monitor.web.schemas import MAX_ID, AlertOut, RunDetail
 from monitor.web.viewer import may_see, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
@@ -30,7 +30,7 @@ def page(
     html = request.app.state.renderer.render(
         template,
         ctx.now(),
-        viewer=viewer_of(request, ctx.settings),
+        viewer=viewer_of(request, ctx),
         path=request.url.path,
         refresh=REFRESH_SECONDS,
         speed=ctx.speed,
@@ -40,7 +40,7 @@ def page(
 
 
 def guard(request: Request, ctx: ApiContext, fragment: bool = False) -> Response | None:
-    if may_see(request, ctx.settings):
+    if may_see(request, ctx):
         return None
     return Response("login needed", status_code=401) if fragment else to_login(request)
 
@@ -205,7 +205,7 @@ def run_fragment(run_id: str, request: Request, ctx: ApiContext = Depends(contex
 def alerts_values(ctx: ApiContext) -> dict[str, Any]:
     now = ctx.now()
     with ctx.sessions() as s:
-        silences = views.active_silence_specs(s, now)
+        silences = views.active_silence_specs(s, now, ctx.silences)
         active = sorted(
             (status.alert_out(a, silences, now) for a in views.active_alerts(s)), key=status.alert_order
         )
@@ -236,7 +236,7 @@ def silences_values(ctx: ApiContext) -> dict[str, Any]:
     now = ctx.now()
     with ctx.sessions() as s:
         active = views.active_alerts(s)
-        rows = [silence_out(r, now, active) for r in views.list_silences(s, now, None, 200)]
+        rows = [silence_out(r, now, ctx.silences, active) for r in views.list_silences(s, now, None, 200)]
     return {
         "live": [r for r in rows if r.state != "expired"],
         "expired": [r for r in rows if r.state == "expired"],
@@ -251,12 +251,23 @@ def silences_page(request: Request, ctx: ApiContext = Depends(context)) -> Respo
     return page(request, ctx, "silences.html", created=created, form=None, error=None, **silences_values(ctx))
 
 
-def prefill(ctx: ApiContext, alert_id: str | None) -> dict[str, str]:
+def alert_param(request: Request) -> int | None:
+    """``?alert=`` as an alert id (empty: none); anything else, a huge number or digits that are not
+    ASCII (``²``, ``①``) included, is a 422 that says so."""
+    raw = request.query_params.get("alert") or ""
+    if not raw:
+        return None
+    if len(raw) > 10 or not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_ID:
+        raise HTTPException(422, f"alert: {raw[:20]!r} is not an alert id")
+    return int(raw)
+
+
+def prefill(ctx: ApiContext, alert_id: int | None) -> dict[str, str]:
     """A new silence's form, filled in from the alert it is for."""
     form = {"matchers": "", "duration": "2h", "comment": "", "alert": ""}
-    if alert_id and alert_id.isdigit():
+    if alert_id is not None:
         with ctx.sessions() as s:
-            a = views.get_alert(s, int(alert_id))
+            a = views.get_alert(s, alert_id)
         if a is not None:
             form["matchers"] = f'alertname="{a.rule}"\nrun="{a.run_id}"'
             form["alert"] = str(a.id)
@@ -267,5 +278,5 @@ def prefill(ctx: ApiContext, alert_id: str | None) -> dict[str, str]:
 def silence_form(request: Request, ctx: ApiContext = Depends(context)) -> Response:
     if (denied := guard(request, ctx)) is not None:
         return denied
-    form = prefill(ctx, request.query_params.get("alert"))
+    form = prefill(ctx, alert_param(request))
     return page(request, ctx, "silence_new.html", form=form, error=None)

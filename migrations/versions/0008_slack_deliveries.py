@@ -1,6 +1,6 @@
 """slack_deliveries: the Slack requests acted on over Socket Mode, claimed once across replicas
 
-Revision ID: 0032
+Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-14 10:00:00
 """
@@ -8,7 +8,7 @@ Create Date: 2026-12-14 10:00:00
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0032"
+revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
