@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 MIN_TOKEN_CHARS = 32
@@ -66,21 +66,45 @@ class Settings(BaseSettings):
     slack_team_id: str | None = Field(
         default=None, description="the Slack workspace id (T...) whose button clicks are accepted"
     )
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="signs sign-in cookies and forms when people sign in through a proxy or OpenID Connect "
+        "(default: the API token); at least 32 random characters",
+    )
+    auth_proxies: Names = Field(
+        default_factory=list,
+        description="addresses or CIDRs of the sign-in proxies whose identity headers are believed; a "
+        "request with those headers from anywhere else is refused",
+    )
+    auth_proxy_user_header: str = Field(default="X-Forwarded-User", description="the person's name")
+    auth_proxy_groups_header: str = Field(
+        default="X-Forwarded-Groups", description="the person's groups, comma-separated"
+    )
+    role_groups: str = Field(
+        default="",
+        description="groups to roles, e.g. 'admin=hw-admins;responder=oncall,ml-sre;viewer=*' ('*': anyone "
+        "signed in); a person gets the highest role of their groups, none at all without a match",
+    )
+    oidc_issuer: str | None = Field(default=None, description="OpenID Connect issuer URL (sign-in with OIDC)")
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_groups_claim: str = Field(default="groups", description="the ID token claim holding groups")
     max_body_api: int = Field(default=1 << 20, ge=1024, description="largest /api request body, bytes")
     max_body_form: int = Field(default=16 << 10, ge=1024, description="largest dashboard form body, bytes")
     max_body_slack: int = Field(
         default=256 << 10, ge=1024, description="largest Slack interactivity request body, bytes"
     )
 
-    @field_validator("api_token")
+    @field_validator("api_token", "secret_key")
     @classmethod
-    def _long_token(cls, v: SecretStr | None) -> SecretStr | None:
+    def _long_token(cls, v: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
         if v is None or not v.get_secret_value():
             return None
         n = len(v.get_secret_value())
         if n < MIN_TOKEN_CHARS:
             raise ValueError(
-                f"HEROWATCH_API_TOKEN is {n} characters long; use at least {MIN_TOKEN_CHARS} random ones, "
+                f"HEROWATCH_{(info.field_name or '').upper()} is {n} characters long; "
+                f"use at least {MIN_TOKEN_CHARS} random ones, "
                 f"e.g. the output of: {MAKE_TOKEN}"
             )
         return v
@@ -97,14 +121,14 @@ class Settings(BaseSettings):
             )
         return v
 
-    @field_validator("allowed_hosts", "trusted_proxies", mode="before")
+    @field_validator("allowed_hosts", "trusted_proxies", "auth_proxies", mode="before")
     @classmethod
     def _comma_list(cls, v: object) -> object:
         if isinstance(v, str):
             return [part.strip() for part in v.split(",") if part.strip()]
         return v
 
-    @field_validator("trusted_proxies")
+    @field_validator("trusted_proxies", "auth_proxies")
     @classmethod
     def _networks(cls, v: list[str]) -> list[str]:
         import ipaddress

@@ -11,6 +11,7 @@ from alerts.notifiers.base import Notifier, refresh_every
 from alerts.outbox import Dispatcher
 from alerts.routing import Route
 from monitor.delivery import oncall, reminders
+from monitor.delivery.actor import Actor
 from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline
@@ -77,7 +78,7 @@ class Delivery:
 
     def ack(self, alert_id: int, by: str = "amy") -> None:
         with self.sessions.begin() as s:
-            oncall.ack_alert(s, alert_id, by, "on it", self.now)
+            oncall.ack_alert(s, alert_id, Actor.slack_user(by), "on it", self.now)
 
     def silence(self, matcher: str, seconds: float) -> None:
         with self.sessions.begin() as s:

@@ -119,7 +119,7 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
             r = CliRunner().invoke(
                 app, ["alert", "ack", str(ids["via-cli"]), "--by", "amy", "-c", "on it"], env=env
             )
-            assert r.exit_code == 0 and "acknowledged by amy" in r.output, r.output
+            assert r.exit_code == 0 and "acknowledged by automation (amy)" in r.output, r.output
 
             # the same timeline entry for each (Slack's names the Slack user, and where the click came from)
             with service.sessions() as s:
@@ -130,10 +130,10 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
                     )
                 }
             assert notes == {
-                "via-api": ("firing", "firing", "acknowledged by amy: on it"),
-                "via-dashboard": ("firing", "firing", "acknowledged by amy: on it"),
+                "via-api": ("firing", "firing", "acknowledged by automation (amy): on it"),
+                "via-dashboard": ("firing", "firing", "acknowledged by automation (amy): on it"),
                 "via-slack": ("firing", "firing", "acknowledged by amy (Slack U0AMY): from Slack"),
-                "via-cli": ("firing", "firing", "acknowledged by amy: on it"),
+                "via-cli": ("firing", "firing", "acknowledged by automation (amy): on it"),
             }
             # the same Slack update: each root edited to say who took it, one quiet reply, no new page
             slack.reset_calls()
@@ -141,15 +141,26 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
             roots = slack.roots(CHANNEL)
             assert len(roots) == 4 and len(slack.pages(CHANNEL)) == 4, "an ack pages nobody"
             for root in roots:
-                assert "Acknowledged by amy" in str(root.blocks), root.text
+                assert "Acknowledged by " in str(root.blocks) and "amy" in str(root.blocks), root.text
                 replies = [
-                    m for m in slack.thread(CHANNEL, root.ts) if m.text.startswith("Acknowledged by amy")
+                    m
+                    for m in slack.thread(CHANNEL, root.ts)
+                    if m.text.startswith("Acknowledged by ") and "amy" in m.text
                 ]
                 assert len(replies) == 1 and not replies[0].broadcast, [
                     m.text for m in slack.thread(CHANNEL, root.ts)
                 ]
             updates = slack.calls_to("chat.update")
             assert len(updates) == 4
+            # one audit line per door, each naming who and how
+            trail = httpx.get(f"{url}/api/audit", params={"action": "ack"}, headers=bearer).json()
+            doors = {(e["door"], e["actor"], e["role"]) for e in trail}
+            assert doors == {
+                ("api", "automation (amy)", "automation"),
+                ("dashboard", "automation (amy)", "automation"),
+                ("slack", "amy (Slack U0AMY)", "responder"),
+                ("cli", "automation (amy)", "automation"),
+            }, trail
         finally:
             server.should_exit = True
             service.stop()

@@ -82,10 +82,14 @@ def test_alert_filters_ack_and_silence(db_url, clock):
     acked = api.post(
         f"/api/alerts/{aid}/ack", json={"by": "alice", "comment": "looking at rank 17"}, headers=bearer()
     )
-    assert acked.status_code == 200 and acked.json()["acked_by"] == "alice" and acked.json()["acked_at"]
+    assert (
+        acked.status_code == 200
+        and acked.json()["acked_by"] == "automation (alice)"
+        and acked.json()["acked_at"]
+    )
     assert ids(acknowledged=True) == [aid] and ids(acknowledged=False) == []
     story = api.get("/api/runs/hero-a").json()["timeline"]
-    assert story[0]["reason"] == "acknowledged by alice: looking at rank 17", (
+    assert story[0]["reason"] == "acknowledged by automation (alice): looking at rank 17", (
         "the ack is in the run's timeline"
     )
 

@@ -55,7 +55,9 @@ def test_silences_crud_with_the_token(db_url, clock):
     assert made.status_code == 201, made.text
     s = made.json()
     assert (
-        s["matchers"] == ["run=sim:hero-a/hero-a"] and s["state"] == "active" and s["created_by"] == "alice"
+        s["matchers"] == ["run=sim:hero-a/hero-a"]
+        and s["state"] == "active"
+        and s["created_by"] == "automation (alice)"
     )
     assert s["muting"] == 1 and s["comment"] == "maintenance"
     assert api.get(f"/api/silences/{s['id']}").json() == s
@@ -150,7 +152,9 @@ def test_dashboard_login_sets_a_strict_cookie_and_forms_need_it_and_csrf(tmp_pat
     made = api.post("/silences", data={**form, "csrf": csrf}, follow_redirects=False)
     assert made.status_code == 303 and made.headers["location"].startswith("/silences?created=")
     (silence,) = api.get("/api/silences").json()
-    assert silence["created_by"] == "alice" and silence["matchers"] == ['run="sim:hero-a/hero-a"']
+    assert silence["created_by"] == "automation (alice)" and silence["matchers"] == [
+        'run="sim:hero-a/hero-a"'
+    ]
     bad_form = api.post("/silences", data={**form, "matchers": "run~x", "csrf": csrf})
     assert bad_form.status_code == 422 and "bad matcher" in bad_form.text and "run~x" in bad_form.text
     service.stop()

@@ -12,6 +12,7 @@ import re2
 
 from alerts.silences import CompiledSilences, StoredSilence
 from monitor.delivery import oncall
+from monitor.delivery.actor import Actor, Door
 from monitor.delivery.mute import Mutes
 from monitor.storage.models import Silence
 from tests.test_pipeline import T0, Pipeline
@@ -73,7 +74,7 @@ def test_delivery_and_reminders_reuse_the_compiled_silences(migrated_url, compil
     with p.sessions.begin() as s:
         for i in range(5):
             matchers = [f'alertname=~"rule_{i}_.*"', f'run=~"hero-{i}.*"']
-            oncall.create_silence(s, matchers, created_by="a", now=T0, duration=3600)
+            oncall.create_silence(s, matchers, actor=Actor.automation(Door.cli, "a"), now=T0, duration=3600)
     p.alert("rule_0_stall", run="hero-0a")
     before = len(compiles)
     for minute in range(1, 30):  # claims, reminder plans and mute decisions every minute

@@ -11,6 +11,7 @@ from alerts.notifiers.base import SendResult
 from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.delivery import oncall, reminders
+from monitor.delivery.actor import Actor
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline as DeliveryPipeline
 from monitor.storage.db import make_engine, make_sessionmaker
@@ -295,7 +296,7 @@ def test_an_acknowledgement_updates_the_thread_and_the_timeline(pipe):
     a = pipe.alert("progress_stalled")
     pipe.at(30)
     with pipe.sessions.begin() as s:
-        oncall.ack_alert(s, a, "amy", "looking", pipe.now)
+        oncall.ack_alert(s, a, Actor.slack_user("amy"), "looking", pipe.now)
     got = pipe.at(331)
     assert got[1].kind == "update" and got[1].alerts[0].acked_by == "amy" and not got[1].notifies
 

@@ -66,7 +66,7 @@ def test_query_lists_the_dashboards_silences_with_filters_and_expire_ends_them(l
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert [ln.split()[:2] for ln in lines[::3]] == [["1", "active"], ["2", "active"], ["3", "active"]]
-    assert lines[0].endswith(" UTC  by dashboard") and lines[0].split()[2] == "until"
+    assert lines[0].endswith(" UTC  by automation (dashboard)") and lines[0].split()[2] == "until"
     assert lines[4].strip() == 'run="sim:hero-b/hero-b"  alertname=~"loss_.*"', "whole matchers, on one line"
     assert lines[5].strip() == "# from the UI"
     assert all(len(ln) <= 80 for ln in lines), "fits 80 columns"
@@ -104,7 +104,7 @@ def test_export_and_import_round_trip_and_expired_ones_are_skipped(live, tmp_pat
 def test_every_failure_says_what_to_do(live):  # noqa: F811
     live.tick(60)
     r = cli(live, "add", "run=hero-a", token=None)
-    assert r.exit_code == 1 and "needs its API token: export HEROWATCH_API_TOKEN" in r.output
+    assert r.exit_code == 1 and "needs an API token: export HEROWATCH_API_TOKEN" in r.output
     r = cli(live, "add", "run=hero-a", token="wrong-token")
     assert r.exit_code == 1 and "refused (401)" in r.output
     r = cli(live, "add", "run hero-a")

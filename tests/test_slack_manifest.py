@@ -17,6 +17,7 @@ from alerts.notifiers.slack.scopes import APP_METHODS, BOT_METHODS
 from monitor.cli.main import app
 from monitor.config.loader import parse_config
 from monitor.delivery import oncall
+from monitor.delivery.actor import Actor
 from monitor.service import build_service
 from monitor.settings import Settings
 from monitor.web.slack.manifest import manifest
@@ -152,7 +153,7 @@ def _run_everything_that_calls_slack(slack: SlackStandin, tmp_path) -> None:
 
     minutes(22)  # stalled: paged, with its plot
     with service.sessions.begin() as s:
-        assert oncall.ack_run(s, sim_id("hero-a"), "amy", None, clock.time())
+        assert oncall.ack_run(s, sim_id("hero-a"), Actor.slack_user("amy"), None, clock.time())
     minutes(30)  # acknowledged, then resolved
     assert service.dispatcher.notifiers["oncall"].check().ok
     door = service.socket_mode

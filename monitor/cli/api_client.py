@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from monitor import __version__
+
 DEFAULT_URL = "http://127.0.0.1:8080"
 URL_ENV = "HEROWATCH_URL"
 TOKEN_ENV = "HEROWATCH_API_TOKEN"
@@ -63,12 +65,14 @@ class HerowatchApi:
     def call(
         self, method: str, path: str, *, json: Any = None, params: Any = None, write: bool = False
     ) -> Answer:
-        headers = {"Accept": "application/json"}
+        # the CLI is its own door in the audit trail (monitor.web.identity.CLI_AGENT)
+        headers = {"Accept": "application/json", "User-Agent": f"herowatch-cli/{__version__}"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         elif write:
             raise ApiError(
-                f"this changes herowatch, which needs its API token: export {TOKEN_ENV}=<the server's token>",
+                f"this changes herowatch, which needs an API token: export {TOKEN_ENV}=<your personal token "
+                "from the dashboard's Tokens page, or the automation token>",
                 1,
             )
         try:

@@ -1,9 +1,12 @@
 """What on-call can do about alerts, the one implementation used by the API, the dashboard, Slack's
 buttons and ``/herowatch`` command, and the CLI: acknowledge, create a silence, expire a silence.
 
-Each action runs in the caller's transaction, writes what it did and who did it into the incident
-timeline of the alerts it touches (a Slack user as ``amy (Slack U0AMY)``), and queues the update their
-receivers must show (the Slack root says who took the alert). The limits are the same from
+Each action runs in the caller's transaction with an ``Actor`` (``monitor.delivery.actor``: the person,
+their role, the door they came through), writes what it did and who did it into the incident timeline of
+the alerts it touches (a Slack user as ``amy (Slack U0AMY)``, the shared token as ``automation``) and into
+the audit trail, and queues the update their receivers must show (the Slack root says who took the
+alert). Whether the actor may act at all is the door's check (``monitor.web.identity``); here it is
+recorded. The limits are the same from
 everywhere. A refused action raises ``ActionError`` with the HTTP status and a message for the person
 who asked.
 """
@@ -20,7 +23,8 @@ from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.silences import SilenceSpec
 from alerts.text import bad_character
-from monitor.storage import groups_repo, outbox_store, views
+from monitor.delivery.actor import Actor
+from monitor.storage import audit_repo, groups_repo, outbox_store, views
 from monitor.storage.models import Alert, AlertGroup, AlertTransition, Silence
 
 MAX_SILENCE = 90 * 86400.0
@@ -78,16 +82,37 @@ def _note(text: str | None) -> str:
 
 
 # ---- acknowledge ---------------------------------------------------------------------------------------
-def acknowledge(s: Session, alerts: Iterable[Alert], by: str, comment: str | None, now: float) -> list[Alert]:
-    """Mark firing (or pending) alerts as taken: no more reminders for them. Each gets a timeline entry;
-    each group episode that told of it is queued an update (the Slack root shows who took it)."""
-    who, note = _who(by), _note(comment)
+def audit(s: Session, actor: Actor, action: str, target: str, now: float, **kw: str | None) -> None:
+    """One line of the audit trail for what ``actor`` did (or was refused: ``outcome="refused"``)."""
+    audit_repo.record(
+        s,
+        at=now,
+        actor=actor.name,
+        role=actor.role.value,
+        via=actor.via.value,
+        door=actor.door.value,
+        action=action,
+        target=target,
+        outcome=kw.get("outcome") or "done",
+        run_id=kw.get("run_id"),
+        detail=kw.get("detail") or "",
+    )
+
+
+def acknowledge(
+    s: Session, alerts: Iterable[Alert], actor: Actor, comment: str | None, now: float
+) -> list[Alert]:
+    """Mark firing (or pending) alerts as taken: no more reminders for them. Each gets a timeline entry
+    and an audit line; each group episode that told of it is queued an update (the Slack root shows who
+    took it)."""
+    who, note = _who(actor.name), _note(comment)
     done = []
     for alert in alerts:
         if alert.state not in views.ACTIVE_STATES or alert.acked_at is not None:
             continue
         alert.acked_by, alert.acked_at = who, now
         _note_on_timeline(s, alert, f"acknowledged by {who}" + (f": {note}" if note else ""), now)
+        audit(s, actor, "ack", f"alert {alert.id}", now, run_id=alert.run_id, detail=f"{alert.rule}: {note}")
         for group in groups_repo.groups_with_alerts(s, [alert.id]):
             outbox_store.enqueue_once(
                 s,
@@ -119,13 +144,13 @@ def _note_on_timeline(s: Session, alert: Alert, text: str, now: float) -> None:
     )
 
 
-def ack_run(s: Session, run_id: str, by: str, comment: str | None, now: float) -> list[Alert]:
+def ack_run(s: Session, run_id: str, actor: Actor, comment: str | None, now: float) -> list[Alert]:
     """Acknowledge every firing alert of a run not yet taken; the ones acknowledged now."""
     firing = [a for a in views.active_alerts(s, run_id) if a.state == "firing"]
-    return acknowledge(s, firing, by, comment, now)
+    return acknowledge(s, firing, actor, comment, now)
 
 
-def ack_alert(s: Session, alert_id: int, by: str, comment: str | None, now: float) -> Alert:
+def ack_alert(s: Session, alert_id: int, actor: Actor, comment: str | None, now: float) -> Alert:
     row = views.get_alert(s, alert_id)
     if row is None:
         raise ActionError(404, f"no alert with id {alert_id}")
@@ -134,7 +159,7 @@ def ack_alert(s: Session, alert_id: int, by: str, comment: str | None, now: floa
             409, f"alert {alert_id} is {row.state}: only pending or firing alerts can be acknowledged"
         )
     if row.acked_at is None:
-        acknowledge(s, [row], by, comment, now)
+        acknowledge(s, [row], actor, comment, now)
     return row
 
 
@@ -143,7 +168,7 @@ def create_silence(
     s: Session,
     matchers: Sequence[str],
     *,
-    created_by: str,
+    actor: Actor,
     comment: str = "",
     now: float,
     starts_at: float | None = None,
@@ -174,37 +199,51 @@ def create_silence(
         matchers={"matchers": list(matchers)},
         starts_at=starts,
         ends_at=ends,
-        created_by=_who(created_by),
+        created_by=_who(actor.name),
         comment=_note(comment),
         created_at=now,
     )
     s.add(row)
     s.flush()
-    _silence_on_timelines(s, row, now)
+    runs = _silence_on_timelines(s, row, now)
+    detail = f"{' '.join(matchers)} until {isoformat(ends)}" + (f": {row.comment}" if row.comment else "")
+    for run_id in sorted(runs) or [None]:
+        audit(s, actor, "silence_create", f"silence {row.id}", now, run_id=run_id, detail=detail)
     return row
 
 
-def _silence_on_timelines(s: Session, row: Silence, now: float) -> None:
-    """Each alert a silence mutes from now on says so on its run's timeline: who, how long, why."""
+def _silence_on_timelines(s: Session, row: Silence, now: float) -> set[str]:
+    """Each alert a silence mutes from now on says so on its run's timeline: who, how long, why. The runs
+    of those alerts (and the run a ``run=`` matcher names)."""
     spec = SilenceSpec.parse(row.id, row.matchers["matchers"], row.starts_at, row.ends_at)
+    runs = {m.value for m in spec.matchers if m.name == "run" and m.op == "="}
     if not spec.active(now):
-        return  # a silence for later: the alerts it will mute are not known yet
+        return runs  # a silence for later: the alerts it will mute are not known yet
     text = f"silenced by {row.created_by} for {format_duration(row.ends_at - now)} (silence {row.id})"
     text += f": {row.comment}" if row.comment else ""
     for alert in views.active_alerts(s):
         if spec.matches({k: str(v) for k, v in (alert.labels or {}).items()}):
             _note_on_timeline(s, alert, text, now)
+            runs.add(alert.run_id)
+    return runs
 
 
-def expire_silence(s: Session, silence_id: int, now: float) -> Silence:
+def expire_silence(s: Session, silence_id: int, actor: Actor, now: float) -> Silence:
     """Ends a silence now (a pending one is ended before it starts). Expiring an expired one is a no-op."""
     row = views.get_silence(s, silence_id)
     if row is None:
         raise ActionError(404, f"no silence with id {silence_id}")
+    if row.ends_at <= now:
+        return row  # already over: nothing done, nothing to record
     if row.starts_at > now:
         row.starts_at = row.ends_at = now
-    elif row.ends_at > now:
+    else:
         row.ends_at = now
+    spec = SilenceSpec.parse(row.id, row.matchers["matchers"], row.starts_at, now + 1)
+    runs = {m.value for m in spec.matchers if m.name == "run" and m.op == "="}
+    detail = " ".join(row.matchers["matchers"]) + f" (created by {row.created_by})"
+    for run_id in sorted(runs) or [None]:
+        audit(s, actor, "silence_expire", f"silence {row.id}", now, run_id=run_id, detail=detail)
     return row
 
 
@@ -215,7 +254,7 @@ class Outcome:
     changed: int
 
 
-def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], by: str, now: float) -> Outcome:
+def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], actor: Actor, now: float) -> Outcome:
     wanted = {int(i) for i in alert_ids if str(i).isascii() and str(i).isdigit()}
     alerts = [
         a
@@ -224,18 +263,20 @@ def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], by: str, 
     ]
     if not alerts:
         return Outcome("Nothing to acknowledge: the alerts have resolved.", 0)
-    acknowledge(s, alerts, by, "from Slack", now)
-    return Outcome(f"Acknowledged by {by}: no reminders until they resolve or fire again.", len(alerts))
+    acknowledge(s, alerts, actor, "from Slack", now)
+    return Outcome(
+        f"Acknowledged by {actor.name}: no reminders until they resolve or fire again.", len(alerts)
+    )
 
 
-def silence_group(s: Session, group: AlertGroup, seconds: float, by: str, now: float) -> Outcome:
+def silence_group(s: Session, group: AlertGroup, seconds: float, actor: Actor, now: float) -> Outcome:
     labels = {k: v for k, v in (group.labels or {}).items() if v}
     if not labels:
         return Outcome("This group has no labels to silence by; use `herowatch silence add`.", 0)
     matchers = [f'{k}="{v}"' for k, v in sorted(labels.items())]
-    row = create_silence(s, matchers, created_by=by, comment="from Slack", now=now, duration=seconds)
+    row = create_silence(s, matchers, actor=actor, comment="from Slack", now=now, duration=seconds)
     return Outcome(
-        f"Silenced {' '.join(matchers)} for {format_duration(seconds)} by {by} "
+        f"Silenced {' '.join(matchers)} for {format_duration(seconds)} by {actor.name} "
         f"(silence {row.id}; `herowatch silence expire {row.id}` ends it).",
         1,
     )

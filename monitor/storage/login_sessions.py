@@ -17,7 +17,15 @@ KEEP_ENDED = 86400.0  # ended sessions stay this long (who was signed in when), 
 
 
 def start(
-    s: Session, key: str, *, subject: str, method: str, key_id: str, now: float, lifetime: float
+    s: Session,
+    key: str,
+    *,
+    subject: str,
+    method: str,
+    key_id: str,
+    now: float,
+    lifetime: float,
+    role: str = "automation",
 ) -> LoginSession:
     s.execute(
         delete(LoginSession).where(
@@ -25,7 +33,13 @@ def start(
         )
     )
     row = LoginSession(
-        id=key, subject=subject, method=method, key_id=key_id, created_at=now, expires_at=now + lifetime
+        id=key,
+        subject=subject,
+        method=method,
+        role=role,
+        key_id=key_id,
+        created_at=now,
+        expires_at=now + lifetime,
     )
     s.add(row)
     return row

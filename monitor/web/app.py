@@ -16,11 +16,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, fleet, health, metrics, runs, silences, slack
+from monitor.web.api import alerts, audit, fleet, health, metrics, runs, silences, slack
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
+from monitor.web.identity import RefusalBudget
 from monitor.web.proxy import ForwardedHeaders
 from monitor.web.snapshot import SnapshotStore
 from monitor.web.throttle import LoginThrottle
@@ -35,11 +36,13 @@ DESCRIPTION = """
 Health of long GPU training runs: every run's state at a glance, one run's whole story (series,
 restarts, goodput, alert timeline), alerts, silences and acknowledgements.
 
-**Auth.** Reads are open unless `HEROWATCH_PROTECT_READS=true`. Changes (POST and DELETE) need
-`Authorization: Bearer <HEROWATCH_API_TOKEN>` (at least 32 characters); without a configured token
-they are refused with 403, whatever address the server listens on (a loopback listener is reachable
-by every local user and by web pages in the on-call's browser). `/healthz` is always open; `/readyz`
-answers its verdict to anyone and its details only to readers.
+**Auth.** Reads are open unless `HEROWATCH_PROTECT_READS=true`. Changes (POST and DELETE) need a role
+that grants them (docs/security.md has the table): `Authorization: Bearer <token>` with a personal API
+token (issued from the dashboard's Tokens page; it acts as its person) or the shared automation token
+`HEROWATCH_API_TOKEN` (recorded as `automation`), or a person named by the trusted sign-in proxy.
+Without any sign-in configured they are refused with 403, whatever address the server listens on.
+Every change and every refused attempt is in the audit trail (`GET /api/audit`).
+`/healthz` is always open; `/readyz` answers its verdict to anyone and its details only to readers.
 
 **Limits.** Bodies over `HEROWATCH_MAX_BODY_API` (1 MiB) get 413 before they are read; a `Host`
 not in `HEROWATCH_ALLOWED_HOSTS` (IP addresses and localhost always pass) gets 400. See
@@ -56,6 +59,7 @@ TAGS = [
     {"name": "silences", "description": "Muting alerts by label matchers for a while"},
     {"name": "rules", "description": "The loaded rules"},
     {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
+    {"name": "audit", "description": "Who did what, through which door, and what was refused"},
     {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
 ]
 
@@ -96,9 +100,19 @@ def create_app(
     app.state.snapshots = SnapshotStore()  # the status every reader shares (monitor.web.snapshot)
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
+    app.state.refusals = RefusalBudget()  # refused requests written to the audit trail (bounded)
     app.state.slack_replays = SlackReplays()
     errors.install(app)
-    for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
+    for module in (
+        health,
+        fleet,
+        runs,
+        alerts,
+        silences,
+        audit,
+        metrics,
+        slack,
+    ):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)
     settings = ctx.settings

@@ -16,7 +16,7 @@
   is refused without a database lookup); the table keeps only the id's SHA-256. A session lasts 12
   hours. Each session has its own CSRF token (an HMAC of its id), shown only in the pages of that
   logged-in session and checked on every form POST (logout too), together with the request's
-  ``Origin``/``Sec-Fetch-Site`` (monitor/web/dashboard/origin.py).
+  ``Origin``/``Sec-Fetch-Site`` (monitor/web/origin.py).
 - API routes check their credentials before the request's body is read or validated
   (:class:`CredentialsFirst`): without them the answer is 401 or 403, whatever else is wrong.
 
@@ -30,19 +30,14 @@ import hmac
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
 
-from fastapi import Depends, HTTPException, Request
-from fastapi.routing import APIRoute
+from fastapi import HTTPException, Request
 from sqlalchemy.exc import SQLAlchemyError
-from starlette.concurrency import run_in_threadpool
-from starlette.responses import Response
 
 from monitor.settings import Settings
 from monitor.storage import login_sessions
-from monitor.web.context import ApiContext, context
+from monitor.web.context import ApiContext
 
 log = logging.getLogger(__name__)
 SESSION_COOKIE = "herowatch_session"
@@ -59,13 +54,22 @@ NO_TOKEN = (
 class DashboardSession:
     sid: str  # the random id in the cookie (the table keeps its SHA-256 only)
     subject: str  # who the session acts as: acks and silences carry it
-    method: str  # how they signed in: "token"
+    method: str  # how they signed in: "token" (the shared automation token) or "oidc"
+    role: str  # monitor.delivery.actor.Role
     expires_at: float  # epoch seconds
 
 
 def token_of(settings: Settings) -> bytes | None:
     tok = settings.api_token.get_secret_value() if settings.api_token is not None else ""
     return tok.encode() if tok else None
+
+
+def signing_key(settings: Settings) -> bytes | None:
+    """What session cookies and CSRF tokens are signed with: HEROWATCH_SECRET_KEY, else the API token.
+    Changing it ends every session."""
+    if settings.secret_key is not None:
+        return settings.secret_key.get_secret_value().encode()
+    return token_of(settings)
 
 
 def _mac(tok: bytes, message: str) -> str:
@@ -97,12 +101,16 @@ def _cookie_sid(tok: bytes, value: str) -> str | None:
 
 
 def start_session(
-    ctx: ApiContext, subject: str, method: str = "token", now: float | None = None
+    ctx: ApiContext,
+    subject: str,
+    method: str = "token",
+    now: float | None = None,
+    role: str = "automation",
 ) -> tuple[DashboardSession, str]:
-    """A new session for ``subject`` (recorded in the database) and its cookie value (the token must be
-    configured)."""
-    tok = token_of(ctx.settings)
-    assert tok is not None, "no sessions without a token"
+    """A new session for ``subject`` (recorded in the database) and its cookie value (a signing key must
+    be configured)."""
+    tok = signing_key(ctx.settings)
+    assert tok is not None, "no sessions without a signing key"
     at = time.time() if now is None else now
     sid = secrets.token_urlsafe(32)
     with ctx.sessions.begin() as s:
@@ -114,8 +122,9 @@ def start_session(
             key_id=_key_id(tok),
             now=at,
             lifetime=SESSION_MAX_AGE,
+            role=role,
         )
-        session = DashboardSession(sid, row.subject, row.method, row.expires_at)
+        session = DashboardSession(sid, row.subject, row.method, row.role, row.expires_at)
     return session, f"{_COOKIE_VERSION}.{sid}.{_cookie_mac(tok, sid)}"
 
 
@@ -126,7 +135,7 @@ def session_of(request: Request, ctx: ApiContext, now: float | None = None) -> D
     if _SCOPE_KEY in request.scope:
         return request.scope[_SCOPE_KEY]
     session = None
-    tok = token_of(ctx.settings)
+    tok = signing_key(ctx.settings)
     sid = _cookie_sid(tok, request.cookies.get(SESSION_COOKIE) or "") if tok is not None else None
     if tok is not None and sid is not None:
         try:
@@ -134,7 +143,7 @@ def session_of(request: Request, ctx: ApiContext, now: float | None = None) -> D
                 at = time.time() if now is None else now
                 row = login_sessions.current(s, _row_key(sid), _key_id(tok), at)
                 if row is not None:
-                    session = DashboardSession(sid, row.subject, row.method, row.expires_at)
+                    session = DashboardSession(sid, row.subject, row.method, row.role, row.expires_at)
         except SQLAlchemyError as exc:  # the database is down: no session (/readyz still says why)
             log.warning("could not look up a dashboard session: %s", type(exc).__name__)
     request.scope[_SCOPE_KEY] = session
@@ -151,19 +160,19 @@ def end_session(request: Request, ctx: ApiContext, session: DashboardSession) ->
 def end_other_tokens_sessions(ctx: ApiContext) -> int:
     """At start: the sessions of any other token than today's end for good (a token changed because it
     leaked must not revive them if it is ever changed back). Returns how many ended."""
-    tok = token_of(ctx.settings)
+    tok = signing_key(ctx.settings)
     with ctx.sessions.begin() as s:
         return login_sessions.revoke_all_but(s, _key_id(tok) if tok is not None else None, time.time())
 
 
 def csrf_token(settings: Settings, session: DashboardSession) -> str:
     """The CSRF token of one session: only that session's pages show it."""
-    tok = token_of(settings)
+    tok = signing_key(settings)
     return _mac(tok, f"herowatch csrf v2|{session.sid}")[:43] if tok else ""
 
 
 def csrf_ok(settings: Settings, session: DashboardSession | None, given: str | None) -> bool:
-    if session is None or token_of(settings) is None:
+    if session is None or signing_key(settings) is None:
         return False
     return hmac.compare_digest(csrf_token(settings, session).encode(), (given or "").encode())
 
@@ -186,54 +195,3 @@ def bearer_ok(request: Request, settings: Settings) -> bool:
 
 def unauthorized(message: str) -> HTTPException:
     return HTTPException(401, message, headers={"WWW-Authenticate": 'Bearer realm="herowatch"'})
-
-
-async def require_write(request: Request, ctx: ApiContext = Depends(context)) -> None:
-    """API mutations: the bearer token, nothing else (a cookie would allow cross-site requests)."""
-    if token_of(ctx.settings) is None:
-        raise HTTPException(403, NO_TOKEN)
-    if not bearer_ok(request, ctx.settings):
-        raise unauthorized("this needs the API token: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'")
-
-
-def may_read(request: Request, ctx: ApiContext) -> bool:
-    return not ctx.settings.protect_reads or bearer_ok(request, ctx.settings) or session_ok(request, ctx)
-
-
-async def require_read(request: Request, ctx: ApiContext = Depends(context)) -> None:
-    """API reads: open unless HEROWATCH_PROTECT_READS=true; then the token, or a dashboard session (looked
-    up in a worker thread, and only when the request carries a session cookie)."""
-    if not ctx.settings.protect_reads or bearer_ok(request, ctx.settings):
-        return
-    if SESSION_COOKIE in request.cookies and await run_in_threadpool(session_ok, request, ctx):
-        return
-    if token_of(ctx.settings) is None:
-        raise HTTPException(
-            403, "reads are protected (HEROWATCH_PROTECT_READS) but no HEROWATCH_API_TOKEN is set"
-        )
-    raise unauthorized("reads are protected: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'")
-
-
-GATES = (require_read, require_write)
-
-
-class CredentialsFirst(APIRoute):
-    """An API route whose credentials (``require_read`` or ``require_write`` among its dependencies) are
-    checked before FastAPI reads, parses and validates the request's body and parameters (which it does
-    before it solves dependencies): a request without them gets its 401 or 403 whatever else is wrong
-    with it, and an anonymous client never learns from a 422 how to form a request. FastAPI checks the
-    same dependencies again afterwards (a constant-time comparison; a session is looked up once)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-        gates = [d.call for d in self.dependant.dependencies if d.call in GATES]
-        if not gates:
-            return handler
-
-        async def credentials_first(request: Request) -> Response:
-            ctx: ApiContext = request.app.state.ctx
-            for gate in gates:
-                await gate(request, ctx)
-            return await handler(request)
-
-        return credentials_first

@@ -18,6 +18,21 @@ from collections.abc import Iterable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+PEER_KEY = "herowatch.peer"
+
+
+def networks(items: Iterable[str]) -> list[Network]:
+    return [ipaddress.ip_network(t, strict=False) for t in items]
+
+
+def address_in(address: str | None, nets: list[Network]) -> bool:
+    if not address or not nets:
+        return False
+    try:
+        ip = ipaddress.ip_address(address.strip("[]"))
+    except ValueError:
+        return False
+    return any(ip in net for net in nets)
 
 
 def _last(value: bytes) -> str:
@@ -27,19 +42,15 @@ def _last(value: bytes) -> str:
 class ForwardedHeaders:
     def __init__(self, app: ASGIApp, trusted: Iterable[str]) -> None:
         self.app = app
-        self.trusted: list[Network] = [ipaddress.ip_network(t, strict=False) for t in trusted]
+        self.trusted: list[Network] = networks(trusted)
 
     def is_trusted(self, address: str | None) -> bool:
-        if not address or not self.trusted:
-            return False
-        try:
-            ip = ipaddress.ip_address(address.strip("[]"))
-        except ValueError:
-            return False
-        return any(ip in net for net in self.trusted)
+        return address_in(address, self.trusted)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = scope.get("client")
+        if client:
+            scope[PEER_KEY] = client[0]  # the address that connected (sign-in headers are believed by it)
         if scope["type"] not in ("http", "websocket") or not client or not self.is_trusted(client[0]):
             await self.app(scope, receive, send)
             return

@@ -259,13 +259,19 @@ class AlertOut(BaseModel):
 
 
 class AckIn(BaseModel):
-    by: str = Field(min_length=1, max_length=200, description="who takes it")
+    by: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="with the automation token: who the script acts for (recorded as `automation (by)`); "
+        "a person's own token or sign-in names them, and this is ignored",
+    )
     comment: str | None = Field(None, max_length=2000)
 
     @field_validator("by")
     @classmethod
-    def _by(cls, v: str) -> str:
-        return plain_text(v)
+    def _by(cls, v: str | None) -> str | None:
+        return None if v is None else plain_text(v)
 
     @field_validator("comment")
     @classmethod
@@ -285,7 +291,9 @@ class SilenceIn(BaseModel):
     duration: str | float | None = Field(None, description="e.g. 2h, 30m, or seconds")
     ends_at: str | float | None = Field(None, description="ISO 8601 time or epoch seconds (2000 to 2100)")
     starts_at: str | float | None = Field(None, description="default: now")
-    created_by: str = Field(min_length=1, max_length=200)
+    created_by: str | None = Field(
+        None, min_length=1, max_length=200, description="as `by` of an acknowledgement"
+    )
     comment: str = Field("", max_length=2000)
 
     @field_validator("matchers")
@@ -326,8 +334,8 @@ class SilenceIn(BaseModel):
 
     @field_validator("created_by")
     @classmethod
-    def _created_by(cls, v: str) -> str:
-        return plain_text(v)
+    def _created_by(cls, v: str | None) -> str | None:
+        return None if v is None else plain_text(v)
 
     @field_validator("comment")
     @classmethod

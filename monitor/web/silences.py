@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from alerts.clock import isoformat
 from alerts.routing import Matcher
 from alerts.silences import CompiledSilences
+from monitor.delivery.actor import Actor
 from monitor.delivery.oncall import ActionError, create_silence, parse_time
 from monitor.storage import views
 from monitor.storage.models import Alert, Silence
@@ -39,12 +40,12 @@ def run_matchers(s: Session, matchers: Sequence[str]) -> list[str]:
     return out
 
 
-def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
+def create_from(s: Session, body: SilenceIn, actor: Actor, now: float) -> Silence:
     """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI)."""
     return create_silence(
         s,
         run_matchers(s, body.matchers),
-        created_by=body.created_by,
+        actor=actor.saying(body.created_by),
         comment=body.comment,
         now=now,
         starts_at=parse_time(body.starts_at, "starts_at"),

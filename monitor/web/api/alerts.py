@@ -12,9 +12,9 @@ from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
 from monitor.storage import runs_repo, views
 from monitor.web import status
-from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.conditional import Encoded, answer, current, encoded, json_bytes, memo
 from monitor.web.context import ApiContext, context
+from monitor.web.gates import CredentialsFirst, acting, require_read, require_respond
 from monitor.web.schemas import AckIn, AlertOut, ErrorOut, db_id
 
 router = APIRouter(tags=["alerts"], route_class=CredentialsFirst)
@@ -100,21 +100,24 @@ def from_database(
     "/api/alerts/{alert_id}/ack",
     response_model=AlertOut,
     summary="Acknowledge a pending or firing alert",
-    description="Records who took it (and an optional comment, which goes into the run's timeline). "
-    "Needs the API token.",
+    description="Records who took it (and an optional comment, which goes into the run's timeline and "
+    "the audit trail). Needs a responder, an admin or the automation token.",
     responses={
         401: {"model": ErrorOut},
         403: {"model": ErrorOut},
         404: {"model": ErrorOut},
         409: {"model": ErrorOut, "description": "the alert is not pending or firing"},
     },
-    dependencies=[Depends(require_write)],
+    dependencies=[Depends(require_respond)],
 )
-def acknowledge(alert_id: db_id, body: AckIn, ctx: ApiContext = Depends(context)) -> AlertOut:
+def acknowledge(
+    request: Request, alert_id: db_id, body: AckIn, ctx: ApiContext = Depends(context)
+) -> AlertOut:
     now = ctx.now()
+    actor = acting(request).saying(body.by)
     with ctx.sessions.begin() as s:
         try:
-            row = ack_alert(s, alert_id, body.by, body.comment, now)
+            row = ack_alert(s, alert_id, actor, body.comment, now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
         return status.alert_out(row, views.active_silence_specs(s, now, ctx.silences), now)

@@ -18,8 +18,8 @@ from monitor.fleet.units import UNITS, resolution
 from monitor.storage import raster_read
 from monitor.storage.cells import Cells
 from monitor.web import status
-from monitor.web.auth import CredentialsFirst, require_read
 from monitor.web.context import ApiContext, context
+from monitor.web.gates import CredentialsFirst, require_read
 from monitor.web.schemas import ErrorOut, epoch_seconds
 
 router = APIRouter(tags=["runs"], dependencies=[Depends(require_read)], route_class=CredentialsFirst)

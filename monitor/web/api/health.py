@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 from monitor import __version__
 from monitor.durations import format_duration
 from monitor.storage import views
-from monitor.web.auth import CredentialsFirst, may_read, require_read
 from monitor.web.context import STALE_POLLS, ApiContext, context
+from monitor.web.gates import CredentialsFirst, may_read, require_read
 from monitor.web.schemas import ErrorOut, HealthOut, ReadyOut, RuleOut
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from prometheus_client.registry import Collector
 from monitor import __version__
 from monitor.runs.goodput import LOST
 from monitor.storage import views
-from monitor.web.auth import CredentialsFirst, require_read
 from monitor.web.context import STALE_POLLS, ApiContext
+from monitor.web.gates import CredentialsFirst, require_read
 from monitor.web.snapshot import SnapshotStore
 
 log = logging.getLogger(__name__)

@@ -6,10 +6,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from monitor.web import status
-from monitor.web.auth import CredentialsFirst, require_read
 from monitor.web.conditional import answer, current, encoded, json_bytes, memo
 from monitor.web.context import ApiContext, context
 from monitor.web.coverage import CoverageOut, coverage_out
+from monitor.web.gates import CredentialsFirst, require_read
 from monitor.web.run_detail import MAX_POINTS, run_detail
 from monitor.web.schemas import ErrorOut, RunDetail, RunOut
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from alerts.routing import Matcher
 from alerts.silences import matches_filter
 from monitor.delivery.oncall import ActionError, expire_silence
 from monitor.storage import views
-from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.context import ApiContext, clock_header, context
+from monitor.web.gates import CredentialsFirst, acting, require_read, require_respond
 from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
 from monitor.web.silences import create_from, run_matchers, silence_out
 
@@ -73,15 +73,15 @@ def get_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> Silenc
     summary="Create a silence",
     description='Matchers as in Alertmanager (`run=hero-a`, `alertname=~"progress_.*"`, `!=`, `!~`); '
     "a silenced alert is still recorded and shown, but not sent. Give `duration` (e.g. `2h`) or "
-    "`ends_at`. Needs the API token.",
+    "`ends_at`. Needs a responder, an admin or the automation token.",
     responses=MUTATION_ERRORS,
-    dependencies=[Depends(require_write)],
+    dependencies=[Depends(require_respond)],
 )
-def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> SilenceOut:
+def post_silence(request: Request, body: SilenceIn, ctx: ApiContext = Depends(context)) -> SilenceOut:
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:
-            row = create_from(s, body, now)
+            row = create_from(s, body, acting(request), now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
         return silence_out(row, now, ctx.silences, views.active_alerts(s))
@@ -92,15 +92,15 @@ def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> Silence
     response_model=SilenceOut,
     summary="Expire a silence now",
     description="The silence stays listed as expired. Expiring an expired silence changes nothing. "
-    "Needs the API token.",
+    "Needs a responder, an admin or the automation token.",
     responses={**MUTATION_ERRORS, 404: {"model": ErrorOut}},
-    dependencies=[Depends(require_write)],
+    dependencies=[Depends(require_respond)],
 )
-def delete_silence(silence_id: db_id, ctx: ApiContext = Depends(context)) -> SilenceOut:
+def delete_silence(request: Request, silence_id: db_id, ctx: ApiContext = Depends(context)) -> SilenceOut:
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:
-            row = expire_silence(s, silence_id, now)
+            row = expire_silence(s, silence_id, acting(request), now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
         return silence_out(row, now, ctx.silences)

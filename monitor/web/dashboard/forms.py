@@ -9,6 +9,7 @@ logging out too. Wrong tokens at the login form are throttled per client address
 
 from __future__ import annotations
 
+import hmac
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -16,7 +17,8 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import ValidationError
 
 from alerts.silences import split_matchers
-from monitor.delivery.oncall import ActionError, ack_alert, expire_silence
+from monitor.delivery.actor import Actor, Door, Need, Role, Via
+from monitor.delivery.oncall import ActionError, ack_alert, audit, expire_silence
 from monitor.web.auth import (
     NO_TOKEN,
     SESSION_COOKIE,
@@ -29,11 +31,12 @@ from monitor.web.auth import (
     token_of,
 )
 from monitor.web.context import ApiContext, context
-from monitor.web.dashboard.origin import cross_origin
 from monitor.web.dashboard.pages import page
+from monitor.web.identity import actor_of, record_refusal, sign_in_configured
+from monitor.web.origin import cross_origin
 from monitor.web.schemas import SilenceIn, db_id
 from monitor.web.silences import create_from
-from monitor.web.viewer import look_up_session, safe_next, to_login, viewer_of
+from monitor.web.viewer import csrf_of, dashboard_actor, look_up_session, safe_next, to_login
 
 router = APIRouter(include_in_schema=False)
 MAX_FIELDS = 20  # the largest form has 6; a body is bounded by HEROWATCH_MAX_BODY_FORM as well
@@ -75,7 +78,7 @@ async def action_form(request: Request, ctx: ApiContext = Depends(context)) -> d
     read at all (``refused`` sends the browser to log in, back to the page the form was on)."""
     same_origin(request)
     await look_up_session(request, ctx)
-    if token_of(ctx.settings) is None or session_of(request, ctx) is None:
+    if dashboard_actor(request, ctx) is None:
         return {}
     return await read_form(request)
 
@@ -95,14 +98,18 @@ def back(target: str) -> RedirectResponse:
     return RedirectResponse(target, status_code=303)
 
 
-def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response | None:
-    """Why this change may not go ahead (as a page or a redirect to log in), or None."""
-    if token_of(ctx.settings) is None:
+def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response | Actor:
+    """Why this change may not go ahead (as a page or a redirect to log in), or who does it."""
+    if not sign_in_configured(ctx.settings):
         return page(request, ctx, "error.html", 403, title="Changes are disabled", message=NO_TOKEN)
-    session = session_of(request, ctx)
-    if session is None:
+    try:
+        actor = actor_of(request, ctx)
+    except HTTPException as exc:
+        return page(request, ctx, "error.html", exc.status_code, title="Refused", message=str(exc.detail))
+    if actor is None:
         return to_login(request, safe_next(form.get("next"), safe_next(referer_path(request), "/alerts")))
-    if not csrf_ok(ctx.settings, session, form.get("csrf")):
+    csrf = csrf_of(request, ctx, actor)
+    if not csrf or not hmac.compare_digest(csrf.encode(), (form.get("csrf") or "").encode()):
         return page(
             request,
             ctx,
@@ -111,7 +118,16 @@ def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response
             title="Form expired",
             message="This form is out of date (the token may have changed). Reload the page and try again.",
         )
-    return None
+    if not actor.may(Need.respond):
+        why = f"{actor.name} is a {actor.role.value}: acknowledging and silencing need a responder or admin"
+        record_refusal(request, ctx, actor.name, actor.via, why, actor.role.value)
+        return page(request, ctx, "error.html", 403, title="Not allowed", message=why)
+    return actor
+
+
+def signed_in(ctx: ApiContext, actor: Actor, how: str) -> None:
+    with ctx.sessions.begin() as s:
+        audit(s, actor, "sign_in", "session", ctx.now(), detail=f"with {how} as {actor.role.value}")
 
 
 # ---- login --------------------------------------------------------------------------------------
@@ -148,9 +164,11 @@ def login(
         )
     if not token_matches(ctx.settings, form.get("token", "").strip()):
         throttle.failed(client)
+        record_refusal(request, ctx, name, Via.token, "a wrong token at the login form")
         return page(request, ctx, "login.html", 401, next=nxt, error="That is not the API token.", name=name)
     throttle.succeeded(client)
-    _, cookie = start_session(ctx, name)
+    session, cookie = start_session(ctx, name)
+    signed_in(ctx, Actor.automation(Door.dashboard, said=name), "the automation token")
     resp = back(nxt)
     resp.set_cookie(
         SESSION_COOKIE,
@@ -180,6 +198,11 @@ def logout(
         )
     if session is not None:
         end_session(request, ctx, session)  # on every replica, whoever still holds the cookie
+        who = Actor.automation(Door.dashboard, said=session.subject)
+        if session.method == Via.oidc:
+            who = Actor(name=session.subject, role=Role(session.role), door=Door.dashboard, via=Via.oidc)
+        with ctx.sessions.begin() as s:
+            audit(s, who, "sign_out", "session", ctx.now())
     resp = back("/")
     resp.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https", httponly=True)
     return resp
@@ -193,12 +216,11 @@ def ack(
     form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
-    if (no := refused(request, ctx, form)) is not None:
-        return no
-    who = viewer_of(request, ctx).name or "on-call"
+    if not isinstance(actor := refused(request, ctx, form), Actor):
+        return actor
     try:
         with ctx.sessions.begin() as s:
-            ack_alert(s, alert_id, who, form.get("comment"), ctx.now())
+            ack_alert(s, alert_id, actor, form.get("comment"), ctx.now())
     except ActionError as exc:
         return page(request, ctx, "error.html", exc.status, title="Not acknowledged", message=exc.message)
     return back(safe_next(form.get("next"), "/alerts"))
@@ -208,9 +230,8 @@ def ack(
 def silence(
     request: Request, form: dict[str, str] = Depends(action_form), ctx: ApiContext = Depends(context)
 ) -> Response:
-    if (no := refused(request, ctx, form)) is not None:
-        return no
-    who = viewer_of(request, ctx).name or "on-call"
+    if not isinstance(actor := refused(request, ctx, form), Actor):
+        return actor
     lines = split_matchers(form.get("matchers", ""))
     values = {
         "matchers": form.get("matchers", ""),
@@ -222,11 +243,10 @@ def silence(
         body = SilenceIn(
             matchers=lines,
             duration=form.get("duration") or None,
-            created_by=who,
             comment=form.get("comment", ""),
         )
         with ctx.sessions.begin() as s:
-            row = create_from(s, body, ctx.now())
+            row = create_from(s, body, actor, ctx.now())
             created = row.id
     except ValidationError as exc:
         message = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
@@ -243,11 +263,11 @@ def expire(
     form: dict[str, str] = Depends(action_form),
     ctx: ApiContext = Depends(context),
 ) -> Response:
-    if (no := refused(request, ctx, form)) is not None:
-        return no
+    if not isinstance(actor := refused(request, ctx, form), Actor):
+        return actor
     try:
         with ctx.sessions.begin() as s:
-            expire_silence(s, silence_id, ctx.now())
+            expire_silence(s, silence_id, actor, ctx.now())
     except ActionError as exc:
         return page(request, ctx, "error.html", exc.status, title="Not expired", message=exc.message)
     return back("/silences")

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from alerts.notifiers.slack.interactions import Interaction
 from monitor.delivery import oncall
+from monitor.delivery.actor import Actor
 from monitor.storage import groups_repo
 from monitor.web.slack.replies import Refused, Reply
 
@@ -30,10 +31,12 @@ def act(s: Session, click: Interaction, now: float) -> Reply:
         )
         raise Refused(403, "this button is not on herowatch's message for that alert group")
     if click.action == "ack":
-        outcome = oncall.ack_group(s, group, click.alert_ids, click.actor, now)
+        outcome = oncall.ack_group(s, group, click.alert_ids, Actor.slack_user(click.actor), now)
     else:
         try:
-            outcome = oncall.silence_group(s, group, click.duration or 3600.0, click.actor, now)
+            outcome = oncall.silence_group(
+                s, group, click.duration or 3600.0, Actor.slack_user(click.actor), now
+            )
         except oncall.ActionError as exc:
             outcome = oncall.Outcome(f"Not silenced: {exc.message}", 0)
     log.info("slack %s by %s on %s: %s", click.action, click.actor, click.group_key, outcome.text)

@@ -12,6 +12,7 @@ from alerts.durations import format_duration
 from alerts.notifiers.slack.interactions import SlashCommand
 from monitor import run_ids
 from monitor.delivery import oncall
+from monitor.delivery.actor import Actor
 from monitor.storage import views
 from monitor.storage.models import Run
 from monitor.web.context import ApiContext
@@ -34,7 +35,7 @@ class _NoRun(Exception):
 def answer(ctx: ApiContext, s: Session, cmd: SlashCommand, now: float) -> Reply:
     request = grammar.parse(cmd.text)
     try:
-        reply = _run(ctx, s, request, cmd.actor, now)
+        reply = _run(ctx, s, request, Actor.slack_user(cmd.actor), now)
     except _NoRun as exc:
         reply = exc.reply
     except oncall.ActionError as exc:
@@ -43,7 +44,7 @@ def answer(ctx: ApiContext, s: Session, cmd: SlashCommand, now: float) -> Reply:
     return reply
 
 
-def _run(ctx: ApiContext, s: Session, request: grammar.Request, actor: str, now: float) -> Reply:
+def _run(ctx: ApiContext, s: Session, request: grammar.Request, actor: Actor, now: float) -> Reply:
     match request:
         case grammar.Help(problem=None):
             return Reply(grammar.USAGE)
@@ -83,18 +84,19 @@ def _one_run(s: Session, key: str) -> Run:
     return found[0]
 
 
-def _ack_alert(s: Session, alert_id: int, actor: str, now: float) -> Reply:
+def _ack_alert(s: Session, alert_id: int, actor: Actor, now: float) -> Reply:
     alert = oncall.ack_alert(s, alert_id, actor, COMMENT, now)
     run = s.get(Run, alert.run_id)
     where = f"{alert.rule} on {_title(run) if run else alert.run_id}"
-    if alert.acked_by != actor:
+    if alert.acked_by != actor.name:
         return Reply(f"Alert #{alert_id} ({where}) was already acknowledged by {alert.acked_by}.")
     return Reply(
-        f"Acknowledged alert #{alert_id} ({where}) as {actor}: no reminders until it resolves or fires again."
+        f"Acknowledged alert #{alert_id} ({where}) as {actor.name}: "
+        "no reminders until it resolves or fires again."
     )
 
 
-def _ack_run(s: Session, run: Run, actor: str, now: float) -> Reply:
+def _ack_run(s: Session, run: Run, actor: Actor, now: float) -> Reply:
     done = oncall.ack_run(s, run.id, actor, COMMENT, now)
     title = _title(run)
     if not done:
@@ -107,19 +109,19 @@ def _ack_run(s: Session, run: Run, actor: str, now: float) -> Reply:
     names = ", ".join(f"#{a.id} {a.rule}" for a in done[:10]) + (" …" if len(done) > 10 else "")
     plural = "s" if len(done) != 1 else ""
     return Reply(
-        f"Acknowledged {len(done)} alert{plural} on {title} as {actor} ({names}): "
+        f"Acknowledged {len(done)} alert{plural} on {title} as {actor.name} ({names}): "
         "no reminders until they resolve or fire again."
     )
 
 
-def _silence(s: Session, run: Run, seconds: float, reason: str, actor: str, now: float) -> Reply:
+def _silence(s: Session, run: Run, seconds: float, reason: str, actor: Actor, now: float) -> Reply:
     row = oncall.create_silence(
-        s, [f'run="{run.id}"'], created_by=actor, comment=reason, now=now, duration=seconds
+        s, [f'run="{run.id}"'], actor=actor, comment=reason, now=now, duration=seconds
     )
     firing = sum(1 for a in views.active_alerts(s, run.id) if a.state == "firing")
     muted = f"; it mutes the {firing} alert{'s' if firing != 1 else ''} firing now" if firing else ""
     return Reply(
         f"Silenced {_title(run)} for {format_duration(seconds)} (until {slack_time(row.ends_at)}) as "
-        f"{actor}: {reason}{muted}. Silence {row.id}: `herowatch silence expire {row.id}` ends it, or the "
-        "dashboard's Silences page."
+        f"{actor.name}: {reason}{muted}. Silence {row.id}: `herowatch silence expire {row.id}` ends it, "
+        "or the dashboard's Silences page."
     )
