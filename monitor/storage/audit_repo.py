@@ -12,6 +12,16 @@ from sqlalchemy.orm import Session
 from monitor.storage.models import AuditEvent
 
 MAX_DETAIL = 500
+ACTIONS = (
+    "ack",
+    "silence_create",
+    "silence_expire",
+    "sign_in",
+    "sign_out",
+    "token_issue",
+    "token_revoke",
+    "refused",
+)
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, overview, pages
+    from monitor.web.dashboard import docs_pages, forms, overview, pages, people
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -152,5 +152,6 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.include_router(overview.router)
     app.include_router(pages.router)
     app.include_router(forms.router)
+    app.include_router(people.router)
     app.include_router(docs_pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

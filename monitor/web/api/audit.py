@@ -16,9 +16,7 @@ from monitor.web.gates import CredentialsFirst, require_signed_in
 from monitor.web.schemas import ErrorOut, epoch_seconds, plain_text
 
 router = APIRouter(tags=["audit"], route_class=CredentialsFirst)
-Action = Literal[
-    "ack", "silence_create", "silence_expire", "sign_in", "sign_out", "token_issue", "token_revoke", "refused"
-]
+Action = Literal[audit_repo.ACTIONS]  # type: ignore[valid-type]
 
 
 class AuditOut(BaseModel):

@@ -32,6 +32,7 @@ from monitor.web.auth import (
 )
 from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.pages import page
+from monitor.web.gates import WHO_MAY
 from monitor.web.identity import actor_of, record_refusal, sign_in_configured
 from monitor.web.origin import cross_origin
 from monitor.web.schemas import SilenceIn, db_id
@@ -98,7 +99,9 @@ def back(target: str) -> RedirectResponse:
     return RedirectResponse(target, status_code=303)
 
 
-def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response | Actor:
+def refused(
+    request: Request, ctx: ApiContext, form: dict[str, str], need: Need = Need.respond
+) -> Response | Actor:
     """Why this change may not go ahead (as a page or a redirect to log in), or who does it."""
     if not sign_in_configured(ctx.settings):
         return page(request, ctx, "error.html", 403, title="Changes are disabled", message=NO_TOKEN)
@@ -118,8 +121,8 @@ def refused(request: Request, ctx: ApiContext, form: dict[str, str]) -> Response
             title="Form expired",
             message="This form is out of date (the token may have changed). Reload the page and try again.",
         )
-    if not actor.may(Need.respond):
-        why = f"{actor.name} is a {actor.role.value}: acknowledging and silencing need a responder or admin"
+    if not actor.may(need):
+        why = f"{actor.name} is a {actor.role.value}: this needs {WHO_MAY[need]}"
         record_refusal(request, ctx, actor.name, actor.via, why, actor.role.value)
         return page(request, ctx, "error.html", 403, title="Not allowed", message=why)
     return actor
