@@ -69,6 +69,10 @@ def listed(ctx: ApiContext, actor: Actor) -> list[ApiToken]:
 
 
 def revoke(ctx: ApiContext, actor: Actor, token_id: int) -> ApiToken:
+    if actor.role == Role.automation:
+        raise oncall.ActionError(
+            403, "the automation token cannot revoke personal tokens: sign in as a person"
+        )
     now = ctx.now()
     with ctx.sessions.begin() as s:
         row = s.get(ApiToken, token_id)

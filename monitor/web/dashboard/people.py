@@ -13,6 +13,7 @@ from monitor.web import people_tokens
 from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.forms import action_form, back, refused
 from monitor.web.dashboard.pages import page
+from monitor.web.identity import record_refusal
 from monitor.web.schemas import db_id, epoch_seconds
 from monitor.web.viewer import dashboard_actor, to_login
 
@@ -79,6 +80,8 @@ def issue_token(
     try:
         _, token = people_tokens.issue(ctx, actor, form.get("label", ""))
     except ActionError as exc:
+        if exc.status == 403:
+            record_refusal(request, ctx, actor.name, actor.via, exc.message, actor.role.value)
         return page(request, ctx, "error.html", exc.status, title="No token issued", message=exc.message)
     rows = people_tokens.listed(ctx, actor)
     return page(request, ctx, "tokens.html", 201, rows=rows, issued=token, admin=actor.may(Need.admin))
@@ -96,5 +99,7 @@ def revoke_token(
     try:
         people_tokens.revoke(ctx, actor, token_id)
     except ActionError as exc:
+        if exc.status == 403:
+            record_refusal(request, ctx, actor.name, actor.via, exc.message, actor.role.value)
         return page(request, ctx, "error.html", exc.status, title="Not revoked", message=exc.message)
     return back("/tokens")
