@@ -22,6 +22,8 @@ from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
 from monitor.web.identity import RefusalBudget
+from monitor.web.oidc import Provider
+from monitor.web.oidc import configured as oidc_configured
 from monitor.web.proxy import ForwardedHeaders
 from monitor.web.snapshot import SnapshotStore
 from monitor.web.throttle import LoginThrottle
@@ -101,6 +103,7 @@ def create_app(
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
     app.state.refusals = RefusalBudget()  # refused requests written to the audit trail (bounded)
+    app.state.oidc = Provider(ctx.settings) if oidc_configured(ctx.settings) else None
     app.state.slack_replays = SlackReplays()
     errors.install(app)
     for module in (
@@ -141,7 +144,7 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, overview, pages, people
+    from monitor.web.dashboard import docs_pages, forms, oidc_pages, overview, pages, people
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -153,5 +156,6 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.include_router(pages.router)
     app.include_router(forms.router)
     app.include_router(people.router)
+    app.include_router(oidc_pages.router)
     app.include_router(docs_pages.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -207,6 +207,11 @@ def logout(
         with ctx.sessions.begin() as s:
             audit(s, who, "sign_out", "session", ctx.now())
     resp = back("/")
+    provider = request.app.state.oidc
+    if session is not None and session.method == Via.oidc and provider is not None:
+        # and at the provider too, when it offers that (RP-initiated logout)
+        if (url := provider.end_session_url(str(request.base_url))) is not None:
+            resp = back(url)
     resp.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https", httponly=True)
     return resp
 

@@ -31,6 +31,7 @@ def page(
         template,
         ctx.now(),
         viewer=viewer_of(request, ctx),
+        oidc=request.app.state.oidc is not None,  # the login page offers the team's sign-in
         path=request.url.path,
         refresh=REFRESH_SECONDS,
         speed=ctx.speed,

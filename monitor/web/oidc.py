@@ -1,0 +1,203 @@
+"""Sign-in with OpenID Connect (authlib's OAuth 2 client): the authorization code flow with PKCE (S256),
+a state and a nonce, the ID token checked (signature against the provider's JWKS, issuer, audience,
+expiry, nonce), and the person's groups (``HEROWATCH_OIDC_GROUPS_CLAIM``, ``groups`` by default) mapped to
+a role (``HEROWATCH_ROLE_GROUPS``). The provider's metadata comes from its discovery document.
+
+What the browser carries between the redirect out and the callback (state, nonce, PKCE verifier, where to
+go back to) is a short-lived cookie signed with the signing key, scoped to ``/auth/oidc``; nothing is kept
+server side until the person is signed in (then a ``login_sessions`` row, as for every session).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from authlib.integrations.httpx_client import OAuth2Client
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from monitor.settings import Settings
+
+PENDING_COOKIE = "herowatch_oidc"
+PENDING_PATH = "/auth/oidc"
+PENDING_MAX_AGE = 600  # ten minutes to sign in at the provider
+METADATA_TTL = 600.0
+TIMEOUT = 10.0
+SCOPE = "openid profile email groups"
+
+
+class OidcError(Exception):
+    """A sign-in that cannot complete: the message is for the person (no secrets, no tokens)."""
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    groups: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Pending:
+    state: str
+    nonce: str
+    verifier: str
+    next: str
+    at: float
+
+
+def configured(settings: Settings) -> bool:
+    return bool(settings.oidc_issuer and settings.oidc_client_id)
+
+
+class Provider:
+    """The provider's discovery document and keys, fetched when first needed and kept ten minutes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._meta: dict[str, Any] | None = None
+        self._keys: KeySet | None = None
+        self._fetched = 0.0
+
+    def _load(self, force: bool = False) -> tuple[dict[str, Any], KeySet]:
+        with self._lock:
+            if force or self._meta is None or time.monotonic() - self._fetched > METADATA_TTL:
+                issuer = (self.settings.oidc_issuer or "").rstrip("/")
+                try:
+                    meta = httpx.get(f"{issuer}/.well-known/openid-configuration", timeout=TIMEOUT)
+                    meta.raise_for_status()
+                    doc = meta.json()
+                    jwks = httpx.get(doc["jwks_uri"], timeout=TIMEOUT)
+                    jwks.raise_for_status()
+                    self._keys = KeySet.import_key_set(jwks.json())
+                except (httpx.HTTPError, ValueError, KeyError, JoseError) as exc:
+                    raise OidcError(f"the sign-in provider did not answer ({type(exc).__name__})") from None
+                if doc.get("issuer", "").rstrip("/") != issuer:
+                    raise OidcError("the sign-in provider's discovery document names another issuer")
+                self._meta, self._fetched = doc, time.monotonic()
+            assert self._meta is not None and self._keys is not None
+            return self._meta, self._keys
+
+    def metadata(self) -> dict[str, Any]:
+        return self._load()[0]
+
+    def client(self, redirect_uri: str) -> OAuth2Client:
+        secret = self.settings.oidc_client_secret
+        return OAuth2Client(
+            client_id=self.settings.oidc_client_id,
+            client_secret=secret.get_secret_value() if secret else None,
+            scope=SCOPE,
+            redirect_uri=redirect_uri,
+            code_challenge_method="S256",
+            token_endpoint_auth_method="client_secret_post" if secret else "none",
+            timeout=TIMEOUT,
+        )
+
+    def authorize_url(self, redirect_uri: str, pending: Pending) -> str:
+        with self.client(redirect_uri) as client:
+            url, _ = client.create_authorization_url(
+                self.metadata()["authorization_endpoint"],
+                state=pending.state,
+                code_verifier=pending.verifier,
+                nonce=pending.nonce,
+            )
+        return url
+
+    def finish(self, redirect_uri: str, pending: Pending, code: str) -> Person:
+        """The code for tokens (with the PKCE verifier), the ID token checked, the person it names."""
+        meta, keys = self._load()
+        try:
+            with self.client(redirect_uri) as client:
+                token = client.fetch_token(
+                    meta["token_endpoint"], code=code, code_verifier=pending.verifier, state=pending.state
+                )
+        except Exception as exc:  # authlib raises its OAuthError, httpx its errors: either way, no sign-in
+            raise OidcError(f"the sign-in provider refused the code ({type(exc).__name__})") from None
+        raw = token.get("id_token")
+        if not isinstance(raw, str):
+            raise OidcError("the sign-in provider sent no ID token")
+        claims = self._verified(raw, keys, pending.nonce)
+        name = claims.get("preferred_username") or claims.get("email") or claims.get("sub")
+        if not isinstance(name, str) or not name.strip():
+            raise OidcError("the ID token names nobody")
+        groups = claims.get(self.settings.oidc_groups_claim) or []
+        if isinstance(groups, str):
+            groups = [g for g in groups.replace(",", " ").split() if g]
+        if not isinstance(groups, list):
+            groups = []
+        return Person(name.strip()[:200], frozenset(str(g)[:200] for g in groups[:500]))
+
+    def _verified(self, raw: str, keys: KeySet, nonce: str) -> dict[str, Any]:
+        try:
+            try:
+                decoded = jwt.decode(raw, keys, algorithms=["RS256", "ES256", "PS256"])
+            except JoseError:  # the provider may have rotated its keys: fetch them once more
+                decoded = jwt.decode(raw, self._load(force=True)[1], algorithms=["RS256", "ES256", "PS256"])
+            jwt.JWTClaimsRegistry(
+                now=int(time.time()),
+                leeway=60,
+                iss={"essential": True, "value": (self.settings.oidc_issuer or "").rstrip("/")},
+                aud={"essential": True, "value": self.settings.oidc_client_id},
+                exp={"essential": True},
+                nonce={"essential": True, "value": nonce},
+            ).validate(decoded.claims)
+        except (JoseError, ValueError) as exc:
+            raise OidcError(f"the ID token is not valid ({type(exc).__name__})") from None
+        return dict(decoded.claims)
+
+    def end_session_url(self, post_logout: str) -> str | None:
+        try:
+            endpoint = self.metadata().get("end_session_endpoint")
+        except OidcError:
+            return None
+        if not endpoint:
+            return None
+        query = httpx.QueryParams(
+            client_id=self.settings.oidc_client_id, post_logout_redirect_uri=post_logout
+        )
+        return f"{endpoint}?{query}"
+
+
+# ---- the pending sign-in, in a signed cookie --------------------------------------------------------
+def new_pending(next_path: str) -> Pending:
+    return Pending(
+        state=secrets.token_urlsafe(24),
+        nonce=secrets.token_urlsafe(24),
+        verifier=secrets.token_urlsafe(48),
+        next=next_path,
+        at=time.time(),
+    )
+
+
+def _mac(key: bytes, body: str) -> str:
+    return hmac.new(key, f"herowatch oidc pending v1|{body}".encode(), hashlib.sha256).hexdigest()
+
+
+def seal(key: bytes, pending: Pending) -> str:
+    body = base64.urlsafe_b64encode(json.dumps(pending.__dict__).encode()).decode().rstrip("=")
+    return f"{body}.{_mac(key, body)}"
+
+
+def unseal(key: bytes, value: str | None) -> Pending | None:
+    """The pending sign-in in a cookie, if its MAC is right and it is less than ten minutes old."""
+    if not value or len(value) > 2048:
+        return None
+    body, _, mac = value.partition(".")
+    if not hmac.compare_digest(_mac(key, body).encode(), mac.encode()):
+        return None
+    try:
+        data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        pending = Pending(**data)
+    except (ValueError, TypeError):
+        return None
+    return pending if 0 <= time.time() - pending.at < PENDING_MAX_AGE else None
