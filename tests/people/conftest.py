@@ -72,15 +72,14 @@ def serve_env(db_url: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, pg_server_url) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("people")
-    db_url, drop = _fresh_pg_database(pg_server_url)
-    env = serve_env(db_url)
+def start_serve(
+    tmp: Path, env: dict[str, str], port: int | None = None
+) -> tuple[subprocess.Popen, str, Path]:
+    """``herowatch serve`` on a migrated database, answering /healthz: (process, url, log)."""
     cfg = tmp / "herowatch.yaml"
     cfg.write_text(CONFIG)
     subprocess.run([sys.executable, "-m", "monitor.cli", "db", "upgrade"], env=env, cwd=REPO, check=True)
-    port = free_port()
+    port = port or free_port()
     log = tmp / "herowatch.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg), "--listen", f"127.0.0.1:{port}"],
@@ -100,14 +99,27 @@ def served(tmp_path_factory, pg_server_url) -> Iterator[Served]:
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
+    return proc, url, log
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, pg_server_url) -> Iterator[Served]:
+    tmp = tmp_path_factory.mktemp("people")
+    db_url, drop = _fresh_pg_database(pg_server_url)
+    proc, url, log = start_serve(tmp, serve_env(db_url))
     proxy = Nginx(tmp, url, PEOPLE)
     try:
         yield Served(url, proxy, proc, log)
     finally:
         proxy.stop()
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         drop()
