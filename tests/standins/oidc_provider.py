@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from authlib.oauth2.rfc6749 import AuthorizationServer, ClientMixin, OAuth2Request
-from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant
+from authlib.oauth2.rfc6749.requests import BasicOAuth2Payload
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.core.grants import OpenIDCode
