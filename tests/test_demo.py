@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 
+from monitor.cli.demo_people import person_name
 from tests.conftest import REPO
 
 
@@ -23,6 +24,18 @@ def free_port() -> int:
 def get(url: str):
     with urllib.request.urlopen(url, timeout=5) as r:
         return json.loads(r.read())
+
+
+def ack_as_person(port: int, alert_id: int, token: str) -> str:
+    """Acknowledge with the demo person's token, as `herowatch alert ack` does; who the server says."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/alerts/{alert_id}/ack",
+        data=json.dumps({"comment": "on it"}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.loads(r.read())["acked_by"]
 
 
 def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
@@ -39,12 +52,18 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     )
     try:
         deadline = time.monotonic() + 120
-        seen = set()
+        intro = ""
+        while "HEROWATCH_API_TOKEN=" not in intro and time.monotonic() < deadline:
+            intro += proc.stderr.readline()
+        person_token = re.search(r"HEROWATCH_API_TOKEN=(hwp_\S+)", intro).group(1)
+        seen, acked = set(), None
         while time.monotonic() < deadline and "resolved" not in seen:
             try:
                 for a in get(f"http://127.0.0.1:{port}/api/alerts"):
                     if a["rule"] == "progress_stalled" and a["run_title"] == "hero-demo-7b":
                         seen.add(a["state"])
+                        if a["state"] == "firing" and acked is None:
+                            acked = ack_as_person(port, a["id"], person_token)
             except OSError:
                 pass
             time.sleep(0.5)
@@ -55,6 +74,9 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
                 if "herowatch_outbox_backlog 0.0" in r.read().decode():
                     break
             time.sleep(0.5)
+        assert acked == person_name(), f"the demo's ack carries the person's name: {acked}"
+        story = get(f"http://127.0.0.1:{port}/api/runs/hero-demo-7b")["timeline"]
+        assert any(f"acknowledged by {person_name()}" in (e.get("reason") or "") for e in story), story
         runs = {r["display_name"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
         assert runs["hero-demo-healthy"]["health"] == "ok"
         assert (tmp_path / "herowatch" / "demo.db").exists(), "the demo keeps its data in the data folder"
@@ -66,6 +88,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     assert re.search(r" at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(simulated time, 90x\)$", firing), (
         "every printed time says it is simulated, in whole seconds"
     )
+    err = intro + err  # the intro was read while the demo ran
     assert "on a clock 90x faster than real time" in " ".join(err.split())
     assert "RESOLVED CRITICAL progress_stalled run=hero-demo-7b" in out
     assert "hero-demo-healthy" not in out, "the healthy run raised nothing"

@@ -16,8 +16,9 @@ from monitor.cli.style import typer_app
 
 alert_app = typer_app(
     help="The alerts of a running herowatch, through its API.\n\n"
-    f"The server is `--url` (env `{URL_ENV}`, default `http://127.0.0.1:8080`); acknowledging needs its "
-    f"token in `{TOKEN_ENV}`.\n\n"
+    f"The server is `--url` (env `{URL_ENV}`, default `http://127.0.0.1:8080`); acknowledging needs a "
+    f"token in `{TOKEN_ENV}`: your personal token (the dashboard's Tokens page), which acts as you, or the "
+    "shared automation token, which is recorded as `automation (--by)`.\n\n"
     "Examples:\n\n"
     "    herowatch alert list\n"
     "    herowatch alert ack 42 -c 'on it, draining node-17'\n",
@@ -47,7 +48,9 @@ def list_(
 def ack(
     alert_id: int = typer.Argument(..., help="the alert's id (see `herowatch alert list`)"),
     comment: str = typer.Option("", "--comment", "-c", help="shown in the incident timeline"),
-    by: str = typer.Option(None, "--by", help="who takes it [default: your user name]"),
+    by: str = typer.Option(
+        None, "--by", help="with the automation token: who it acts for [default: your user name]"
+    ),
     url: str = URL_OPTION,
 ) -> None:
     """Take an alert: no more reminders for it; the timeline and the Slack thread say who took it."""

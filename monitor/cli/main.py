@@ -220,7 +220,7 @@ def demo(
     """
     from alerts.clock import ScaledClock
     from alerts.notifiers.console import ConsoleNotifier
-    from monitor.cli import demo_text
+    from monitor.cli import demo_people, demo_text
     from monitor.config.loader import parse_config
     from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
@@ -252,7 +252,8 @@ def demo(
     service.socket_mode = None  # simulated runs: never answer a real Slack (SLACK_APP_TOKEN) from here
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
-    typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)
+    person = demo_people.issue(service, f"http://{host}:{port}")  # acks that carry a person's name
+    typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login) + "\n" + person, err=True)
     _serve(service, settings, host, port)
 
 

@@ -1,4 +1,5 @@
-"""Sign-in with OpenID Connect (authlib's OAuth 2 client): the authorization code flow with PKCE (S256),
+"""Sign-in with OpenID Connect (authlib's OAuth 2 protocol functions, httpx for the two requests): the
+authorization code flow with PKCE (S256),
 a state and a nonce, the ID token checked (signature against the provider's JWKS, issuer, audience,
 expiry, nonce), and the person's groups (``HEROWATCH_OIDC_GROUPS_CLAIM``, ``groups`` by default) mapped to
 a role (``HEROWATCH_ROLE_GROUPS``). The provider's metadata comes from its discovery document.
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from authlib.integrations.httpx_client import OAuth2Client
+from authlib.oauth2.rfc6749.parameters import prepare_grant_uri, prepare_token_request
+from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
@@ -91,38 +93,44 @@ class Provider:
     def metadata(self) -> dict[str, Any]:
         return self._load()[0]
 
-    def client(self, redirect_uri: str) -> OAuth2Client:
-        secret = self.settings.oidc_client_secret
-        return OAuth2Client(
-            client_id=self.settings.oidc_client_id,
-            client_secret=secret.get_secret_value() if secret else None,
-            scope=SCOPE,
-            redirect_uri=redirect_uri,
-            code_challenge_method="S256",
-            token_endpoint_auth_method="client_secret_post" if secret else "none",
-            timeout=TIMEOUT,
-        )
-
     def authorize_url(self, redirect_uri: str, pending: Pending) -> str:
-        with self.client(redirect_uri) as client:
-            url, _ = client.create_authorization_url(
-                self.metadata()["authorization_endpoint"],
-                state=pending.state,
-                code_verifier=pending.verifier,
-                nonce=pending.nonce,
-            )
-        return url
+        return prepare_grant_uri(
+            self.metadata()["authorization_endpoint"],
+            client_id=self.settings.oidc_client_id,
+            response_type="code",
+            redirect_uri=redirect_uri,
+            scope=SCOPE,
+            state=pending.state,
+            nonce=pending.nonce,
+            code_challenge=create_s256_code_challenge(pending.verifier),
+            code_challenge_method="S256",
+        )
 
     def finish(self, redirect_uri: str, pending: Pending, code: str) -> Person:
         """The code for tokens (with the PKCE verifier), the ID token checked, the person it names."""
         meta, keys = self._load()
+        secret = self.settings.oidc_client_secret
+        body = prepare_token_request(
+            "authorization_code",
+            code=code,
+            redirect_uri=redirect_uri,
+            code_verifier=pending.verifier,
+            client_id=self.settings.oidc_client_id,
+            **({"client_secret": secret.get_secret_value()} if secret else {}),
+        )
         try:
-            with self.client(redirect_uri) as client:
-                token = client.fetch_token(
-                    meta["token_endpoint"], code=code, code_verifier=pending.verifier, state=pending.state
-                )
-        except Exception as exc:  # authlib raises its OAuthError, httpx its errors: either way, no sign-in
+            r = httpx.post(
+                meta["token_endpoint"],
+                content=body,
+                headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"},
+                timeout=TIMEOUT,
+            )
+            r.raise_for_status()
+            token = r.json()
+        except (httpx.HTTPError, ValueError) as exc:
             raise OidcError(f"the sign-in provider refused the code ({type(exc).__name__})") from None
+        if not isinstance(token, dict):
+            raise OidcError("the sign-in provider's token answer is not an object")
         raw = token.get("id_token")
         if not isinstance(raw, str):
             raise OidcError("the sign-in provider sent no ID token")
