@@ -179,3 +179,38 @@ def test_a_tampered_or_failed_sign_in_is_refused(oidc: Oidc) -> None:
     r = web.get(back)
     assert r.status_code == 401 and "refused the code" in r.text
     assert "herowatch_session" not in web.cookies
+
+
+def test_a_personal_token_issued_from_the_dashboard_acts_as_its_person_until_revoked(oidc: Oidc) -> None:
+    from typer.testing import CliRunner
+
+    from monitor.cli.main import app
+
+    amy = oidc.sign_in("amy")
+    page = amy.get("/tokens")
+    issued = amy.post(
+        "/tokens", data={"label": "laptop CLI", "csrf": csrf_of(page.text)}, headers={"Origin": oidc.url}
+    )
+    assert issued.status_code == 201
+    token = re.search(r'id="issued-token">(hwp_[^<]+)<', issued.text).group(1)
+    assert token not in amy.get("/tokens").text, "shown once"
+    env = {"HEROWATCH_URL": oidc.url, "HEROWATCH_API_TOKEN": token, "COLUMNS": "80"}
+    cli = CliRunner()
+    r = cli.invoke(app, ["silence", "add", "run=hero-a", "-d", "20m", "-c", "from my laptop"], env=env)
+    assert r.exit_code == 0, r.output
+    listed = httpx.get(f"{oidc.url}/api/silences", headers={"Authorization": f"Bearer {token}"}).json()
+    assert any(s["created_by"] == "amy" and s["comment"] == "from my laptop" for s in listed)
+    trail = amy.get("/api/audit", params={"person": "amy", "action": "silence_create"}).json()
+    assert (trail[0]["door"], trail[0]["via"], trail[0]["role"]) == ("cli", "personal", "responder")
+    # revoked from the dashboard: the token is refused from then on, and the refusal is recorded
+    token_id = re.search(r'action="/tokens/(\d+)/revoke"', amy.get("/tokens").text).group(1)
+    gone = amy.post(
+        f"/tokens/{token_id}/revoke",
+        data={"csrf": csrf_of(amy.get("/tokens").text)},
+        headers={"Origin": oidc.url},
+    )
+    assert gone.status_code == 303 and "revoked" in amy.get("/tokens").text
+    r = cli.invoke(app, ["silence", "add", "run=hero-a", "-d", "20m"], env=env)
+    assert r.exit_code != 0 and "not a valid API token" in r.output, r.output
+    actions = [e["action"] for e in amy.get("/api/audit", params={"person": "amy"}).json()]
+    assert "token_issue" in actions and "token_revoke" in actions
