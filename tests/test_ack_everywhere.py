@@ -19,10 +19,13 @@ from alerts.clock import ManualClock
 from alerts.notifiers.slack.interactions import ACK, encode_button_value
 from monitor.cli.main import app
 from monitor.config.loader import parse_config
+from monitor.delivery.actor import Actor, Door, Role, Via
 from monitor.service import build_service
 from monitor.settings import Settings
 from monitor.storage.models import AlertGroup, AlertTransition
+from monitor.web import people_tokens
 from monitor.web.app import create_app
+from monitor.web.context import ApiContext
 from tests.dashboard.conftest import free_port
 from tests.dashboard.support import TOKEN
 from tests.helpers import sim_id
@@ -81,11 +84,14 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
             ids = {a["run_title"]: a["id"] for a in alerts if a["rule"] == "progress_stalled"}
             assert set(ids) == set(RUNS)
 
-            # 1. the API
+            # amy's personal token (issued from the dashboard's Tokens page once she signed in)
+            amy = Actor(name="amy", role=Role.responder, door=Door.dashboard, via=Via.oidc)
+            _, amy_token = people_tokens.issue(ApiContext.from_service(service), amy, "laptop")
+            # 1. the API, with her token: the body's name is not who acts
             r = httpx.post(
                 f"{url}/api/alerts/{ids['via-api']}/ack",
-                json={"by": "amy", "comment": "on it"},
-                headers=bearer,
+                json={"by": "someone else", "comment": "on it"},
+                headers={"Authorization": f"Bearer {amy_token}"},
             )
             assert r.status_code == 200, r.text
             # 2. the dashboard's button, logged in, with the session's CSRF token
@@ -114,12 +120,10 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
                 f"{url}/api/slack/interactions", content=body, headers=signed(body, ts=clock.time())
             )
             assert r.status_code == 200 and "Acknowledged by amy" in r.json()["text"], r.text
-            # 4. the CLI, through the same API
-            env = {"HEROWATCH_URL": url, "HEROWATCH_API_TOKEN": TOKEN, "COLUMNS": "80"}
-            r = CliRunner().invoke(
-                app, ["alert", "ack", str(ids["via-cli"]), "--by", "amy", "-c", "on it"], env=env
-            )
-            assert r.exit_code == 0 and "acknowledged by automation (amy)" in r.output, r.output
+            # 4. the CLI, through the same API, with her token
+            env = {"HEROWATCH_URL": url, "HEROWATCH_API_TOKEN": amy_token, "COLUMNS": "80"}
+            r = CliRunner().invoke(app, ["alert", "ack", str(ids["via-cli"]), "-c", "on it"], env=env)
+            assert r.exit_code == 0 and "acknowledged by amy" in r.output, r.output
 
             # the same timeline entry for each (Slack's names the Slack user, and where the click came from)
             with service.sessions() as s:
@@ -130,10 +134,10 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
                     )
                 }
             assert notes == {
-                "via-api": ("firing", "firing", "acknowledged by automation (amy): on it"),
+                "via-api": ("firing", "firing", "acknowledged by amy: on it"),
                 "via-dashboard": ("firing", "firing", "acknowledged by automation (amy): on it"),
                 "via-slack": ("firing", "firing", "acknowledged by amy (Slack U0AMY): from Slack"),
-                "via-cli": ("firing", "firing", "acknowledged by automation (amy): on it"),
+                "via-cli": ("firing", "firing", "acknowledged by amy: on it"),
             }
             # the same Slack update: each root edited to say who took it, one quiet reply, no new page
             slack.reset_calls()
@@ -152,14 +156,21 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
                 ]
             updates = slack.calls_to("chat.update")
             assert len(updates) == 4
+            # the person's own name in the Slack updates of what she did with her token (API and CLI)
+            by_amy = [
+                r
+                for r in roots
+                if "Acknowledged by amy" in str(r.blocks) and "automation" not in str(r.blocks)
+            ]
+            assert len(by_amy) == 3, [str(r.blocks)[:300] for r in roots]  # API, CLI, Slack's own button
             # one audit line per door, each naming who and how
             trail = httpx.get(f"{url}/api/audit", params={"action": "ack"}, headers=bearer).json()
             doors = {(e["door"], e["actor"], e["role"]) for e in trail}
             assert doors == {
-                ("api", "automation (amy)", "automation"),
+                ("api", "amy", "responder"),
                 ("dashboard", "automation (amy)", "automation"),
                 ("slack", "amy (Slack U0AMY)", "responder"),
-                ("cli", "automation (amy)", "automation"),
+                ("cli", "amy", "responder"),
             }, trail
         finally:
             server.should_exit = True
