@@ -62,7 +62,7 @@ def test_plain_names_with_emoji_and_accents_are_fine(server):
     api = server.client(headers=server.bearer())
     r = api.post("/api/silences", json={**GOOD, "created_by": "Zoë 👩\u200d💻", "comment": "line 1\nline 2"})
     assert r.status_code == 201, r.text
-    assert r.json()["created_by"] == "Zoë 👩\u200d💻"
+    assert r.json()["created_by"] == "automation (Zoë 👩\u200d💻)"  # the shared token names itself
     api.delete(f"/api/silences/{r.json()['id']}")
 
 
