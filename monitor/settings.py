@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 MIN_TOKEN_CHARS = 32
@@ -120,6 +120,31 @@ class Settings(BaseSettings):
                 "App-Level Tokens with the connections:write scope (the bot's xoxb- token is SLACK_BOT_TOKEN)"
             )
         return v
+
+    @field_validator("role_groups")
+    @classmethod
+    def _role_groups(cls, v: str) -> str:
+        for part in (p.strip() for p in v.split(";")):
+            role, sep, groups = part.partition("=")
+            if not part:
+                continue
+            if not sep or role.strip() not in ("viewer", "responder", "admin") or not groups.strip():
+                raise ValueError(
+                    f"{part[:100]!r}: write role=group,group;... with roles viewer, responder, admin "
+                    "(e.g. 'admin=hw-admins;responder=oncall;viewer=*')"
+                )
+        return v
+
+    @model_validator(mode="after")
+    def _people_need_a_key(self) -> Settings:
+        if (self.auth_proxies or self.oidc_issuer) and self.secret_key is None and self.api_token is None:
+            raise ValueError(
+                "people sign in (HEROWATCH_AUTH_PROXIES or HEROWATCH_OIDC_ISSUER) but nothing signs their "
+                f"sessions and forms: set HEROWATCH_SECRET_KEY (e.g. the output of: {MAKE_TOKEN})"
+            )
+        if self.oidc_issuer and not self.oidc_client_id:
+            raise ValueError("HEROWATCH_OIDC_ISSUER is set but HEROWATCH_OIDC_CLIENT_ID is not")
+        return self
 
     @field_validator("allowed_hosts", "trusted_proxies", "auth_proxies", mode="before")
     @classmethod

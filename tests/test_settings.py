@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from monitor.settings import Settings, data_dir, redact_url
 
 
@@ -29,3 +31,16 @@ def test_the_default_database_is_an_sqlite_file_in_the_data_folder(monkeypatch, 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     assert Settings().database_url == f"sqlite:///{tmp_path / 'herowatch' / 'herowatch.db'}"
     assert data_dir() == tmp_path / "herowatch"
+
+
+def test_people_settings_are_checked_at_start() -> None:
+    from monitor.settings import load_settings
+
+    with pytest.raises(ValueError, match="roles viewer, responder, admin"):
+        load_settings(role_groups="responders=oncall")
+    with pytest.raises(ValueError, match="set HEROWATCH_SECRET_KEY"):
+        load_settings(auth_proxies="10.0.0.0/8")
+    with pytest.raises(ValueError, match="HEROWATCH_OIDC_CLIENT_ID is not"):
+        load_settings(oidc_issuer="https://id.example", secret_key="k" * 40)
+    ok = load_settings(auth_proxies="10.0.0.0/8", secret_key="k" * 40, role_groups="admin=hw-admins;viewer=*")
+    assert ok.auth_proxies == ["10.0.0.0/8"]
