@@ -64,7 +64,7 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
     expect(firing.locator("a.silence-btn")).to_have_count(0)  # not logged in: no actions, a login link
     log_in(page, live)
     expect(page).to_have_url(live.url + "/alerts")
-    expect(page.locator("header .who .name")).to_have_text("alice")
+    expect(page.locator("header .who .name")).to_have_text("automation (alice)")
     firing.locator("a.silence-btn").click()
     expect(page.locator("textarea[name=matchers]")).to_have_value(
         'alertname="progress_stalled"\nrun="sim:hero-a/hero-a"'
@@ -76,7 +76,7 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
     active = page.locator("li.silence.state-active")
     expect(active).to_contain_text('alertname="progress_stalled"')
     expect(active).to_contain_text("mutes 1 alert")
-    expect(active).to_contain_text("by alice")
+    expect(active).to_contain_text("by automation (alice)")
 
     page.goto(live.url + "/alerts")
     muted = page.locator("#group-silenced li.alert", has_text="progress_stalled")
@@ -94,8 +94,8 @@ def test_a_silence_made_in_the_ui_mutes_the_alert(live, page, artifacts):
 
     page.goto(live.url + "/alerts")
     page.locator("#group-silenced li.alert button.ack").click()
-    expect(page.locator("#group-silenced li.alert .acked")).to_contain_text("acked by alice")
-    assert live.api("/api/alerts", acknowledged="true")[0]["acked_by"] == "alice"
+    expect(page.locator("#group-silenced li.alert .acked")).to_contain_text("acked by automation (alice)")
+    assert live.api("/api/alerts", acknowledged="true")[0]["acked_by"] == "automation (alice)"
     page.screenshot(path=str(artifacts / "alerts.png"), full_page=True)
 
     page.goto(live.url + "/silences")

@@ -63,7 +63,7 @@ def test_counts_agree_between_the_overview_and_the_alerts_page_after_an_ack(live
     counts = page.locator(".summary .alert-counts")
     expect(counts).to_contain_text("0 firing, 1 acknowledged, 0 pending, 1 silenced")
     expect(page.locator(".firing h2")).to_have_text(["Acknowledged 1"])  # not "Firing now"
-    expect(page.locator(".firing li.alert")).to_contain_text("acked by bob")
+    expect(page.locator(".firing li.alert")).to_contain_text("acked by automation (bob)")
     page.goto(live.url + "/alerts")
     for key, n in (("firing", 0), ("acknowledged", 1), ("pending", 0), ("silenced", 1)):
         expect(page.locator(f"#group-{key} h2 .n")).to_have_text(str(n))
@@ -99,7 +99,7 @@ def test_timeline_and_goodput_words_match_the_run(live, page):
     scene(live)
     page.goto(live.url + "/runs/hero-a")
     ack = page.locator("ol.timeline li.ev-ack")
-    expect(ack).to_contain_text("acknowledged by bob")
+    expect(ack).to_contain_text("acknowledged by automation (bob)")
     expect(ack).not_to_contain_text("firing → firing")
     expect(fact(page, "#run-head", "Restarts")).to_have_text("0")
     table = page.locator("table.goodput-table")
