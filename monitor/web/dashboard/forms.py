@@ -167,7 +167,7 @@ def login(
         )
     if not token_matches(ctx.settings, form.get("token", "").strip()):
         throttle.failed(client)
-        record_refusal(request, ctx, name, Via.token, "a wrong token at the login form")
+        record_refusal(request, ctx, f"{name} (unverified)", Via.token, "a wrong token at the login form")
         return page(request, ctx, "login.html", 401, next=nxt, error="That is not the API token.", name=name)
     throttle.succeeded(client)
     session, cookie = start_session(ctx, name)
