@@ -5,6 +5,8 @@ carries a person's name on the alert's timeline, in the audit trail and in the r
 from __future__ import annotations
 
 import getpass
+import shutil
+import textwrap
 from typing import TYPE_CHECKING
 
 from alerts.text import bad_character
@@ -30,8 +32,12 @@ def issue(service: Service, url: str) -> str:
     name = person_name()
     actor = Actor(name=name, role=Role.responder, door=Door.cli, via=Via.local)
     _, token = people_tokens.issue(ApiContext.from_service(service), actor, "the demo")
-    return (
+    text = (
         f"To act as yourself ({name}, a responder) from the CLI: export HEROWATCH_URL={url} "
         f"HEROWATCH_API_TOKEN={token} then `herowatch alert ack <id>`: the alert's timeline, the audit "
         f"page ({url}/audit) and the console say {name} took it."
+    )
+    width = min(100, max(60, shutil.get_terminal_size((100, 24)).columns))
+    return textwrap.fill(
+        text, width=width, subsequent_indent="    ", break_on_hyphens=False, break_long_words=False
     )
