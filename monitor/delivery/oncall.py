@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -174,7 +175,10 @@ def create_silence(
     starts_at: float | None = None,
     ends_at: float | None = None,
     duration: float | None = None,
+    replaces: Silence | None = None,
 ) -> Silence:
+    """A new silence; with ``replaces``, an edit (as Alertmanager's): the old one ends now and the new one
+    takes its place, one ``silence_edit`` line in the audit trail naming both."""
     starts = starts_at if starts_at is not None else now
     ends = starts + duration if duration is not None else ends_at
     if ends is None:
@@ -207,9 +211,40 @@ def create_silence(
     s.flush()
     runs = _silence_on_timelines(s, row, now)
     detail = f"{' '.join(matchers)} until {isoformat(ends)}" + (f": {row.comment}" if row.comment else "")
+    action, target = "silence_create", f"silence {row.id}"
+    if replaces is not None:
+        _end(replaces, now)
+        action, target = "silence_edit", f"silence {replaces.id}"
+        detail = f"replaced by silence {row.id}: {detail}"
+        runs |= _runs_named(replaces)
     for run_id in sorted(runs) or [None]:
-        audit(s, actor, "silence_create", f"silence {row.id}", now, run_id=run_id, detail=detail)
+        audit(s, actor, action, target, now, run_id=run_id, detail=detail)
     return row
+
+
+def edit_silence(s: Session, silence_id: int, matchers: Sequence[str], *, actor: Actor, **kw: Any) -> Silence:
+    """Change a silence that has not ended (its matchers, times, comment): it is replaced by a new one,
+    which is returned; the old one is listed as expired."""
+    old = views.get_silence(s, silence_id)
+    if old is None:
+        raise ActionError(404, f"no silence with id {silence_id}")
+    if old.ends_at <= kw["now"]:
+        raise ActionError(409, f"silence {silence_id} has ended: create a new one")
+    return create_silence(s, matchers, actor=actor, replaces=old, **kw)
+
+
+def _end(row: Silence, now: float) -> None:
+    if row.starts_at > now:
+        row.starts_at = row.ends_at = now
+    elif row.ends_at > now:
+        row.ends_at = now
+
+
+def _runs_named(row: Silence) -> set[str]:
+    spec = SilenceSpec.parse(
+        row.id, row.matchers["matchers"], row.starts_at, max(row.ends_at, row.starts_at + 1)
+    )
+    return {m.value for m in spec.matchers if m.name == "run" and m.op == "="}
 
 
 def _silence_on_timelines(s: Session, row: Silence, now: float) -> set[str]:
@@ -235,12 +270,8 @@ def expire_silence(s: Session, silence_id: int, actor: Actor, now: float) -> Sil
         raise ActionError(404, f"no silence with id {silence_id}")
     if row.ends_at <= now:
         return row  # already over: nothing done, nothing to record
-    if row.starts_at > now:
-        row.starts_at = row.ends_at = now
-    else:
-        row.ends_at = now
-    spec = SilenceSpec.parse(row.id, row.matchers["matchers"], row.starts_at, now + 1)
-    runs = {m.value for m in spec.matchers if m.name == "run" and m.op == "="}
+    _end(row, now)
+    runs = _runs_named(row)
     detail = " ".join(row.matchers["matchers"]) + f" (created by {row.created_by})"
     for run_id in sorted(runs) or [None]:
         audit(s, actor, "silence_expire", f"silence {row.id}", now, run_id=run_id, detail=detail)

@@ -16,6 +16,7 @@ ACTIONS = (
     "ack",
     "silence_create",
     "silence_expire",
+    "silence_edit",
     "sign_in",
     "sign_out",
     "token_issue",

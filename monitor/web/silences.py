@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -11,7 +12,7 @@ from alerts.clock import isoformat
 from alerts.routing import Matcher
 from alerts.silences import CompiledSilences
 from monitor.delivery.actor import Actor
-from monitor.delivery.oncall import ActionError, create_silence, parse_time
+from monitor.delivery.oncall import ActionError, create_silence, edit_silence, parse_time
 from monitor.storage import views
 from monitor.storage.models import Alert, Silence
 from monitor.web.schemas import SilenceIn, SilenceOut
@@ -40,12 +41,19 @@ def run_matchers(s: Session, matchers: Sequence[str]) -> list[str]:
     return out
 
 
-def create_from(s: Session, body: SilenceIn, actor: Actor, now: float) -> Silence:
-    """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI)."""
-    return create_silence(
-        s,
-        run_matchers(s, body.matchers),
-        actor=actor.saying(body.created_by),
+def create_from(
+    s: Session, body: SilenceIn, actor: Actor, now: float, replacing: int | None = None
+) -> Silence:
+    """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI);
+    with ``replacing``, the edit of that silence."""
+    matchers, who = run_matchers(s, body.matchers), actor.saying(body.created_by)
+    if replacing is not None:
+        return edit_silence(s, replacing, matchers, actor=who, **_times(body, now))
+    return create_silence(s, matchers, actor=who, **_times(body, now))
+
+
+def _times(body: SilenceIn, now: float) -> dict[str, Any]:
+    return dict(
         comment=body.comment,
         now=now,
         starts_at=parse_time(body.starts_at, "starts_at"),

@@ -26,9 +26,20 @@ def test_a_responder_signed_in_by_nginx_silences_under_her_own_name(served: Serv
     assert [(e["actor"], e["role"], e["via"], e["door"], e["target"]) for e in trail] == [
         ("amy", "responder", "proxy", "api", f"silence {made.json()['id']}")
     ]
-    # and she can expire it
-    gone = amy.delete(f"/api/silences/{made.json()['id']}")
+    # she edits it (it is replaced by a new one, as in Alertmanager), then expires the new one
+    old = made.json()["id"]
+    edited = amy.put(f"/api/silences/{old}", json={**SILENCE, "duration": "2h", "comment": "longer"})
+    assert edited.status_code == 200 and edited.json()["id"] != old and edited.json()["created_by"] == "amy"
+    assert amy.get(f"/api/silences/{old}").json()["state"] == "expired"
+    gone = amy.delete(f"/api/silences/{edited.json()['id']}")
     assert gone.status_code == 200 and gone.json()["state"] == "expired"
+    assert amy.put(f"/api/silences/{old}", json=SILENCE).status_code == 409, "an ended silence is not edited"
+    lines = amy.get("/api/audit", params={"person": "amy"}).json()
+    assert [e["action"] for e in lines][:3] == ["silence_expire", "silence_edit", "silence_create"]
+    assert (
+        lines[1]["target"] == f"silence {old}"
+        and f"replaced by silence {edited.json()['id']}" in lines[1]["detail"]
+    )
 
 
 def test_a_viewer_reads_but_may_not_change_and_the_refusal_is_recorded(served: Served) -> None:

@@ -87,6 +87,29 @@ def post_silence(request: Request, body: SilenceIn, ctx: ApiContext = Depends(co
         return silence_out(row, now, ctx.silences, views.active_alerts(s))
 
 
+@router.put(
+    "/api/silences/{silence_id}",
+    response_model=SilenceOut,
+    summary="Edit a silence: it is replaced by a new one",
+    description="As Alertmanager: the silence (pending or active) ends now and a new one with this body "
+    "takes its place; the answer is the new one, and the audit trail has one `silence_edit` line naming "
+    "both. A silence that has ended cannot be edited (409): create a new one. Needs a responder, an admin "
+    "or the automation token.",
+    responses={**MUTATION_ERRORS, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+    dependencies=[Depends(require_respond)],
+)
+def put_silence(
+    request: Request, silence_id: db_id, body: SilenceIn, ctx: ApiContext = Depends(context)
+) -> SilenceOut:
+    now = ctx.now()
+    with ctx.sessions.begin() as s:
+        try:
+            row = create_from(s, body, acting(request), now, replacing=silence_id)
+        except ActionError as exc:
+            raise HTTPException(exc.status, exc.message) from None
+        return silence_out(row, now, ctx.silences, views.active_alerts(s))
+
+
 @router.delete(
     "/api/silences/{silence_id}",
     response_model=SilenceOut,
