@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from alerts.notifiers.slack.interactions import ACK, SILENCE_4H, encode_button_value
 from monitor.settings import Settings
-from monitor.storage.models import Alert, AlertGroup, Notification, Silence
+from monitor.storage.models import Alert, AlertGroup, AuditEvent, Notification, Silence
 from monitor.web.app import create_app
 from tests.helpers import make_service, tick
 from tests.test_slack_interactions import ROOT_REF, SECRET, body_of, click, signed
@@ -67,4 +67,8 @@ def test_bad_or_stale_signatures_change_nothing(db_url, clock, monkeypatch):
     with service.sessions() as s:
         assert s.get(Alert, alert_id).acked_by is None
         assert s.scalars(select(Silence)).all() == []
+        refused = s.scalars(select(AuditEvent).where(AuditEvent.action == "refused")).all()
+        assert [(e.door, e.via, e.detail.split(" (from")[0]) for e in refused] == [
+            ("slack", "slack", "bad or stale Slack signature")
+        ] * 3, "each refused click is in the audit trail"
     service.stop()

@@ -51,6 +51,8 @@ MAX_GROUPS_HEADER = 4096
 
 
 def door_of(request: Request) -> Door:
+    if request.url.path.startswith("/api/slack/"):
+        return Door.slack
     if not request.url.path.startswith("/api/"):
         return Door.dashboard
     agent = request.headers.get("user-agent") or ""

@@ -30,7 +30,9 @@ from alerts.notifiers.slack.interactions import (
     parse_payload,
     verify_signature,
 )
+from monitor.delivery.actor import Via
 from monitor.web.context import ApiContext, context
+from monitor.web.identity import record_refusal
 from monitor.web.slack import clicks, commands
 from monitor.web.slack.replies import Refused, Reply, check_team
 
@@ -66,13 +68,13 @@ async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> 
         signed = verify_signature(request.headers, body, secret.get_secret_value(), now)
     except AmbiguousRequest as exc:
         log.warning("refused a Slack interaction: %s", exc)
-        raise HTTPException(400, str(exc)) from None
+        raise await _refused(request, ctx, "?", 400, str(exc)) from None
     except BadSignature as exc:
         log.warning("refused a Slack interaction: %s", exc)
-        raise HTTPException(401, "bad or stale Slack signature") from None
+        raise await _refused(request, ctx, "?", 401, "bad or stale Slack signature") from None
     if not request.app.state.slack_replays.first_time(signed, now):
         log.warning("refused a Slack interaction: this signed request was already handled (a replay?)")
-        raise HTTPException(409, "this signed request was already handled (a replay?)")
+        raise await _refused(request, ctx, "?", 409, "this signed request was already handled (a replay?)")
     try:
         form = parse_form(body)
         if "payload" not in form and "command" in form:  # a slash command posts its fields
@@ -86,8 +88,14 @@ async def interactions(request: Request, ctx: ApiContext = Depends(context)) -> 
         reply = await run_in_threadpool(_act, ctx, click, now)  # database work off the event loop
     except Refused as exc:
         log.warning("refused a Slack click by %s: %s", click.actor, exc.message)
-        raise HTTPException(exc.status, exc.message) from None
+        raise await _refused(request, ctx, click.actor, exc.status, exc.message) from None
     return JSONResponse(reply.message())
+
+
+async def _refused(request: Request, ctx: ApiContext, who: str, status: int, why: str) -> HTTPException:
+    """The refusal, recorded in the audit trail (within its budget) with who Slack said it was."""
+    await run_in_threadpool(record_refusal, request, ctx, who[:200], Via.slack, why)
+    return HTTPException(status, why)
 
 
 def _act(ctx: ApiContext, click: Interaction, now: float) -> Reply:
