@@ -6,9 +6,10 @@ In that order:
 1. ``Authorization: Bearer``: the shared ``HEROWATCH_API_TOKEN`` is the ``automation`` role; a personal
    token (``hwp_...``, ``monitor.web.people_tokens``) is its person with the role it was issued with. Any
    other bearer value is refused (401), never ignored.
-2. The proxy's identity header (``HEROWATCH_AUTH_PROXY_USER_HEADER``, ``X-Forwarded-User`` by default):
-   believed only when the connection comes from ``HEROWATCH_AUTH_PROXIES``; from anyone else the request
-   is refused (403) and the attempt recorded. The groups header maps to a role (``HEROWATCH_ROLE_GROUPS``);
+2. The proxy's identity header (``HEROWATCH_AUTH_PROXY_USER_HEADER``, ``X-Forwarded-User`` by default),
+   when a sign-in proxy is configured: believed only when the connection comes from
+   ``HEROWATCH_AUTH_PROXIES``; from anyone else the request is refused (403) and the attempt recorded.
+   Without ``HEROWATCH_AUTH_PROXIES`` the header means nothing. The groups header maps to a role (``HEROWATCH_ROLE_GROUPS``);
    a person none of whose groups has a role is refused.
 3. The dashboard's session cookie (``monitor.web.auth``).
 
@@ -185,7 +186,8 @@ def actor_of(request: Request, ctx: ApiContext) -> Actor | None:
         return request.scope[ACTOR_KEY]
     actor: Actor | None = None
     scheme, _, value = (request.headers.get("authorization") or "").partition(" ")
-    user = request.headers.get(ctx.settings.auth_proxy_user_header)
+    # without a sign-in proxy configured its header is no one's word (as Grafana's auth.proxy when off)
+    user = request.headers.get(ctx.settings.auth_proxy_user_header) if ctx.settings.auth_proxies else None
     if scheme.lower() == "bearer" and value.strip():
         actor = _from_bearer(request, ctx, value.strip())
     elif user is not None:
