@@ -9,8 +9,8 @@ In that order:
 2. The proxy's identity header (``HEROWATCH_AUTH_PROXY_USER_HEADER``, ``X-Forwarded-User`` by default),
    when a sign-in proxy is configured: believed only when the connection comes from
    ``HEROWATCH_AUTH_PROXIES``; from anyone else the request is refused (403) and the attempt recorded.
-   Without ``HEROWATCH_AUTH_PROXIES`` the header means nothing. The groups header maps to a role (``HEROWATCH_ROLE_GROUPS``);
-   a person none of whose groups has a role is refused.
+   Without ``HEROWATCH_AUTH_PROXIES`` the header means nothing. The groups header maps to a role
+   (``HEROWATCH_ROLE_GROUPS``); a person none of whose groups has a role is refused.
 3. The dashboard's session cookie (``monitor.web.auth``).
 
 Refusals are written to the audit trail, at most ``RefusalBudget`` of them per client address and overall
