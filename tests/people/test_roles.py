@@ -1,0 +1,93 @@
+"""Roles from groups and what each role may do, as tables over pure inputs; the audit trail's filters and
+who may read it, through the API on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.delivery.actor import Actor, Door, Need, Role, Via
+from monitor.settings import Settings
+from monitor.web.identity import RefusalBudget, role_of_groups
+from tests.dashboard.support import bearer, build, client
+from tests.helpers import tick
+
+TABLE = "admin=hw-admins;responder=oncall,ml-sre;viewer=staff"
+
+
+@pytest.mark.parametrize(
+    ("groups", "role"),
+    [
+        ({"staff"}, Role.viewer),
+        ({"staff", "oncall"}, Role.responder),  # the highest of one's groups
+        ({"ml-sre"}, Role.responder),
+        ({"oncall", "hw-admins"}, Role.admin),
+        ({"contractors"}, None),  # no group with a role: no role at all
+        (set(), None),
+    ],
+)
+def test_groups_to_roles(groups, role) -> None:
+    assert role_of_groups(Settings(database_url="sqlite://", role_groups=TABLE), groups) == role
+
+
+def test_a_star_gives_anyone_signed_in_a_role() -> None:
+    settings = Settings(database_url="sqlite://", role_groups="responder=oncall;viewer=*")
+    assert role_of_groups(settings, set()) == Role.viewer
+    assert role_of_groups(settings, {"oncall"}) == Role.responder
+
+
+@pytest.mark.parametrize(
+    ("role", "read", "respond", "admin"),
+    [
+        (Role.viewer, True, False, False),
+        (Role.responder, True, True, False),
+        (Role.admin, True, True, True),
+        (Role.automation, True, True, False),
+    ],
+)
+def test_what_each_role_may_do(role, read, respond, admin) -> None:
+    actor = Actor(name="x", role=role, door=Door.api, via=Via.proxy)
+    assert (actor.may(Need.read), actor.may(Need.respond), actor.may(Need.admin)) == (read, respond, admin)
+
+
+def test_the_automation_token_is_named_as_such() -> None:
+    assert Actor.automation(Door.api).name == "automation"
+    assert Actor.automation(Door.cli, "nightly").name == "automation (nightly)"
+    person = Actor(name="amy", role=Role.responder, door=Door.api, via=Via.personal)
+    assert person.saying("somebody else") is person, "a person is who they signed in as"
+
+
+def test_refusals_recorded_are_bounded_per_client_and_overall() -> None:
+    budget = RefusalBudget(per_client=3, overall=5, window=600)
+    assert [budget.take("a", 0) for _ in range(4)] == [True, True, True, False]
+    assert [budget.take(f"b{i}", 1) for i in range(3)] == [True, True, False]  # 5 in all
+    assert budget.take("a", 601), "after the window it records again"
+    assert budget.dropped == 2
+
+
+def test_the_audit_trail_filters_and_names_people(db_url, clock) -> None:
+    service = build(db_url, clock)
+    api = client(service)
+    tick(service, clock, 30 * 60)  # hero-a stalled: its alert fires
+    (alert,) = [
+        a for a in api.get("/api/alerts", params={"state": "firing"}).json() if a["run_title"] == "hero-a"
+    ]
+    acked = api.post(f"/api/alerts/{alert['id']}/ack", json={"by": "ci-bot"}, headers=bearer())
+    assert acked.status_code == 200 and acked.json()["acked_by"] == "automation (ci-bot)"
+    made = api.post("/api/silences", json={"matchers": ["run=hero-b"], "duration": "1h"}, headers=bearer())
+    assert made.status_code == 201, made.text
+    assert api.get("/api/audit").status_code == 401, "it names people: never open, even with reads open"
+    trail = api.get("/api/audit", headers=bearer()).json()
+    assert [(e["action"], e["actor"], e["door"]) for e in trail][:2] == [
+        ("silence_create", "automation", "api"),
+        ("ack", "automation (ci-bot)", "api"),
+    ]
+    hero_a = api.get("/api/audit", params={"run": "hero-a"}, headers=bearer()).json()
+    assert [e["action"] for e in hero_a] == ["ack"] and hero_a[0]["target"] == f"alert {alert['id']}"
+    assert [
+        e["action"] for e in api.get("/api/audit", params={"run": "hero-b"}, headers=bearer()).json()
+    ] == ["silence_create"]
+    later = api.get("/api/audit", params={"since": "2100-01-01T00:00:00Z"}, headers=bearer()).json()
+    assert later == []
+    assert api.get("/api/audit", params={"since": "soon"}, headers=bearer()).status_code == 422
+    assert api.get("/api/audit", params={"action": "nope"}, headers=bearer()).status_code == 422
+    service.stop()
