@@ -8,6 +8,8 @@ end, whenever someone signs in, so the table holds about the sessions of the las
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from sqlalchemy import delete, or_, update
 from sqlalchemy.orm import Session
 
@@ -45,10 +47,11 @@ def start(
     return row
 
 
-def current(s: Session, key: str, key_id: str, now: float) -> LoginSession | None:
-    """The session with this key if it is current: not revoked, not expired, of this token."""
+def current(s: Session, key: str, key_ids: Mapping[str, str], now: float) -> LoginSession | None:
+    """The session with this key if it is current: not revoked, not expired, started under the key its
+    sign-in method must have today (``key_ids``: method -> key id)."""
     row = s.get(LoginSession, key)
-    if row is None or row.revoked_at is not None or row.key_id != key_id:
+    if row is None or row.revoked_at is not None or row.key_id != key_ids.get(row.method):
         return None
     return row if row.created_at - 60.0 <= now < row.expires_at else None  # a minute of replicas' skew
 
@@ -64,9 +67,10 @@ def revoke(s: Session, key: str, now: float) -> bool:
     return res.rowcount == 1
 
 
-def revoke_all_but(s: Session, key_id: str | None, now: float) -> int:
-    """End every current session not started under ``key_id`` (None: every session). Returns how many."""
+def revoke_all_but(s: Session, key_ids: Collection[str], now: float) -> int:
+    """End every current session not started under one of ``key_ids`` (none: every session). Returns
+    how many."""
     q = update(LoginSession).where(LoginSession.revoked_at.is_(None), LoginSession.expires_at > now)
-    if key_id is not None:
-        q = q.where(LoginSession.key_id != key_id)
+    if key_ids:
+        q = q.where(LoginSession.key_id.not_in(list(key_ids)))
     return s.execute(q.values(revoked_at=now).execution_options(synchronize_session=False)).rowcount

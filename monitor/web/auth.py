@@ -76,9 +76,19 @@ def _mac(tok: bytes, message: str) -> str:
     return hmac.new(tok, message.encode(), hashlib.sha256).hexdigest()
 
 
-def _key_id(tok: bytes) -> str:
-    """Which token a session was started under (stored with it; not the token, nor usable as one)."""
-    return _mac(tok, "herowatch session key id v3")[:32]
+def _key_ids(settings: Settings) -> dict[str, str]:
+    """Which keys a session of each sign-in method must have been started under (stored with it; not a
+    key, nor usable as one). A token login's depends on the API token too, so that changing the token
+    ends those sessions even when HEROWATCH_SECRET_KEY signs the cookies; a person's (OpenID Connect)
+    on the signing key only. Without a secret key both are the token's, as before people signed in."""
+    key = signing_key(settings)
+    if key is None:
+        return {}
+    person = _mac(key, "herowatch session key id v3")[:32]
+    if settings.secret_key is None:
+        return {"token": person, "oidc": person}
+    tok = hashlib.sha256(token_of(settings) or b"").hexdigest()
+    return {"token": _mac(key, f"herowatch session key id v3|{tok}")[:32], "oidc": person}
 
 
 def _row_key(sid: str) -> str:
@@ -119,7 +129,7 @@ def start_session(
             _row_key(sid),
             subject=subject,
             method=method,
-            key_id=_key_id(tok),
+            key_id=_key_ids(ctx.settings)[method],
             now=at,
             lifetime=SESSION_MAX_AGE,
             role=role,
@@ -141,7 +151,7 @@ def session_of(request: Request, ctx: ApiContext, now: float | None = None) -> D
         try:
             with ctx.sessions() as s:
                 at = time.time() if now is None else now
-                row = login_sessions.current(s, _row_key(sid), _key_id(tok), at)
+                row = login_sessions.current(s, _row_key(sid), _key_ids(ctx.settings), at)
                 if row is not None:
                     session = DashboardSession(sid, row.subject, row.method, row.role, row.expires_at)
         except SQLAlchemyError as exc:  # the database is down: no session (/readyz still says why)
@@ -160,9 +170,8 @@ def end_session(request: Request, ctx: ApiContext, session: DashboardSession) ->
 def end_other_tokens_sessions(ctx: ApiContext) -> int:
     """At start: the sessions of any other token than today's end for good (a token changed because it
     leaked must not revive them if it is ever changed back). Returns how many ended."""
-    tok = signing_key(ctx.settings)
     with ctx.sessions.begin() as s:
-        return login_sessions.revoke_all_but(s, _key_id(tok) if tok is not None else None, time.time())
+        return login_sessions.revoke_all_but(s, set(_key_ids(ctx.settings).values()), time.time())
 
 
 def csrf_token(settings: Settings, session: DashboardSession) -> str:

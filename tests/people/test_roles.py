@@ -91,3 +91,29 @@ def test_the_audit_trail_filters_and_names_people(db_url, clock) -> None:
     assert api.get("/api/audit", params={"since": "soon"}, headers=bearer()).status_code == 422
     assert api.get("/api/audit", params={"action": "nope"}, headers=bearer()).status_code == 422
     service.stop()
+
+
+def test_a_changed_api_token_ends_token_logins_but_not_peoples_sessions(db_url, clock) -> None:
+    """With HEROWATCH_SECRET_KEY signing the cookies, rotating the shared token (it leaked) still ends
+    every session started with it; people's OpenID Connect sessions go on."""
+    from dataclasses import replace
+
+    from sqlalchemy import select
+
+    from monitor.storage.models import LoginSession
+    from monitor.web.auth import end_other_tokens_sessions, start_session
+    from monitor.web.context import ApiContext
+
+    service = build(db_url, clock)
+    key = "people-secret-key-0123456789abcdefghijkl"
+    before = Settings(database_url=db_url, api_token="a" * 40, secret_key=key)
+    ctx = replace(ApiContext.from_service(service), settings=before)
+    start_session(ctx, "alice")  # the token login
+    start_session(ctx, "amy", method="oidc", role="responder")
+    assert end_other_tokens_sessions(ctx) == 0, "a restart with the same settings ends nothing"
+    rotated = replace(ctx, settings=Settings(database_url=db_url, api_token="b" * 40, secret_key=key))
+    assert end_other_tokens_sessions(rotated) == 1
+    with service.sessions() as s:
+        ended = {r.subject: r.revoked_at is not None for r in s.scalars(select(LoginSession))}
+    assert ended == {"alice": True, "amy": False}
+    service.stop()
