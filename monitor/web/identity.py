@@ -46,6 +46,7 @@ from monitor.web.proxy import PEER_KEY, address_in, networks
 
 log = logging.getLogger(__name__)
 ACTOR_KEY = "herowatch.actor"
+REFUSAL_KEY = "herowatch.refusal"
 CLI_AGENT = "herowatch-cli/"
 MAX_NAME = 200
 MAX_GROUPS_HEADER = 4096
@@ -174,7 +175,11 @@ def _from_bearer(request: Request, ctx: ApiContext, value: str) -> Actor:
         if actor is not None:
             return actor
     record_refusal(
-        request, ctx, "?", Via.personal if value.startswith("hwp_") else Via.token, "a wrong token"
+        request,
+        ctx,
+        "?",
+        Via.personal if value.startswith(people_tokens.PREFIX) else Via.token,
+        "a wrong token",
     )
     raise unauthorized("that is not a valid API token: send 'Authorization: Bearer <token>'")
 
@@ -184,6 +189,18 @@ def actor_of(request: Request, ctx: ApiContext) -> Actor | None:
     A database read for sessions and personal tokens: call it from a worker thread."""
     if ACTOR_KEY in request.scope:
         return request.scope[ACTOR_KEY]
+    if REFUSAL_KEY in request.scope:  # refused (and recorded) once: the same answer, not a second line
+        raise request.scope[REFUSAL_KEY]
+    try:
+        actor = _find(request, ctx)
+    except HTTPException as exc:
+        request.scope[REFUSAL_KEY] = exc
+        raise
+    request.scope[ACTOR_KEY] = actor
+    return actor
+
+
+def _find(request: Request, ctx: ApiContext) -> Actor | None:
     actor: Actor | None = None
     scheme, _, value = (request.headers.get("authorization") or "").partition(" ")
     # without a sign-in proxy configured its header is no one's word (as Grafana's auth.proxy when off)
@@ -200,7 +217,6 @@ def actor_of(request: Request, ctx: ApiContext) -> Actor | None:
                 actor = Actor.automation(door_of(request), said=session.subject)
             else:
                 actor = Actor(name=session.subject, role=Role(session.role), door=door_of(request), via=via)
-    request.scope[ACTOR_KEY] = actor
     return actor
 
 

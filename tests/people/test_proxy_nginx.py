@@ -68,7 +68,13 @@ def test_identity_headers_not_from_the_proxy_are_refused(served: Served) -> None
         r = direct.request(method, path, headers=forged, json=SILENCE if method == "POST" else None)
         assert r.status_code == 403 and "believed only from the sign-in proxy" in r.json()["error"], r.text
     page = direct.get("/silences", headers=forged)
-    assert page.status_code in (303, 307) or "ada" not in page.text  # no one is signed in by a forgery
+    assert page.status_code == 303 and page.headers["location"].startswith("/login"), "no one is signed in"
+    ada = served.as_person("ada")
+    count = len(ada.get("/api/audit", params={"action": "refused", "limit": 5000}).json())
+    form = direct.post("/silences", data={"matchers": 'run="hero-a"', "duration": "1h"}, headers=forged)
+    assert form.status_code == 403 and "believed only from the sign-in proxy" in form.text
+    after = len(ada.get("/api/audit", params={"action": "refused", "limit": 5000}).json())
+    assert after == count + 1, "one refused request, one line in the audit trail"
     # and through nginx a client cannot override who nginx signed in
     vic = served.as_person("vic")
     r = vic.post("/api/silences", json=SILENCE, headers=forged)
