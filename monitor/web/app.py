@@ -21,7 +21,7 @@ from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
 from monitor.web.edge import BodyLimit, CleanTarget, HostCheck
-from monitor.web.identity import RefusalBudget
+from monitor.web.identity import ProxySignIns, RefusalBudget
 from monitor.web.oidc import Provider
 from monitor.web.oidc import configured as oidc_configured
 from monitor.web.proxy import ForwardedHeaders
@@ -103,6 +103,7 @@ def create_app(
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
     app.state.refusals = RefusalBudget()  # refused requests written to the audit trail (bounded)
+    app.state.proxy_sign_ins = ProxySignIns()  # a proxy-signed person's first request is a sign-in
     app.state.oidc = Provider(ctx.settings) if oidc_configured(ctx.settings) else None
     app.state.slack_replays = SlackReplays()
     errors.install(app)

@@ -162,7 +162,50 @@ def _from_proxy(request: Request, ctx: ApiContext, user: str) -> Actor:
         why = f"none of {name}'s groups has a role (HEROWATCH_ROLE_GROUPS)"
         record_refusal(request, ctx, name, Via.proxy, why)
         raise HTTPException(403, f"refused: {why}")
-    return Actor(name=name, role=role, door=door_of(request), via=Via.proxy)
+    actor = Actor(name=name, role=role, door=door_of(request), via=Via.proxy)
+    if request.app.state.proxy_sign_ins.first_in_a_while(name, role, time.time()):
+        _record_sign_in(ctx, actor)
+    return actor
+
+
+class ProxySignIns:
+    """When a person the proxy signed in was last seen by this replica (and with which role): their first
+    request in ``SESSION`` (or with another role) is a sign-in in the audit trail; the proxy has no other
+    moment herowatch could see. At most ``MAX`` people are remembered (the oldest is forgotten)."""
+
+    SESSION = 12 * 3600.0
+    MAX = 10_000
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[Role, float]] = {}
+        self._lock = threading.Lock()
+
+    def first_in_a_while(self, name: str, role: Role, now: float) -> bool:
+        with self._lock:
+            last = self._seen.pop(name, None)
+            fresh = last is None or last[0] != role or now - last[1] > self.SESSION
+            self._seen[name] = (role, now if fresh or last is None else last[1])
+            while len(self._seen) > self.MAX:
+                self._seen.pop(next(iter(self._seen)))
+            return fresh
+
+
+def _record_sign_in(ctx: ApiContext, actor: Actor) -> None:
+    try:
+        with ctx.sessions.begin() as s:
+            audit_repo.record(
+                s,
+                at=ctx.now(),
+                actor=actor.name,
+                role=actor.role.value,
+                via=actor.via.value,
+                door=actor.door.value,
+                action="sign_in",
+                target="session",
+                detail=f"through the sign-in proxy as {actor.role.value}",
+            )
+    except SQLAlchemyError as exc:
+        log.warning("could not record a sign-in: %s", type(exc).__name__)
 
 
 def _from_bearer(request: Request, ctx: ApiContext, value: str) -> Actor:

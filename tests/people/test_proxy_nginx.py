@@ -26,6 +26,8 @@ def test_a_responder_signed_in_by_nginx_silences_under_her_own_name(served: Serv
     assert [(e["actor"], e["role"], e["via"], e["door"], e["target"]) for e in trail] == [
         ("amy", "responder", "proxy", "api", f"silence {made.json()['id']}")
     ]
+    signed = amy.get("/api/audit", params={"person": "amy", "action": "sign_in"}).json()
+    assert len(signed) == 1 and signed[0]["via"] == "proxy", "her first request was her sign-in, once"
     # she edits it (it is replaced by a new one, as in Alertmanager), then expires the new one
     old = made.json()["id"]
     edited = amy.put(f"/api/silences/{old}", json={**SILENCE, "duration": "2h", "comment": "longer"})

@@ -117,3 +117,13 @@ def test_a_changed_api_token_ends_token_logins_but_not_peoples_sessions(db_url, 
         ended = {r.subject: r.revoked_at is not None for r in s.scalars(select(LoginSession))}
     assert ended == {"alice": True, "amy": False}
     service.stop()
+
+
+def test_a_proxy_signed_person_signs_in_once_a_session_or_when_their_role_changes() -> None:
+    from monitor.web.identity import ProxySignIns
+
+    seen = ProxySignIns()
+    assert seen.first_in_a_while("amy", Role.responder, 0)
+    assert not seen.first_in_a_while("amy", Role.responder, 3600)
+    assert seen.first_in_a_while("amy", Role.admin, 3601), "a new role is a new sign-in"
+    assert seen.first_in_a_while("amy", Role.admin, 3601 + 12 * 3600 + 1), "twelve hours later"
