@@ -56,7 +56,7 @@ def test_an_ack_and_a_silence_show_at_once_to_a_conditional_get(db_url, clock):
 
     api.post(f"/api/alerts/{alert['id']}/ack", json={"by": "alice"}, headers=bearer()).raise_for_status()
     acked = api.get("/api/alerts", params={"state": "firing"}, headers={"If-None-Match": etag})
-    assert acked.status_code == 200 and acked.json()[0]["acked_by"] == "alice"
+    assert acked.status_code == 200 and acked.json()[0]["acked_by"] == "automation (alice)"
 
     runs = api.get("/api/runs")
     made = api.post(
