@@ -153,7 +153,7 @@ class RunOut(BaseModel):
     )
     unlogged_inputs: list[str] = Field(
         default_factory=list,
-        description="optional inputs this run has never logged (their rules are not counted; nobody is paged)",
+        description="optional inputs this run never logged (their rules are not counted; nobody is paged)",
     )
     goodput: GoodputSummary | None
 
