@@ -123,7 +123,7 @@ def _text(
         if name in gaps:
             part += f": {gaps[name]}"
         else:
-            near = related(name, keys, shapes)
+            near = related(name, unused_keys(keys, used, renames), shapes)
             if near:
                 part += "; the run logs " + ", ".join(repr(k) for k in near)
         parts.append(part)
@@ -133,9 +133,10 @@ def _text(
         # the optional inputs the run does not log but seems to under another name go in the same fix
         unused = dict.fromkeys(i.name for r in cov.rules for i in r.inputs if i.state == "unused")
         also = [n for n in unused if n not in WORDS and n not in missing]
-        fix = hint(metric_missing + also, keys, shapes)
-        if not any(related(n, keys, shapes) for n in metric_missing):
-            other = unused_keys(keys, used, renames)[:MAX_KEYS]
+        free = unused_keys(keys, used, renames)  # a key a rule reads already is no candidate
+        fix = hint(metric_missing + also, free, shapes)
+        if not any(related(n, free, shapes) for n in metric_missing):
+            other = free[:MAX_KEYS]
             if other:
                 text += "; the run logs " + ", ".join(repr(k) for k in other)
         if fix.mapping or fix.profile:
