@@ -179,6 +179,9 @@ def _input_state(
             name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent, essential=True
         )
     limit = seen.limit()
+    if limit is not None and ref is not None and ref.gaps:
+        # a row after a long pause (an eval logged after its own pause) is no sign the others stopped
+        limit = max(limit, 2.0 * max(ref.gaps))
     idle = now - seen.last
     if (
         name not in SPECIAL

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from monitor.profiles.profile import PROFILES, trainer_profiles
+from monitor.profiles.profile import CANONICAL, PROFILES, trainer_profiles
 from monitor.profiles.shape import Shape, fits
 
 # Words that say what a canonical name measures. A run key sharing one looks related to it.
@@ -50,7 +50,9 @@ def related(canonical: str, keys: Iterable[str], shapes: Mapping[str, Shape] | N
     of the right shape (``shape.fits``: never a counter for a gauge, a loss-like series for a loss;
     ``shapes``: what the run's values look like, where known). Left out rather than wrong."""
     shapes = shapes or {}
-    keys = [k for k in dict.fromkeys(keys) if fits(canonical, k, shapes.get(k))]
+    keys = [  # a key that is the canonical name of something else stands for that, never for this
+        k for k in dict.fromkeys(keys) if k not in CANONICAL and fits(canonical, k, shapes.get(k))
+    ]
     mapped = {k for p in PROFILES.values() for k, c in p.keys.items() if c == canonical}
     wanted = (words(canonical) - GENERIC) | SYNONYMS.get(canonical, frozenset())
     scored = []
