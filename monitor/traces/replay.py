@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from alerts.symptoms import SYMPTOM, joins
 from monitor.engine.blindness import Blind, absent_watched, apply, causes, describe, open_causes, run_findings
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -372,6 +373,22 @@ class ReplayResult:
         return [
             e for e in self.events if e.state == "firing" and (severity is None or e.severity == severity)
         ]
+
+    def pages(self) -> list[ReplayEvent]:
+        """The firings that would notify someone, as delivery decides (one receiver grouping by run):
+        warnings and criticals, but for an alert that joins an incident already paged and still firing
+        (``alerts.symptoms``: same run and symptom), whose message is updated instead."""
+        firing: dict[str, dict[str, str]] = {}  # fingerprint -> labels, of the paged alerts still firing
+        out = []
+        for e in self.events:
+            labels = {"run": e.run, **({SYMPTOM: e.symptom} if e.symptom else {})}
+            if e.state == "resolved":
+                firing.pop(e.fingerprint, None)
+            elif e.state == "firing" and e.severity != "info":
+                if not joins(labels, firing.values()):
+                    out.append(e)
+                firing[e.fingerprint] = labels
+        return out
 
 
 def replay(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from alerts.model import AlertState
+from alerts.symptoms import SYMPTOM
 from monitor.engine.blindness import Blind
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent
@@ -32,6 +33,7 @@ class ReplayEvent:
     summary: str
     reason: str
     fingerprint: str
+    symptom: str | None = None  # the symptom label: alerts of one run and symptom are one incident
 
     def to_json(self) -> dict[str, Any]:
         value = self.value
@@ -91,6 +93,7 @@ def to_replay_event(ev: AlertEvent) -> ReplayEvent:
         summary=ev.annotations.get("summary", ""),
         reason=ev.finding.reason,
         fingerprint=ev.key.fingerprint,
+        symptom=ev.key.labels.get(SYMPTOM),
     )
 
 

@@ -224,3 +224,20 @@ def as_trainer(
             Sample(start + length, scenario.run, step, {names["eval/loss"]: value}, "running", "wandb")
         )
     return sorted(out, key=lambda s: s.t)
+
+
+def with_tokens_per_second(samples: list[Sample], tokens: float = 524_288.0) -> list[Sample]:
+    """The rows with tokens/s as a trainer logs it: the batch's tokens over the step's own time (the
+    steps right after a pause, whose time is the pause's, log none)."""
+    out: list[Sample] = []
+    prev: tuple[int, float] | None = None
+    for s in samples:
+        if s.step is not None and s.metrics:
+            if prev is not None and s.step == prev[0] + 1 and s.t - prev[1] < 30.0:
+                tps = tokens / (s.t - prev[1])
+                s = Sample(
+                    s.t, s.run, s.step, {**s.metrics, "throughput/tokens_per_second": tps}, s.state, s.source
+                )
+            prev = (s.step, s.t)
+        out.append(s)
+    return out
