@@ -3,13 +3,16 @@
 Rules that watch one symptom from different sides (a throughput slowdown on step times and a drop of
 tokens/s; tokens/s and MFU) carry the same ``symptom`` label. The first of them to fire pages; the
 others join its message (it is updated to show every view) without notifying again, as long as one
-that was announced still fires. Decided here, from labels alone, for delivery (``compose``) and for
+that was announced, at least as severe, still fires: an escalation (a critical stall after a warning
+that telemetry stopped) is news and pages. Decided here, from labels alone, for delivery (``compose``) and for
 ``herowatch replay``'s count of pages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+
+from alerts.model import Severity
 
 SYMPTOM = "symptom"
 SAME = ("run", SYMPTOM)  # what two alerts must share to be one incident
@@ -22,8 +25,19 @@ def incident(labels: Mapping[str, str]) -> tuple[str, ...] | None:
     return tuple(labels.get(k, "") for k in SAME)
 
 
+def _rank(labels: Mapping[str, str]) -> int:
+    try:
+        return Severity(labels.get("severity", "")).rank
+    except ValueError:
+        return Severity.INFO.rank
+
+
 def joins(labels: Mapping[str, str], announced: Iterable[Mapping[str, str]]) -> bool:
     """Does an alert with ``labels`` join an incident already paged (an ``announced`` alert, still
-    firing, of the same run and symptom)? Then it is news for that message, not a new page."""
+    firing, of the same run and symptom, at least as severe)? Then it is news for that message, not a
+    new page."""
     key = incident(labels)
-    return key is not None and any(incident(a) == key for a in announced)
+    if key is None:
+        return False
+    rank = _rank(labels)
+    return any(incident(a) == key and _rank(a) <= rank for a in announced)

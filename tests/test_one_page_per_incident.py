@@ -27,6 +27,17 @@ HOUR = 3600.0
         ({"run": "a", "symptom": "throughput"}, [{"run": "a", "symptom": "eval_regression"}], False),
         ({"run": "a"}, [{"run": "a"}], False),  # no symptom: every alert its own incident
         ({"run": "a", "symptom": "throughput"}, [], False),
+        # an escalation is news: a critical after a warning of the same incident pages
+        (
+            {"run": "a", "symptom": "no_progress", "severity": "critical"},
+            [{"run": "a", "symptom": "no_progress", "severity": "warning"}],
+            False,
+        ),
+        (
+            {"run": "a", "symptom": "no_progress", "severity": "warning"},
+            [{"run": "a", "symptom": "no_progress", "severity": "critical"}],
+            True,
+        ),
     ],
 )
 def test_an_alert_joins_an_incident_of_the_same_run_and_symptom(labels, announced, joined):

@@ -381,7 +381,7 @@ class ReplayResult:
         firing: dict[str, dict[str, str]] = {}  # fingerprint -> labels, of the paged alerts still firing
         out = []
         for e in self.events:
-            labels = {"run": e.run, **({SYMPTOM: e.symptom} if e.symptom else {})}
+            labels = {"run": e.run, "severity": e.severity, **({SYMPTOM: e.symptom} if e.symptom else {})}
             if e.state == "resolved":
                 firing.pop(e.fingerprint, None)
             elif e.state == "firing" and e.severity != "info":
