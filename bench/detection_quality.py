@@ -41,6 +41,7 @@ from tests.rules.real_scenarios import (  # noqa: E402
     MEGATRON,
     Scenario,
     as_trainer,
+    renamed,
     step_change,
     with_tokens_per_second,
 )
@@ -71,21 +72,6 @@ def oom_samples(times: list[float], until: float) -> list[Sample]:
         out.append(Sample(t, "llmc-hero", metrics={"oom_kills_total": float(sum(k <= t for k in times))}))
         t += MIN
     return out
-
-
-def renamed(samples: list[Sample], rename: dict[str, str], drop: tuple[str, ...] = ()) -> list[Sample]:
-    """The rows with keys renamed (a trainer's own names) and some dropped (what it does not log)."""
-    return [
-        Sample(
-            s.t,
-            s.run,
-            s.step,
-            {rename.get(k, k): v for k, v in s.metrics.items() if not k.startswith(drop)},
-            s.state,
-            s.source,
-        )
-        for s in samples
-    ]
 
 
 def no_grad_norm(**kw: object) -> Callable[[], tuple[list[Sample], float]]:

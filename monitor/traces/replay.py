@@ -13,7 +13,6 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from alerts.symptoms import SYMPTOM, joins
 from monitor.engine.blindness import Blind, absent_watched, apply, causes, describe, open_causes, run_findings
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -21,7 +20,7 @@ from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rul
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import TERMINAL_STATES, Sample
-from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, to_replay_event
+from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, pages, to_replay_event
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
@@ -375,20 +374,8 @@ class ReplayResult:
         ]
 
     def pages(self) -> list[ReplayEvent]:
-        """The firings that would notify someone, as delivery decides (one receiver grouping by run):
-        warnings and criticals, but for an alert that joins an incident already paged and still firing
-        (``alerts.symptoms``: same run and symptom), whose message is updated instead."""
-        firing: dict[str, dict[str, str]] = {}  # fingerprint -> labels, of the paged alerts still firing
-        out = []
-        for e in self.events:
-            labels = {"run": e.run, "severity": e.severity, **({SYMPTOM: e.symptom} if e.symptom else {})}
-            if e.state == "resolved":
-                firing.pop(e.fingerprint, None)
-            elif e.state == "firing" and e.severity != "info":
-                if not joins(labels, firing.values()):
-                    out.append(e)
-                firing[e.fingerprint] = labels
-        return out
+        """The firings that would notify someone, as delivery decides (``replay_events.pages``)."""
+        return pages(self.events)
 
 
 def replay(

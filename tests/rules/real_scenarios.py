@@ -241,3 +241,18 @@ def with_tokens_per_second(samples: list[Sample], tokens: float = 524_288.0) -> 
             prev = (s.step, s.t)
         out.append(s)
     return out
+
+
+def renamed(samples: list[Sample], rename: dict[str, str], drop: tuple[str, ...] = ()) -> list[Sample]:
+    """The rows with keys renamed (a trainer's own names) and some dropped (what it does not log)."""
+    return [
+        Sample(
+            s.t,
+            s.run,
+            s.step,
+            {rename.get(k, k): v for k, v in s.metrics.items() if not k.startswith(drop)},
+            s.state,
+            s.source,
+        )
+        for s in samples
+    ]

@@ -6,30 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.samples import Sample
 from monitor.traces.replay import replay
 from tests.rules.helpers_rules import hero
-from tests.rules.real_scenarios import HUGGINGFACE, MEGATRON, Scenario, as_trainer
-
-
-def _without(samples: list[Sample], *prefixes: str, rename: dict[str, str] | None = None) -> list[Sample]:
-    rename = rename or {}
-    return [
-        Sample(
-            s.t,
-            s.run,
-            s.step,
-            {rename.get(k, k): v for k, v in s.metrics.items() if not k.startswith(prefixes)},
-            s.state,
-            s.source,
-        )
-        for s in samples
-    ]
+from tests.rules.real_scenarios import HUGGINGFACE, MEGATRON, Scenario, as_trainer, renamed
 
 
 def test_a_healthy_run_that_logs_no_grad_norm_pages_nobody():
     sc = Scenario()
-    result = replay(_without(sc.build(), "grad/"), hero(), end=sc.end)
+    result = replay(renamed(sc.build(), {}, ("grad/",)), hero(), end=sc.end)
     assert [e for e in result.firing() if e.severity != "info"] == []
     (summary,) = result.summaries.values()
     states = {r.rule: r.state for r in summary.coverage.rules}
@@ -39,7 +23,7 @@ def test_a_healthy_run_that_logs_no_grad_norm_pages_nobody():
 
 def test_a_loss_under_an_unknown_name_is_one_warning_naming_it_and_the_keys_logged():
     sc = Scenario(last_step=4000)
-    samples = _without(sc.build(), "grad/", rename={"train/loss": "objective"})
+    samples = renamed(sc.build(), {"train/loss": "objective"}, ("grad/",))
     result = replay(samples, hero(), end=sc.end)
     (warning,) = [e for e in result.firing() if e.severity != "info"]
     assert warning.rule == "watching_blind" and warning.t - sc.step_at[0] < 10 * 60
