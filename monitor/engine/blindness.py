@@ -1,14 +1,16 @@
 """``watching_blind``: herowatch's own warning that a run's rules cannot see, one for the live engine and
 for replay.
 
-One alert per run names all of its blind rules, the inputs they miss and what the run does send that
-looks related, with the fix ("map them with metrics: {...} or a metrics_profile"); an input a source
-queried without result says why (a Prometheus query with no series: the query, and the labels the
-metric has). When most running runs of a watch are blind for the same reason, one alert on the watch
-lists them, and inhibits the runs' own (the default ``inhibit_rules``): one message, not fifty. The
-alert is a warning, routed like any other, and resolves when the inputs arrive. Its fingerprint does
-not depend on which inputs are missing: more rules going blind updates its text, it does not page
-again.
+Each cause is an alert of its own: one per essential input the run never sent or stopped sending
+(label ``input``), and one for the optional inputs that stopped; an optional input never sent is no
+blindness (coverage shows it, nobody is paged). Each names the blind rules, the inputs they miss and
+what the run does send that looks related, with the fix ("map them with metrics: {...} or a
+metrics_profile"); an input a source queried without result says why (a Prometheus query with no
+series: the query, and the labels the metric has). A run that goes blind on one more essential input
+gets a new alert, so a new notifying message; more rules going blind on the same input update the
+text. When most running runs of a watch are blind for the same cause, one alert on the watch lists
+them and inhibits the runs' own (the default ``inhibit_rules``): one message, not fifty. The alert is
+a warning, routed like any other, and resolves when its inputs arrive or their rules are turned off.
 """
 
 from __future__ import annotations
