@@ -63,5 +63,5 @@ def test_a_nan_in_the_middle_of_one_polls_rows_fires_and_then_clears():
     assert ev.evaluate("r", 110.0) == []  # the same evaluation again: still firing, nothing new
     ev.observe(Sample(111.0, "r", 11, {"train/loss": 1.9}))
     ev.evaluate("r", 111.0)  # finite after the page: the condition cleared (keep_firing_for holds it)
-    (_, det), = [(s, d) for s, d in ev.detectors("r") if s.name == "loss_nonfinite"]
+    ((_, det),) = [(s, d) for s, d in ev.detectors("r") if s.name == "loss_nonfinite"]
     assert det.evaluate(112.0).active is False

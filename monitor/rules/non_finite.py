@@ -89,9 +89,8 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         bad, step = self.bad
         at = f" at step {step}" if step is not None else ""
         if math.isfinite(v):
-            return Finding(
-                True, value=bad, step=step, reason=f"{self.metric} was {fmt_value(bad)}{at} (now {fmt_value(v)})"
-            )
+            reason = f"{self.metric} was {fmt_value(bad)}{at} (now {fmt_value(v)})"
+            return Finding(True, value=bad, step=step, reason=reason)
         return Finding(True, value=v, step=step, reason=f"{self.metric} is {fmt_value(v)}{at}")
 
     def holds_until(self) -> float:
