@@ -3,7 +3,8 @@
 A non-finite value holds the condition until an evaluation has seen it: a poll that reads several rows
 at once (a NaN step, then finite ones, as a 2-second poll of a run logging every second does) must
 not lose the NaN behind the newest value. A finite value observed after that evaluation clears the
-condition; ``keep_firing_for`` keeps the alert up meanwhile.
+condition, as does a finite value for the same step (a corrected row); ``keep_firing_for`` keeps the
+alert up meanwhile.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         if bad:
             self.count += 1
             self.bad, self.judged = [v, sample.step], False
-        elif self.bad is not None and self.judged:
-            self.bad = None
+        elif self.bad is not None and (self.judged or sample.step == self.bad[1]):
+            self.bad = None  # judged, or the same step logged again, finite (a correction)
         self.hot = self.bad is not None
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
@@ -77,8 +78,6 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             last = s
         if last is not None:
             self.value, self.step = last.metrics[m], last.step
-            if self.bad is not None and self.judged:
-                self.bad, self.hot = None, False
         return i, 0
 
     def evaluate(self, now: float) -> Finding:

@@ -95,6 +95,7 @@ class StallDetector(Detector[StallSpec]):
     plot = "progress"
     spec_model = StallSpec
     clocked = True
+    silence = True
 
     def __init__(self, rule: StallSpec, run: str) -> None:
         super().__init__(rule, run)
