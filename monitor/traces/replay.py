@@ -6,18 +6,16 @@ time-based rules (stall, telemetry gone, absent) fire when they would have live.
 sample every run's clock goes on to the end of the trace, so a run that went silent while others
 carried on is caught. Ticks at which no rule can change are skipped (``Evaluator.quiet_until``).
 
-After the trace's last line the clock runs on, as it does live, at the evaluation interval, for as
-long as a timer the data armed can still fire (``Evaluator.armed_until``: a pending alert's ``for``,
-the grace of a ``crashed`` state), at most ``RUN_ON`` seconds; the silence timers (a stall) are not
-run on, since the end of a trace looks like silence. ``finish(end)`` runs every clock to ``end``
-instead (``--until``), silence timers included. ``trace_end`` is the last line's time.
+After the trace's last line the clock runs on, as live, while a timer the data armed can fire
+(``Evaluator.armed_until``: a pending ``for``, a crash's grace), not the silence timers (a trace's end
+looks like silence); ``finish(end)`` runs every clock to ``end`` (``--until``). A backlog after an
+outage (``trace.Backlogs``) is taken in with its own times, the clock staying where it is.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
 from monitor.engine.coverage import RunCoverage
@@ -26,8 +24,9 @@ from monitor.engine.source_health import DEFAULT_AFTER
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
-from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, to_replay_event
+from monitor.traces.replay_events import ReplayEvent, ReplayResult, RunClock, RunSummary, to_replay_event
 from monitor.traces.replay_outages import ReplayOutages
+from monitor.traces.trace import Backlogs
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
@@ -75,6 +74,7 @@ class Replayer:
         self._plain: RunClock | None = None  # the run whose plain samples batch (feed's fast path)
         self._plain_run: str | None = None
         self.trace_end: float | None = None  # the time of the trace's last line (finish)
+        self._backlogs = Backlogs()  # rows read after an outage, older than the run's clock
 
     @property
     def evaluator(self) -> Evaluator:
@@ -150,6 +150,12 @@ class Replayer:
                 voc.translator(run, self.metrics_profile) if voc is not None else None
             )
             self.summaries[run] = RunSummary(run, first_t=t)
+        if self._health:
+            if t < clock.t:
+                return self._backlog(run, clock, sample)
+            self._backlogs.note(sample, clock.t)
+        elif sample.source_error is not None:
+            self._backlogs.note(sample, clock.t if clock.samples else None)
         buf = self._buf
         # a plain sample (no news, the same keys as the run's last one, so nothing for the vocabulary
         # to learn) waits in the batch; anything else is fed at once, after the batch
@@ -200,6 +206,15 @@ class Replayer:
             if clock.first_step is None:
                 clock.first_step = step
             clock.last_step = step
+
+    def _backlog(self, run: str, clock: RunClock, sample: Sample) -> None:
+        """A row older than the run's clock, read after an outage: taken in, the clock stays."""
+        if not self._backlogs.admits(sample):
+            raise ValueError(f"run {run!r} goes back in time ({sample.t!r} after {clock.t!r})")
+        self.flush()
+        self._observe(clock.translate(sample) if clock.translate is not None else sample)
+        clock.pending, clock.samples = True, clock.samples + 1
+        clock.last_step = max(clock.last_step or sample.step, sample.step)
 
     def feed_all(self, samples: Iterable[Sample]) -> None:
         feed = self.feed
@@ -360,17 +375,6 @@ class Replayer:
                 summary.rules_fired[rev.rule] += 1
             if self._on_event is not None:
                 self._on_event(rev)
-
-
-@dataclass
-class ReplayResult:
-    events: list[ReplayEvent]
-    summaries: dict[str, RunSummary]
-
-    def firing(self, severity: str | None = None) -> list[ReplayEvent]:
-        return [
-            e for e in self.events if e.state == "firing" and (severity is None or e.severity == severity)
-        ]
 
 
 def replay(
