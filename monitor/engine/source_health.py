@@ -11,9 +11,9 @@ Hysteresis: an outage ends only once the source has answered cleanly for ``settl
 had failed, between ``SETTLE_MIN`` and ``SETTLE_MAX``); an error meanwhile continues the same outage,
 so a flickering source is one alert, one message. While it settles the source is readable (fresh data
 is judged) but the silence rules (a stall: ``Detector.silence``) wait, and after it they wait on for
-the backlog: until the run's newest step is as recent as the time the source came back, at most as
-long as the outage lasted (``MAX_CATCH_UP``). Late steps with their own timestamps inside the outage
-are progress then (``settling(now)``: source -> since when it answers again).
+the backlog: until the run's newest step is as recent as the time the source came back, at most half
+as long as the outage lasted (at least the settling, at most ``MAX_CATCH_UP``). Late steps with their
+own timestamps inside the outage are progress then (``settling(now)``: source -> since when).
 """
 
 from __future__ import annotations
@@ -114,7 +114,8 @@ class SourceHealth:
         if st.clean_since is None or now - st.clean_since < self.settle_for(st):
             return
         lasted = st.clean_since - (st.failing_since or st.clean_since)
-        st.catch_up = (st.clean_since, st.clean_since + min(MAX_CATCH_UP, max(lasted, self.settle_for(st))))
+        wait = min(MAX_CATCH_UP, max(lasted / 2, self.settle_for(st)))  # for the backlog: half the outage
+        st.catch_up = (st.clean_since, st.clean_since + wait)
         st.failing_since = st.failed_at = st.clean_since = None
 
     def in_outage(self, source: str, now: float) -> bool:
