@@ -8,7 +8,7 @@ are not hidden by anything). A poll that hangs counts as failing once it has run
 source's own time limit, so the alert comes on time even while the poll is still stuck in retries.
 
 Hysteresis: an outage ends only once the source has answered cleanly for ``settle_for`` (as long as it
-had failed, between ``SETTLE_MIN`` and ``SETTLE_MAX``); an error meanwhile continues the same outage,
+had failed, between ``after`` and 5x it: 2 to 10 minutes by default); an error meanwhile continues it,
 so a flickering source is one alert, one message. While it settles the source is readable (fresh data
 is judged) but the silence rules (a stall: ``Detector.silence``) wait, and after it they wait on for
 the backlog: until the run's newest step is as recent as the time the source came back, at most half
@@ -28,8 +28,7 @@ from monitor.durations import format_duration
 from monitor.rules.spec import RuleSpec
 
 DEFAULT_AFTER = 120.0
-SETTLE_MIN = 120.0  # an outage ends after the source answered cleanly this long at least,
-SETTLE_MAX = 600.0  # for as long as it had failed, up to this
+SETTLE_TIMES = 5.0  # an outage settles after clean answers for as long as it failed, up to 5 x ``after``
 MAX_CATCH_UP = 3600.0  # after an outage, the silence rules wait for the backlog at most this long
 SCOPE = {"scope": "watch"}  # the watch carries its sources' alerts (kept apart from a same-named run)
 MAX_LISTED = 10
@@ -104,11 +103,11 @@ class SourceHealth:
             st.clean_since = now
         self._settle(st, now)
 
-    @staticmethod
-    def settle_for(st: _Status) -> float:
-        """How long the source must answer cleanly before its outage is over."""
+    def settle_for(self, st: _Status) -> float:
+        """How long the source must answer cleanly before its outage is over: as long as it had failed,
+        at least ``after`` (2 minutes by default), at most ``SETTLE_TIMES`` x that."""
         failed = (st.clean_since or 0.0) - (st.failing_since or 0.0)
-        return min(SETTLE_MAX, max(SETTLE_MIN, failed))
+        return min(SETTLE_TIMES * self.after, max(self.after, failed))
 
     def _settle(self, st: _Status, now: float) -> None:
         if st.clean_since is None or now - st.clean_since < self.settle_for(st):

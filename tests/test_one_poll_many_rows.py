@@ -1,4 +1,5 @@
-"""A NaN loss reaches the receiver at every poll interval (issue 26, point 7).
+"""One poll, many rows: a NaN loss reaches the receiver at every poll interval (issue 26, point 7),
+and a one-step loss blip among the rows of one poll is recorded.
 
 ``bench/detect_latency.py`` printed ``missed`` for ``loss_nonfinite`` at a 2-second poll: a poll of a
 run that logs every second reads two rows, the NaN step and a finite one after it, and the rule looked
@@ -65,3 +66,22 @@ def test_a_nan_in_the_middle_of_one_polls_rows_fires_and_then_clears():
     ev.evaluate("r", 111.0)  # finite after the page: the condition cleared (keep_firing_for holds it)
     ((_, det),) = [(s, d) for s, d in ev.detectors("r") if s.name == "loss_nonfinite"]
     assert det.evaluate(112.0).active is False
+
+
+def test_a_one_step_loss_blip_in_the_middle_of_one_polls_rows_is_recorded():
+    """The live paging test's flake ("timed out waiting for the blip's info"): on a loaded box a poll
+    reads several rows, and the spike rule, too, looked at the newest value only."""
+    rules = [s for s in load_rules(["hero"]) if s.name == "loss_jump"]
+    ev = Evaluator(lambda run: rules)
+    losses = [2.0 + 0.01 * ((7 * i) % 5) for i in range(720)]  # two hours, a step every 10 s
+    t = 1000.0
+    for i, loss in enumerate(losses):  # a healthy baseline, evaluated as it comes
+        ev.observe(Sample(t + 10 * i, "r", i, {"train/loss": loss}, "running" if i == 0 else None))
+        assert ev.evaluate("r", t + 10 * i) == []
+    n, t = len(losses), t + 10 * len(losses)
+    ev.observe(Sample(t, "r", n, {"train/loss": 8.0}))  # the blip, then two ordinary steps
+    ev.observe(Sample(t + 10, "r", n + 1, {"train/loss": 2.01}))
+    ev.observe(Sample(t + 20, "r", n + 2, {"train/loss": 2.02}))
+    (event,) = ev.evaluate("r", t + 20)
+    assert event.transition.to_state.value == "firing" and event.finding.step == n
+    assert f"at step {n} was" in event.finding.reason and "one-step spike" in event.finding.reason
