@@ -211,8 +211,7 @@ class Evaluator:
 
     def armed_until(self, run: str) -> float:
         """When a timer the data armed (a pending ``for``, a crash's grace; no silence timer) can fire."""
-        rr = self._runs.get(run)
-        due = math.inf
+        rr, due = self._runs.get(run), math.inf
         for det, slot in rr.clocks if rr is not None else ():
             if not det.silence and not slot.open and det.wake_at > -math.inf:
                 due = min(due, det.wake_at)
