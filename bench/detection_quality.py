@@ -36,15 +36,14 @@ from monitor.rules.spec import RuleSpec  # noqa: E402
 from monitor.samples import Sample  # noqa: E402
 from monitor.traces.replay import replay  # noqa: E402
 from tests.rules.helpers_rules import T0, hero, llmc_samples, real_file  # noqa: E402
-from tests.rules.real_scenarios import (  # noqa: E402
-    HUGGINGFACE,
-    MEGATRON,
-    Scenario,
-    as_trainer,
-    renamed,
-    step_change,
-    with_tokens_per_second,
+from tests.rules.real_cases import (  # noqa: E402
+    eval_regression,
+    no_grad_norm,
+    slower_with_tokens,
+    unknown_loss_name,
 )
+from tests.rules.real_scenarios import HUGGINGFACE, MEGATRON, Scenario, as_trainer, step_change  # noqa: E402
+from tests.rules.test_replay_flaky_outage import wandb_outage  # noqa: E402
 from tests.rules.test_rule_real_data import bloom_samples  # noqa: E402
 
 MIN = 60.0
@@ -72,36 +71,6 @@ def oom_samples(times: list[float], until: float) -> list[Sample]:
         out.append(Sample(t, "llmc-hero", metrics={"oom_kills_total": float(sum(k <= t for k in times))}))
         t += MIN
     return out
-
-
-def no_grad_norm(**kw: object) -> Callable[[], tuple[list[Sample], float]]:
-    def build() -> tuple[list[Sample], float]:
-        sc = Scenario(**kw)
-        return renamed(sc.build(), {}, ("grad/",)), sc.end
-
-    return build
-
-
-def eval_regression(names: dict[str, str]) -> Callable[[], tuple[list[Sample], float, float]]:
-    """The run under a trainer's names with the real llm.c validation loss, 0.08 worse from step 10000."""
-
-    def build() -> tuple[list[Sample], float, float]:
-        sc = Scenario(last_step=12000)
-        base = sc.build()
-        worse = as_trainer(sc, base, names, lambda s: 0.08 if s >= 10000 else 0.0)
-        return worse, sc.step_at[10000], sc.end
-
-    return build
-
-
-def unknown_loss_name() -> tuple[list[Sample], float, float]:
-    sc = Scenario(last_step=4000)
-    return renamed(sc.build(), {"train/loss": "objective"}, ("grad/",)), T0, sc.end
-
-
-def slower_with_tokens() -> tuple[list[Sample], float, float]:
-    sc = Scenario(slow=step_change(1.5 * HOUR, 1 / 0.85), save_every=None, eval_pause=None, last_step=5000)
-    return with_tokens_per_second(sc.build()), T0 + 1.5 * HOUR, sc.end
 
 
 def nan_at(step: int) -> Callable[[int], float]:
@@ -248,6 +217,44 @@ def incidents() -> list[Incident]:
     ]
 
 
+def steady_and_ending_incidents() -> list[Incident]:
+    """Issue 26 (points 2, 3, 4): a hang in a run that never pauses, a trace whose last line is W&B's
+    ``crashed``, a hang during a flaky W&B outage."""
+
+    def crashed_last() -> tuple[list[Sample], float, None]:
+        samples = Scenario(last_step=9000, end_state="crashed").build()
+        return samples, samples[-1].t, None  # nothing after the crash: replay runs the clock on
+
+    def hang_in_outage() -> tuple[list[Sample], float, None]:
+        trace, _, _ = wandb_outage("at once", hang=True)
+        return trace, max(s.t for s in trace if s.step is not None), None
+
+    return [
+        Incident(
+            "hang in a run that never pauses (step 9876)",
+            ("progress_stalled",),
+            10 * MIN,
+            lambda: scenario(
+                Scenario(save_every=None, eval_pause=None, hang_after_step=9876, watch_after=HOUR),
+                lambda s: s.last_t,
+            ),
+        ),
+        Incident("trace ends in W&B 'crashed'", ("run_crashed",), 5 * MIN + 1 * MIN, crashed_last),
+        Incident(  # the outage, then the wait for its backlog (half its length), then 5 minutes
+            "hang during a flaky 40m W&B outage", ("progress_stalled",), 65 * MIN, hang_in_outage
+        ),
+    ]
+
+
+def flaky_outages() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]]]:
+    """Issue 26 (point 4): healthy runs behind flaky 40-minute outages (one source_unavailable warning
+    each, no page)."""
+    return [
+        ("llm.c behind a flaky W&B outage, backlog at once", lambda: (wandb_outage("at once")[0], None)),
+        ("llm.c behind a flaky W&B outage, backlog in order", lambda: (wandb_outage("in order")[0], None)),
+    ]
+
+
 def pai_runs(straggler: bool) -> tuple[list[Sample], float, None]:
     """The PAI job's workers as runs: one row per sampled iteration (every 10), 6 s an iteration at the
     median batch time, tokens/s from the batch time. With ``straggler`` only worker 6, whose real
@@ -329,7 +336,7 @@ def main() -> None:
     )
     delays: list[float] = []
     caught = total = 0
-    for inc in incidents():
+    for inc in incidents() + steady_and_ending_incidents():
         samples, onset, end = inc.build()
         result = replay(samples, inc.specs(), end=end)
         hits = [e for e in result.firing() if e.rule in inc.rules and e.t >= onset]
@@ -351,7 +358,7 @@ def main() -> None:
     print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
     false_pages = 0
     specs = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
-    for name, build in healthy():
+    for name, build in healthy() + flaky_outages():
         samples, end = build()
         result = replay(samples, specs, end=end)
         pages = result.firing("critical")
