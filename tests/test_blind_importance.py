@@ -163,3 +163,30 @@ def test_suggestions_are_ranked_by_name_and_left_out_when_the_shape_is_wrong():
     assert related("grad/norm/total", ["restarts_total", "grad_steps", "gnorm"], seen) == ["gnorm"]
     assert related("train/loss", ["loss_scale", "objective"], seen) == ["objective"]
     assert related("restarts_total", ["grad_steps", "gnorm"], seen) == [], "no gauge for a counter"
+
+
+RULE_FILE = """
+inputs:
+  essential: [my/metric]
+rules:
+  - {name: mine_high, kind: threshold, metric: my/metric, above: 5}
+  - {name: other_high, kind: threshold, metric: other/metric, above: 5}
+"""
+
+
+def test_a_rule_file_declares_what_is_essential_and_a_typo_says_where():
+    import pytest
+
+    from monitor.config.errors import ConfigError
+    from monitor.rules.loader import parse_rules
+    from monitor.traces.replay import replay
+
+    rules = parse_rules(RULE_FILE, "mine.yaml")
+    rows = [Sample(1000.0 + 10 * i, "r", i, {"train/loss": 2.0}, "running", "wandb") for i in range(60)]
+    summary = replay(rows, rules).summaries["r"]
+    states = {r.rule: r.state for r in summary.coverage.rules}
+    assert states == {"mine_high": "blind", "other_high": "unused"}
+    assert "no value of my/metric" in summary.blind.text and "other/metric" not in summary.blind.text
+    with pytest.raises(ConfigError) as err:
+        parse_rules(RULE_FILE.replace("essential:", "esential:"), "mine.yaml")
+    assert "mine.yaml:3" in str(err.value) and "esential" in str(err.value)
