@@ -122,14 +122,16 @@ def doctor(
     config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON document instead of the report"),
 ) -> None:
-    """Check a set-up before trusting it: connect to every source and receiver as `serve` would.
+    """Check a set-up before trusting it: look at every source and receiver as `serve` would.
 
-    W&B: the entity and project answer, the runs the watch picks up, each run's keys against every
-    rule's inputs (with the detected trainer profile). Prometheus: each query per run, and why one
-    matches no series. Slack: the token, the bot's membership of the channel, the scopes it lacks, and
-    whether the buttons and /herowatch can reach herowatch (Socket Mode connects, or the HTTP endpoint).
-    Webhooks: reachable (nothing is posted). Exit 0 when everything the watched runs need is there,
-    1 when a run would be watched blind or a receiver cannot deliver, 2 for an unusable config.
+    Each is reported ok, warn, FAIL (a problem found) or ???? (could not check, with the cause:
+    connection refused, timeout, DNS, TLS, auth, missing secret). W&B: the runs the watch picks up,
+    each run's keys against every rule's inputs. Prometheus: each query per run. Slack: the token,
+    the channel, the scopes, the buttons' way in. Webhooks, Alertmanager, PagerDuty: reachable.
+    Nothing is posted.
+
+    Exit 0 ready; 1 a problem found; 2 an unusable config; 3 something could not be checked.
+    --json: ok, exit, problems, warnings, unchecked, items (level, subject, what, fix, cause), runs.
     """
     try:
         cfg, rules = _load(config)
