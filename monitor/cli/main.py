@@ -68,24 +68,9 @@ def _settings(database_url: str | None = None, listen: str | None = None):  # no
 
 
 def _load(config: Path):  # noqa: ANN202
-    from monitor.config.loader import load_config
-    from monitor.config.references import reference_problems
-    from monitor.config.yamlpos import add_lines
-    from monitor.service import build_layouts, build_rules, matcher_problems
+    from monitor.cli.loading import load
 
-    cfg = load_config(config, references=False)
-    problems = reference_problems(cfg) + matcher_problems(cfg)
-    rules = None
-    try:
-        rules = build_rules(cfg, config.parent, str(config))
-        build_layouts(cfg, rules, config.parent, str(config))  # run kinds and panels
-    except ConfigError as exc:
-        if exc.path != str(config):  # a rule file's own problems, with its own lines
-            raise
-        problems += exc.problems
-    if problems:  # every problem of the config at once, each with its line, in the file's order
-        raise add_lines(ConfigError(str(config), problems), config.read_text(encoding="utf-8"))
-    return cfg, rules
+    return load(config)
 
 
 @app.command("check-config")
