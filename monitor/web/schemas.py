@@ -239,7 +239,8 @@ class AlertOut(BaseModel):
     severity: str
     state: str
     labels: dict[str, str]
-    summary: str
+    summary: str = Field(description="what it fired with (for a resolved alert: the past)")
+    resolved_reason: str | None = Field(None, description="a resolved alert: why it ended, true now")
     description: str | None
     runbook_url: str | None
     value: float | None

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alerts.model import Severity
 from monitor.rules.panels import OTHER
 from monitor.storage import raster_read, runs_repo, views
 from monitor.web import status
@@ -50,6 +51,7 @@ ALERT_GROUPS = (
     ("firing", "Firing"),  # firing, nobody has it yet, not silenced: the ones that need someone
     ("acknowledged", "Acknowledged"),  # firing or pending, someone has it
     ("pending", "Pending"),
+    ("info", "Info"),  # info alerts, firing or pending: worth knowing, never a page
     ("silenced", "Silenced"),
 )
 
@@ -60,6 +62,8 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
     for a in active:
         if a.silenced:
             groups["silenced"].append(a)
+        elif a.severity == Severity.INFO:
+            groups["info"].append(a)
         elif a.acknowledged:
             groups["acknowledged"].append(a)
         elif a.state == "firing":
