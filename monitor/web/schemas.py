@@ -140,6 +140,11 @@ class RunOut(BaseModel):
     last_step_at: str | None
     last_seen_at: str | None
     last_polled_at: str | None
+    stale: dict[str, float] = Field(
+        default_factory=dict,
+        description="metric -> age in seconds of each latest value older than the run's cadence allows "
+        "(three of its usual gaps): shown as stale, with its age, never as now",
+    )
     source_error: str | None
     restarts: int
     active_alerts: dict[str, int] = Field(description="firing alerts by severity")

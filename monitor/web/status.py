@@ -19,6 +19,7 @@ from monitor.durations import format_duration
 from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
 from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
+from monitor.runs.run_stats import stale_ages
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
 from monitor.web.context import STALE_POLLS, ApiContext
@@ -279,6 +280,7 @@ def run_fields(
         "silenced_alerts": sum(1 for a in alerts if a.silenced),
         "metrics_profile": stats.get("metrics_profile"),
         "blind_rules": blind_rules(stats),
+        "stale": stale_ages(stats, now, 2 * interval),
     }
 
 

@@ -4,6 +4,8 @@ leads with the worst alert nobody has yet, not an acknowledged one."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from monitor.storage.models import Run
@@ -82,3 +84,33 @@ def test_a_card_leads_with_the_worst_unacknowledged_alert():
         run, [_alert(1, "critical", "stalled", acked="bob"), lower], None, 1_767_225_900.0, 60
     )
     assert verdict.problem.startswith("throughput down 8%"), "an acknowledged critical does not hide the rest"
+
+
+def test_a_stalled_runs_header_marks_its_throughput_stale_with_its_age(live, page, artifacts):
+    live.tick(37 * 60)  # hero-a stalled at 10m: its last tokens/s and MFU are 27 minutes old
+    run = live.api("/api/runs/hero-a")
+    assert run["stale"]["throughput/tokens_per_second"] > 25 * 60, run["stale"]
+    page.goto(live.url + "/runs/hero-a")
+    for cls in ("tokens", "mfu"):
+        cell = page.locator(f"#run-head dd.{cls}")
+        expect(cell).to_have_class(re.compile(r"\bstale\b"))
+        expect(cell.locator(".stale-age")).to_have_text(re.compile(r"^2[67]m(\d+s)? old$"))
+    page.screenshot(path=str(artifacts / "run-stalled-stale-values.png"), full_page=True)
+    page.goto(live.url + "/runs/hero-b")  # running: its values are of now, unmarked
+    expect(page.locator("#run-head dd.tokens")).not_to_have_class(re.compile(r"\bstale\b"))
+    expect(page.locator("#run-head .stale-age")).to_have_count(0)
+
+
+def test_the_coverage_table_gives_one_age_per_input(live, page):
+    """A covered row said "Last value seen 32s ago" and "covered · last value 0s ago" (an age frozen at
+    the last poll): the age is given once, as of now."""
+    live.tick(12 * 60)
+    page.goto(live.url + "/runs/hero-b")
+    live.clock.advance(45)  # time passes between the last poll and reading the page
+    page.reload()
+    rows = page.locator("table.coverage-table tr.cov-covered")
+    expect(rows.first).to_be_visible()
+    for text in rows.all_inner_texts():
+        assert "last value" not in text, text
+    loss_row = page.locator("table.coverage-table tr", has_text="loss_spike")
+    expect(loss_row.locator("td").nth(2)).to_have_text(re.compile(r"^(4[5-9]s|5\ds|1m) ago$"))
