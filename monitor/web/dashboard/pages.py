@@ -46,6 +46,9 @@ def guard(request: Request, ctx: ApiContext, fragment: bool = False) -> Response
     return Response("login needed", status_code=401) if fragment else to_login(request)
 
 
+CHART_RANGES = ("1h", "6h", "24h", "7d")  # the run charts' time-range picker (static/run_charts.js reads it)
+
+
 # ---- alert groups: the same words and counts on every page ----------------------------------------
 ALERT_GROUPS = (
     ("firing", "Firing"),  # firing, nobody has it yet, not silenced: the ones that need someone
@@ -191,7 +194,9 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )
     axis = "step" if request.query_params.get("axis") == "step" else "time"
-    return page(request, ctx, "run.html", axis=axis, **values)
+    chosen = request.query_params.get("range", "")
+    span = chosen if chosen in CHART_RANGES else ""
+    return page(request, ctx, "run.html", axis=axis, span=span, ranges=CHART_RANGES, **values)
 
 
 @router.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)
