@@ -75,3 +75,19 @@ def test_bad_times_and_cursors_are_a_clear_400(db_url, clock):
     assert r.status_code == 400 and "before from" in r.text
     r = api.get("/api/alerts", params={"cursor": "1' or 1=1"})
     assert r.status_code == 400 and "cursor" in r.text
+
+
+def test_out_of_range_times_and_cursors_are_a_400_not_a_500(db_url, clock):
+    api = scene(db_url, clock)
+    for params in (
+        {"from": "9" * 40},
+        {"from": "-5"},
+        {"to": "0001-01-01T00:00Z"},
+        {"from": "9999-12-31T00:00Z"},
+        {"from": "99999999999d"},
+        {"from": "nan"},
+        {"cursor": "999999999999_1"},
+        {"cursor": "1780000000_999999999999"},
+    ):
+        r = api.get("/api/alerts", params=params)
+        assert r.status_code == 400, (params, r.status_code, r.text)

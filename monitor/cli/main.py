@@ -199,11 +199,12 @@ def demo(
         None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
     ),
 ) -> None:
-    """Run herowatch on two simulated hero runs, on a simulated clock. No account or network needed.
+    """Run herowatch on three simulated runs (two pretraining, one RL) on a fast clock. No account needed.
 
-    One run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop, source outage)
-    every 5 simulated hours, 10 real minutes at the default 30x: acknowledge, silence and watch each
-    resolve on the dashboard. The first alert prints here within about a minute.
+    One pretraining run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop,
+    source outage) every 5 simulated hours, 10 real minutes at the default 30x; the RL run's policy
+    collapses once a loop: acknowledge, silence and watch each resolve on the dashboard. The first
+    alert prints here within about a minute.
     """
     from alerts.clock import ScaledClock
     from alerts.notifiers.console import ConsoleNotifier

@@ -21,6 +21,7 @@ from monitor.web.schemas import AlertOut
 
 _CURSOR = re.compile(r"^(\d{1,12}(?:\.\d{1,6})?)_(\d{1,12})$")
 MAX_RULES = 50
+MAX_EPOCH = 1e11  # the year 5138: later is no time anyone means
 
 
 def when(text: str | None, now: float, name: str) -> float | None:
@@ -28,27 +29,36 @@ def when(text: str | None, now: float, name: str) -> float | None:
     if text is None or text == "":
         return None
     text = text.strip().removesuffix(" ago")
+    bad = HTTPException(
+        400,
+        f"{name}: {text[:40]!r} is not a time: use ISO 8601 (2026-05-28T20:00Z), epoch seconds, "
+        "or a duration ago (24h)",
+    )
     try:
         v = float(text)
-        if math.isfinite(v) and 0 <= v < 1e11:
-            return v
     except ValueError:
         pass
+    else:
+        if math.isfinite(v) and 0 <= v < MAX_EPOCH:
+            return v
+        raise bad
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
         if dt.tzinfo is None:
-            raise HTTPException(400, f"{name}: give a time zone (e.g. {text}Z for UTC)")
-        return dt.timestamp()
-    except ValueError:
+            raise HTTPException(400, f"{name}: give a time zone (e.g. {text[:40]}Z for UTC)")
+        at = dt.timestamp()
+        if not 0 <= at < MAX_EPOCH:
+            raise bad
+        return at
+    except (ValueError, OverflowError):
         pass
     try:
-        return now - parse_duration(text)
-    except (ValueError, TypeError):
-        raise HTTPException(
-            400,
-            f"{name}: {text[:40]!r} is not a time: use ISO 8601 (2026-05-28T20:00Z), epoch seconds, "
-            "or a duration ago (24h)",
-        ) from None
+        ago = parse_duration(text)
+    except (ValueError, TypeError, OverflowError):
+        raise bad from None
+    if not (math.isfinite(ago) and 0 <= ago <= now):
+        raise bad
+    return now - ago
 
 
 def cursor_of(text: str | None) -> tuple[float, int] | None:
@@ -57,7 +67,10 @@ def cursor_of(text: str | None) -> tuple[float, int] | None:
     m = _CURSOR.match(text)
     if m is None:
         raise HTTPException(400, "cursor: not a cursor this API gave (take it from X-Next-Cursor)")
-    return float(m[1]), int(m[2])
+    at, alert_id = float(m[1]), int(m[2])
+    if at >= MAX_EPOCH or alert_id > 2**31:
+        raise HTTPException(400, "cursor: not a cursor this API gave (take it from X-Next-Cursor)")
+    return at, alert_id
 
 
 def rules_of(text: str | None) -> list[str]:

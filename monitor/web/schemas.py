@@ -94,6 +94,11 @@ class MetricsProfileOut(BaseModel):
     )
     confidence: float | None = Field(default=None, description="detected: 0..1")
     keys: list[str] = Field(default_factory=list, description="the marker keys that identified it")
+    renames: bool = Field(
+        default=True,
+        description="detected: whether the profile renames any key "
+        "(false: the run logs herowatch's own names, which say nothing of its trainer)",
+    )
     explain: str = ""
 
 
@@ -357,6 +362,10 @@ class SilenceOut(BaseModel):
     comment: str
     created_at: str
     muting: int = Field(description="pending or firing alerts it mutes now")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="when created: what its maker should know (a run matcher that names no watched run)",
+    )
 
 
 class RuleOut(BaseModel):
