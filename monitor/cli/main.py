@@ -36,7 +36,11 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.add_typer(alert_app, name="alert")
 app.add_typer(slack_app, name="slack")
-app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
+app.command(
+    "replay",
+    help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
+    "docs/examples/llmc-gpt2-124m.jsonl).",
+)(
     replay_command
 )
 
