@@ -42,7 +42,9 @@ def main() -> None:
             }
             lines.append({"t": t, "run": RUN, "step": step, "metrics": metrics, "state": "running"})
     for minute in range(1, 41):  # the made-up hang: alive, no step
-        lines.append({"t": t + 60 * minute, "run": RUN, "state": "running", "labels": {"example": "made-up hang"}})
+        lines.append(
+            {"t": t + 60 * minute, "run": RUN, "state": "running", "labels": {"example": "made-up hang"}}
+        )
     OUT.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
     print(f"{OUT.relative_to(REPO)}: {len(lines)} lines")
 

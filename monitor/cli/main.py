@@ -40,9 +40,7 @@ app.command(
     "replay",
     help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
     "docs/examples/llmc-gpt2-124m.jsonl).",
-)(
-    replay_command
-)
+)(replay_command)
 
 log = logging.getLogger("herowatch")
 
@@ -240,7 +238,9 @@ def demo(
         login = "log in with your HEROWATCH_API_TOKEN"
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
-    service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    clock = ScaledClock(speed)
+    demo_text.simulated_log_times(clock, speed)  # herowatch's own log lines carry the demo's time too
+    service = build_service(cfg, settings, clock, speed=speed, auto_migrate=True)
     service.socket_mode = None  # simulated runs: never answer a real Slack (SLACK_APP_TOKEN) from here
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
