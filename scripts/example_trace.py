@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Writes docs/examples/llmc-gpt2-124m.jsonl, the example trace for `herowatch replay` (docs/examples/README.md).
+"""Writes docs/examples/llmc-gpt2-124m.jsonl, the example trace for `herowatch replay`
+(docs/examples/README.md).
 
-Steps 7200 to 7700 of a real run: llm.c GPT-2 124M as logged in KellerJordan/modded-nanogpt @ f411b3d3,
-records/track_1_short/2024-10-13_llmc/main.log (MIT), parsed into /work/shared/data/real/llmc_gpt2_124m_steps.csv
-(loss, learning rate, grad norm; the real one-step grad-norm spike at step 7435, 1.44 against ~0.27). The log has
-no wall clock: a steady 2 s a step is assumed. Then a made-up hang, said so in every line's labels: the
-run keeps reporting `running` once a minute for 40 minutes without a new step.
+Steps 7200 to 7700 of a real run: llm.c GPT-2 124M as logged in KellerJordan/modded-nanogpt @
+f411b3d3, records/track_1_short/2024-10-13_llmc/main.log (MIT), parsed into
+/work/shared/data/real/llmc_gpt2_124m_steps.csv (loss, learning rate, grad norm; the real one-step
+grad-norm spike at step 7435, 1.44 against ~0.27). The log has no wall clock: a steady 2 s a step is
+assumed. Then a made-up hang, said so in every line's labels: the run keeps reporting `running` once
+a minute for 40 minutes without a new step.
 
 Usage: python3 scripts/example_trace.py [path to llmc_gpt2_124m_steps.csv]
 """
