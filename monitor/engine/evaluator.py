@@ -324,6 +324,8 @@ class Evaluator:
         if rr is None:
             return out
         for slot in rr.live.values():
+            if slot.rule.momentary:
+                continue
             finding = slot.det.evaluate(now)
             for fp in slot.open:
                 alert = self._open.get(fp)

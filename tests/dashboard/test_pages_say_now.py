@@ -114,3 +114,11 @@ def test_the_coverage_table_gives_one_age_per_input(live, page):
         assert "last value" not in text, text
     loss_row = page.locator("table.coverage-table tr", has_text="loss_spike")
     expect(loss_row.locator("td").nth(2)).to_have_text(re.compile(r"^(4[5-9]s|5\ds|1m) ago$"))
+
+
+def test_a_run_logging_herowatchs_own_names_is_not_called_levanter(live, page):
+    live.tick(5 * 60)
+    page.goto(live.url + "/runs/hero-a")
+    names = page.locator("#run-head dd.metrics-profile")
+    expect(names).to_have_text("as logged (herowatch's own names: nothing renamed)")
+    assert live.api("/api/runs/hero-a")["metrics_profile"]["renames"] is False
