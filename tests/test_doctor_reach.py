@@ -214,3 +214,17 @@ def test_an_unreachable_slack_leaks_no_library_log(tmp_path):
     assert "???? receiver oncall (slack): could not check (connection refused):" in text, text
     doc = json.loads(doctor(tmp_path, slack_config(url), {"SLACK_BOT_TOKEN": DEFAULT_TOKEN}, "--json").stdout)
     assert doc["exit"] == 3 and isinstance(doc["library_log"], list)
+
+
+def test_check_config_notes_a_receivers_secret_this_environment_lacks(tmp_path):
+    cfg = tmp_path / "hw.yaml"
+    cfg.write_text(slack_config("http://127.0.0.1:9/api/"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLACK_")}
+    run = [sys.executable, "-m", "monitor.cli", "check-config", str(cfg)]
+    out = subprocess.run(run, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "note: receiver oncall: SLACK_BOT_TOKEN is not set here" in out.stdout
+    assert all(len(line) <= 80 for line in out.stdout.splitlines()[1:]), out.stdout
+    env["SLACK_BOT_TOKEN"] = DEFAULT_TOKEN
+    out = subprocess.run(run, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert "note:" not in out.stdout

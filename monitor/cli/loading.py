@@ -27,6 +27,25 @@ def build_all_rules(cfg: WatchConfig, base_dir: Path, path: str) -> tuple[RuleSe
     return rules, problems
 
 
+def unset_secrets(cfg: WatchConfig) -> list[str]:
+    """Receivers whose secret this environment lacks: the file is valid, but `serve` here would refuse it."""
+    import os
+
+    from alerts.notifiers.base import MissingSecret
+    from alerts.notifiers.registry import BuildContext, build_notifier
+
+    context = BuildContext(env=dict(os.environ), external_url=cfg.server.external_url)
+    out = []
+    for r in cfg.receivers:
+        try:
+            build_notifier(r, context)
+        except MissingSecret as exc:
+            out.append(f"receiver {r.name}: {exc.env} is not set here")
+        except ValueError:
+            continue  # said by doctor, which builds it the same way
+    return out
+
+
 def load(config: Path) -> tuple[WatchConfig, RuleSet]:
     cfg, rules = load_checked(config, build_all_rules)
     assert rules is not None  # no problem was found, so the rules were built

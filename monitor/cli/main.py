@@ -98,6 +98,13 @@ def check_config(
     )
     for w in cfg.watch:
         typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
+    from monitor.cli.loading import unset_secrets
+
+    notes = unset_secrets(cfg)  # the file is valid; this environment could not run it
+    for note in notes:
+        typer.echo(f"  note: {note}")
+    if notes:
+        typer.echo("  (`herowatch doctor` checks every source and receiver before you trust them)")
     if explain:
         from monitor.cli.explain import explain as lines
 

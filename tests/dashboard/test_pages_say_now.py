@@ -122,3 +122,12 @@ def test_a_run_logging_herowatchs_own_names_is_not_called_levanter(live, page):
     names = page.locator("#run-head dd.metrics-profile")
     expect(names).to_have_text("as logged (herowatch's own names: nothing renamed)")
     assert live.api("/api/runs/hero-a")["metrics_profile"]["renames"] is False
+
+
+def test_a_stalled_runs_card_marks_its_headline_stale(live, page):
+    live.tick(37 * 60)
+    page.goto(live.url + "/")
+    card = page.locator("li.run[data-run='sim:hero-a/hero-a'] dd.headline")
+    expect(card).to_have_class(re.compile(r"\bstale\b"))
+    expect(card.locator(".stale-age")).to_have_text(re.compile(r"^2[67]m(\d+s)? old$"))
+    expect(page.locator("li.run[data-run='sim:hero-b/hero-b'] dd.headline .stale-age")).to_have_count(0)
