@@ -145,7 +145,7 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, oidc_pages, overview, pages, people
+    from monitor.web.dashboard import docs_pages, forms, history, oidc_pages, overview, pages, people
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -154,6 +154,7 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.state.sparks = SparkCache()
     app.state.overview_generations = Generations()  # the last few versions of the overview's list
     app.include_router(overview.router)
+    app.include_router(history.router)
     app.include_router(pages.router)
     app.include_router(forms.router)
     app.include_router(people.router)

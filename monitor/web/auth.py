@@ -202,5 +202,11 @@ def bearer_ok(request: Request, settings: Settings) -> bool:
     return scheme.lower() == "bearer" and token_matches(settings, value.strip())
 
 
+WRONG_TOKEN = (
+    "the API token sent is not this server's: check HEROWATCH_API_TOKEN (a typo, an old token, another "
+    "herowatch, or a personal token that was revoked or has expired?)"
+)
+
+
 def unauthorized(message: str) -> HTTPException:
     return HTTPException(401, message, headers={"WWW-Authenticate": 'Bearer realm="herowatch"'})

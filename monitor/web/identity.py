@@ -36,6 +36,7 @@ from monitor.settings import Settings
 from monitor.storage import audit_repo
 from monitor.web.auth import (
     SESSION_COOKIE,
+    WRONG_TOKEN,
     session_of,
     signing_key,
     token_matches,
@@ -224,7 +225,7 @@ def _from_bearer(request: Request, ctx: ApiContext, value: str) -> Actor:
         Via.personal if value.startswith(people_tokens.PREFIX) else Via.token,
         "a wrong token",
     )
-    raise unauthorized("that is not a valid API token: send 'Authorization: Bearer <token>'")
+    raise unauthorized(WRONG_TOKEN)
 
 
 def actor_of(request: Request, ctx: ApiContext) -> Actor | None:

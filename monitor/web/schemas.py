@@ -10,11 +10,9 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
-from alerts.routing import Matcher, over_budget
 from alerts.text import check_plain
-from monitor.durations import parse_duration
 
 Health = Literal["critical", "warning", "ok", "unknown", "ended"]
 
@@ -94,6 +92,11 @@ class MetricsProfileOut(BaseModel):
     )
     confidence: float | None = Field(default=None, description="detected: 0..1")
     keys: list[str] = Field(default_factory=list, description="the marker keys that identified it")
+    renames: bool = Field(
+        default=True,
+        description="detected: whether the profile renames any key "
+        "(false: the run logs herowatch's own names, which say nothing of its trainer)",
+    )
     explain: str = ""
 
 
@@ -140,6 +143,11 @@ class RunOut(BaseModel):
     last_step_at: str | None
     last_seen_at: str | None
     last_polled_at: str | None
+    stale: dict[str, float] = Field(
+        default_factory=dict,
+        description="metric -> age in seconds of each latest value older than the run's cadence allows "
+        "(three of its usual gaps): shown as stale, with its age, never as now",
+    )
     source_error: str | None
     restarts: int
     active_alerts: dict[str, int] = Field(description="firing alerts by severity")
@@ -150,6 +158,10 @@ class RunOut(BaseModel):
     )
     blind_rules: list[str] = Field(
         default_factory=list, description="rules that get no data from this run (watched blind)"
+    )
+    unlogged_inputs: list[str] = Field(
+        default_factory=list,
+        description="optional inputs this run never logged (their rules are not counted; nobody is paged)",
     )
     goodput: GoodputSummary | None
 
@@ -239,7 +251,8 @@ class AlertOut(BaseModel):
     severity: str
     state: str
     labels: dict[str, str]
-    summary: str
+    summary: str = Field(description="what it fired with (for a resolved alert: the past)")
+    resolved_reason: str | None = Field(None, description="a resolved alert: why it ended, true now")
     description: str | None
     runbook_url: str | None
     value: float | None
@@ -256,109 +269,6 @@ class AlertOut(BaseModel):
     hints: HintsOut | None = Field(
         None, description="stall, telemetry_gone, drop and straggler alerts of runs with fleet data"
     )
-
-
-class AckIn(BaseModel):
-    by: str | None = Field(
-        None,
-        min_length=1,
-        max_length=200,
-        description="with the automation token: who the script acts for (recorded as `automation (by)`); "
-        "a person's own token or sign-in names them, and this is ignored",
-    )
-    comment: str | None = Field(None, max_length=2000)
-
-    @field_validator("by")
-    @classmethod
-    def _by(cls, v: str | None) -> str | None:
-        return None if v is None else plain_text(v)
-
-    @field_validator("comment")
-    @classmethod
-    def _comment(cls, v: str | None) -> str | None:
-        return None if v is None else plain_text(v, multiline=True)
-
-
-class SilenceIn(BaseModel):
-    """Mute alerts whose labels match every matcher, for ``duration`` or until ``ends_at``."""
-
-    matchers: list[str] = Field(
-        min_length=1,
-        max_length=20,
-        description='label matchers as in Alertmanager: ["run=hero-a", "alertname=~progress_.*"]; RE2 '
-        "regexes, each matcher at most 1024 characters",
-    )
-    duration: str | float | None = Field(None, description="e.g. 2h, 30m, or seconds")
-    ends_at: str | float | None = Field(None, description="ISO 8601 time or epoch seconds (2000 to 2100)")
-    starts_at: str | float | None = Field(None, description="default: now")
-    created_by: str | None = Field(
-        None, min_length=1, max_length=200, description="as `by` of an acknowledgement"
-    )
-    comment: str = Field("", max_length=2000)
-
-    @field_validator("matchers")
-    @classmethod
-    def _matchers(cls, v: list[str]) -> list[str]:
-        # ValueError -> 422 with the matcher's own message (length, characters, regex, its cost)
-        if (too_costly := over_budget([Matcher.parse(m) for m in v])) is not None:
-            raise ValueError(too_costly)
-        return [m.strip() for m in v]
-
-    @field_validator("duration", "starts_at", "ends_at", mode="before")
-    @classmethod
-    def _not_a_flag(cls, v: object) -> object:
-        if isinstance(v, bool):  # JSON true would otherwise pass as 1 (a 1-second silence)
-            raise ValueError("expected a duration (2h, or seconds) or a time, not true/false")
-        return v
-
-    @field_validator("duration")
-    @classmethod
-    def _duration(cls, v: str | float | None) -> float | None:
-        if v is None:
-            return None
-        if isinstance(v, str) and len(v) > 40:
-            raise ValueError("at most 40 characters, e.g. 2h or 1h30m")
-        seconds = parse_duration(v)
-        if not math.isfinite(seconds):
-            raise ValueError("a silence lasts a finite time (at most 90 days)")
-        if seconds <= 0:
-            raise ValueError("a silence must last longer than 0s")
-        return seconds
-
-    @field_validator("starts_at", "ends_at")
-    @classmethod
-    def _time(cls, v: str | float | None) -> float | None:
-        if isinstance(v, str) and len(v) > 64:
-            raise ValueError("at most 64 characters, e.g. 2026-01-31T08:00:00Z")
-        return epoch_seconds(v)
-
-    @field_validator("created_by")
-    @classmethod
-    def _created_by(cls, v: str | None) -> str | None:
-        return None if v is None else plain_text(v)
-
-    @field_validator("comment")
-    @classmethod
-    def _comment(cls, v: str) -> str:
-        return plain_text(v, multiline=True)
-
-    @model_validator(mode="after")
-    def _one_end(self) -> SilenceIn:
-        if (self.duration is None) == (self.ends_at is None):
-            raise ValueError("give exactly one of duration (e.g. 2h) or ends_at")
-        return self
-
-
-class SilenceOut(BaseModel):
-    id: int
-    matchers: list[str]
-    starts_at: str
-    ends_at: str
-    state: Literal["active", "pending", "expired"]
-    created_by: str
-    comment: str
-    created_at: str
-    muting: int = Field(description="pending or firing alerts it mutes now")
 
 
 class RuleOut(BaseModel):

@@ -211,6 +211,6 @@ def test_a_personal_token_issued_from_the_dashboard_acts_as_its_person_until_rev
     )
     assert gone.status_code == 303 and "revoked" in amy.get("/tokens").text
     r = cli.invoke(app, ["silence", "add", "run=hero-a", "-d", "20m"], env=env)
-    assert r.exit_code != 0 and "not a valid API token" in r.output, r.output
+    assert r.exit_code != 0 and "the API token sent is not this server's" in r.output, r.output
     actions = [e["action"] for e in amy.get("/api/audit", params={"person": "amy"}).json()]
     assert "token_issue" in actions and "token_revoke" in actions

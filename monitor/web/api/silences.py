@@ -12,8 +12,9 @@ from monitor.delivery.oncall import ActionError, expire_silence
 from monitor.storage import views
 from monitor.web.context import ApiContext, clock_header, context
 from monitor.web.gates import CredentialsFirst, acting, require_read, require_respond
-from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
-from monitor.web.silences import create_from, run_matchers, silence_out
+from monitor.web.oncall_schemas import SilenceIn, SilenceOut
+from monitor.web.schemas import ErrorOut, db_id
+from monitor.web.silences import create_from, run_matchers, silence_out, unknown_runs
 
 router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)], route_class=CredentialsFirst)
 MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
@@ -81,10 +82,11 @@ def post_silence(request: Request, body: SilenceIn, ctx: ApiContext = Depends(co
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:
+            notes = unknown_runs(s, body.matchers)
             row = create_from(s, body, acting(request), now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return silence_out(row, now, ctx.silences, views.active_alerts(s))
+        return silence_out(row, now, ctx.silences, views.active_alerts(s)).model_copy(update={"notes": notes})
 
 
 @router.put(
@@ -104,10 +106,11 @@ def put_silence(
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:
+            notes = unknown_runs(s, body.matchers)
             row = create_from(s, body, acting(request), now, replacing=silence_id)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return silence_out(row, now, ctx.silences, views.active_alerts(s))
+        return silence_out(row, now, ctx.silences, views.active_alerts(s)).model_copy(update={"notes": notes})
 
 
 @router.delete(

@@ -34,8 +34,9 @@ from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.pages import page
 from monitor.web.gates import WHO_MAY
 from monitor.web.identity import actor_of, record_refusal, sign_in_configured
+from monitor.web.oncall_schemas import SilenceIn
 from monitor.web.origin import cross_origin
-from monitor.web.schemas import SilenceIn, db_id
+from monitor.web.schemas import db_id
 from monitor.web.silences import create_from
 from monitor.web.viewer import csrf_of, dashboard_actor, look_up_session, safe_next, to_login
 
