@@ -45,6 +45,7 @@ from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
+from monitor.storage import goodput_repo
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source
 from monitor.storage import runs_repo
@@ -336,6 +337,7 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
+            goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable)
             run.stats = {
