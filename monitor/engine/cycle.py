@@ -45,10 +45,9 @@ from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
-from monitor.storage import goodput_repo
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source
-from monitor.storage import runs_repo
+from monitor.storage import goodput_repo, runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails

@@ -214,7 +214,7 @@ class Goodput:
 
     # ---- the report --------------------------------------------------------------------------
     def open_stretch(self, now: float) -> tuple[float | None, dict[str, float], dict[str, Any] | None]:
-        """The stretch not accounted yet: (from when, seconds per bucket up to ``now``, the ongoing incident)."""
+        """Not accounted yet: (from when, seconds per bucket up to ``now``, the ongoing incident)."""
         add, ongoing = self._open(now)
         return self.acct, add, ongoing
 

@@ -64,7 +64,14 @@ class Ledger:
 
     def pause(self, start: float, end: float, lost: float, step: int | None) -> None:
         self.events.append(
-            {"kind": "pause", "start": start, "end": end, "seconds_lost": lost, "step": step, "steps_redone": 0}
+            {
+                "kind": "pause",
+                "start": start,
+                "end": end,
+                "seconds_lost": lost,
+                "step": step,
+                "steps_redone": 0,
+            }
         )
 
     def drain(self) -> tuple[dict[tuple[float, str], float], list[dict[str, Any]]]:
