@@ -39,6 +39,7 @@ def upgrade() -> None:
         sa.Column("end", sa.Float(), nullable=False),
         sa.Column("seconds_lost", sa.Float(), nullable=False),
         sa.Column("step", sa.BigInteger(), nullable=True),
+        sa.Column("before_step", sa.BigInteger(), nullable=True),
         sa.Column("steps_redone", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
             ["run_id"], ["runs.id"], name=op.f("fk_goodput_events_run_id_runs"), ondelete="CASCADE"

@@ -101,7 +101,7 @@ class Goodput:
             }
         )
         del self.incidents[:-MAX_INCIDENTS]
-        self.ledger.incident(self.incidents[-1])
+        self.ledger.incident(self.incidents[-1], self.last_step)
 
     # ---- observations ------------------------------------------------------------------------
     def observe(self, t: float, step: int | None = None, state: str | None = None) -> None:

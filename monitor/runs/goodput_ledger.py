@@ -59,8 +59,8 @@ class Ledger:
             self._point("rework", b, rework)
             self._point("productive", b, -rework)
 
-    def incident(self, inc: dict[str, Any]) -> None:
-        self.events.append(dict(inc))
+    def incident(self, inc: dict[str, Any], before_step: int | None) -> None:
+        self.events.append(dict(inc, before_step=before_step))
 
     def pause(self, start: float, end: float, lost: float, step: int | None) -> None:
         self.events.append(
@@ -70,6 +70,7 @@ class Ledger:
                 "end": end,
                 "seconds_lost": lost,
                 "step": step,
+                "before_step": step,
                 "steps_redone": 0,
             }
         )

@@ -36,6 +36,7 @@ def add(s: Session, run_id: str, slots: dict[tuple[float, str], float], events: 
                 end=e["end"],
                 seconds_lost=e["seconds_lost"],
                 step=e.get("step"),
+                before_step=e.get("before_step"),
                 steps_redone=e.get("steps_redone", 0),
             )
         )

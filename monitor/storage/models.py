@@ -359,7 +359,8 @@ class GoodputEvent(Base):
     start: Mapped[float] = mapped_column(Float)  # epoch seconds
     end: Mapped[float] = mapped_column(Float)
     seconds_lost: Mapped[float] = mapped_column(Float)
-    step: Mapped[int | None] = mapped_column(BigInteger)
+    step: Mapped[int | None] = mapped_column(BigInteger)  # the step it ended with (a restart: resumed at)
+    before_step: Mapped[int | None] = mapped_column(BigInteger)  # the last step before it began
     steps_redone: Mapped[int] = mapped_column(Integer, default=0)
 
 
