@@ -14,6 +14,7 @@ from monitor import __version__
 from monitor.cli.alert import alert_app
 from monitor.cli.db import db_app
 from monitor.cli.replay import replay_command
+from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
 from monitor.cli.slack import slack_app
@@ -39,6 +40,7 @@ app.add_typer(slack_app, name="slack")
 app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
     replay_command
 )
+app.command("report")(report_command)
 
 log = logging.getLogger("herowatch")
 
