@@ -58,13 +58,14 @@ class Truth:
 class Week:
     """Drives one run through the week; ``poll`` stores what was observed since the last call."""
 
-    def __init__(self, s: Session) -> None:
+    def __init__(self, s: Session, week0: float, lead: float) -> None:
         self.s = s
+        self.week0 = week0
         self.stats = RunStats(target_step=1_000_000)
-        self.t = WEEK0 - 2 * H
+        self.t = week0 - lead
         self.step = 0
         self.truth = Truth()
-        self.in_period = lambda a, b: max(0.0, min(b, WEEK0 + 7 * DAY) - max(a, WEEK0))
+        self.in_period = lambda a, b: max(0.0, min(b, week0 + 7 * DAY) - max(a, week0))
 
     def obs(self, t: float, step: int | None, state: str | None = "running") -> None:
         self.stats.observe(t, step, {"train/loss": 3.0}, state=state)
@@ -77,7 +78,7 @@ class Week:
 
     def rework(self, t: float, steps: int) -> None:
         """Steps redone, seen at ``t``: their time moves from productive to rework."""
-        if WEEK0 <= t < WEEK0 + 7 * DAY:
+        if self.week0 <= t < self.week0 + 7 * DAY:
             self.truth.seconds["productive"] -= steps * CADENCE
             self.truth.seconds["rework"] += steps * CADENCE
 
@@ -94,10 +95,12 @@ class Week:
         self.obs(self.t, self.step)
 
 
-def build(s: Session) -> Truth:
-    s.add(Run(id=RUN, watch="hero", source="sim", name="hero-1", first_seen_at=WEEK0 - 2 * H, labels={}))
+def build(s: Session, week0: float = WEEK0, lead: float = 2 * H) -> Truth:
+    """The week from ``week0``; the run is watched from ``lead`` before it."""
+    WEEK0 = week0  # noqa: N806 - the schedule below reads as the docstring above
+    s.add(Run(id=RUN, watch="hero", source="sim", name="hero-1", first_seen_at=WEEK0 - lead, labels={}))
     s.flush()
-    w = Week(s)
+    w = Week(s, WEEK0, lead)
     w.obs(w.t, 0)
     end = WEEK0 + 7 * DAY + H
     hang = WEEK0 + DAY + 10 * H

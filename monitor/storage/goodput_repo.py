@@ -42,9 +42,7 @@ def add(s: Session, run_id: str, slots: dict[tuple[float, str], float], events: 
         )
 
 
-def bucket_sums(
-    s: Session, run_ids: list[str], start: float, end: float
-) -> dict[str, dict[str, float]]:
+def bucket_sums(s: Session, run_ids: list[str], start: float, end: float) -> dict[str, dict[str, float]]:
     """run -> bucket -> seconds in the slots of ``[start, end)``."""
     out: dict[str, dict[str, float]] = defaultdict(dict)
     if not run_ids:
