@@ -15,14 +15,16 @@ of Monday 2026-11-23 (UTC):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from monitor.runs.run_stats import RunStats
-from monitor.storage import goodput_repo
+from monitor.storage import goodput_repo, series
 from monitor.storage.models import Alert, Run
+from monitor.storage.series import Point
 
 WEEK0 = datetime(2026, 11, 23, tzinfo=UTC).timestamp()  # Monday 00:00 UTC
 DAY, H, M = 86400.0, 3600.0, 60.0
@@ -65,13 +67,19 @@ class Week:
         self.t = week0 - lead
         self.step = 0
         self.truth = Truth()
+        self.points: list[Point] = []  # the loss since the last flush, as the engine stores series
         self.in_period = lambda a, b: max(0.0, min(b, week0 + 7 * DAY) - max(a, week0))
 
     def obs(self, t: float, step: int | None, state: str | None = "running") -> None:
-        self.stats.observe(t, step, {"train/loss": 3.0}, state=state)
+        loss = 2.0 + 6.0 * math.exp(-(step or 0) / 4000) + 0.05 * math.sin((step or 0) / 7)
+        self.stats.observe(t, step, {"train/loss": loss}, state=state)
+        if step is not None:
+            self.points.append(Point(float(step), loss, t))
 
     def flush(self) -> None:
         goodput_repo.add(self.s, RUN, *self.stats.goodput.ledger.drain())
+        series.ingest(self.s, RUN, "train/loss", self.points, "step")
+        self.points = []
 
     def add(self, bucket: str, a: float, b: float) -> None:
         self.truth.seconds[bucket] += self.in_period(a, b)
@@ -145,6 +153,8 @@ def build(s: Session, week0: float = WEEK0, lead: float = 2 * H) -> Truth:
         if int(w.t // 900) != int(t0 // 900):
             w.flush()
     w.flush()
+    run = s.get(Run, RUN)
+    run.stats, run.last_polled_at = w.stats.snapshot(w.t), w.t
     for i in range(6):
         a = flaps + i * 40 * M
         pages.append(Page("loss_spike", a, a + 30, a + 3 * M + 30, symptom=a))
