@@ -20,8 +20,9 @@ def claim(s: Session, schedule: str, period_start: float, worker: str, now: floa
         dialect.insert(ReportSent)
         .values(schedule=schedule, period_start=period_start, claimed_by=worker, claimed_at=now)
         .on_conflict_do_nothing(index_elements=["schedule", "period_start"])
+        .returning(ReportSent.schedule)
     )
-    if s.execute(stmt).rowcount == 1:
+    if s.execute(stmt).first() is not None:  # (rowcount is -1 here on PostgreSQL: it is not asked)
         return True
     taken = s.execute(
         update(ReportSent)
@@ -32,8 +33,9 @@ def claim(s: Session, schedule: str, period_start: float, worker: str, now: floa
             ReportSent.claimed_at < now - stale,
         )
         .values(claimed_by=worker, claimed_at=now)
+        .returning(ReportSent.schedule)
     )
-    return taken.rowcount == 1
+    return taken.first() is not None
 
 
 def mark_sent(s: Session, schedule: str, period_start: float, worker: str, now: float) -> None:

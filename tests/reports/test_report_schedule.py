@@ -14,6 +14,7 @@ from monitor.config.cadence import parse_every
 from monitor.config.loader import parse_config
 from monitor.reports.cadence import latest_fire, period_of
 from monitor.reports.schedule import STALE, ReportJob
+from monitor.storage import reports_sent
 from monitor.storage.db import make_sessionmaker
 from tests import report_week as rw
 from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
@@ -104,6 +105,12 @@ def test_once_per_period_caught_up_after_downtime_and_never_twice(migrated_url):
         clock.advance(3 * 86400)  # herowatch was down at Monday 09:00; back on Thursday
         slack.fail(500, times=10, methods=["chat.postMessage"])
         assert a.run_once() == 0 and reports(slack) == [], "Slack answers 500: not sent"
+        assert slack.calls_to("chat.postMessage"), "a claimed the period at once and tried"
+        with make_sessionmaker(engine)() as s:
+            (row,) = reports_sent.sent(s, cfg.reports[0].key())
+            assert row.claimed_by == a.worker and row.sent_at is None and "500" in (row.error or ""), (
+                row.error
+            )
         slack.clear_faults()
         assert b.run_once() == 0, "the failed claim is still a's for a while"
         clock.advance(STALE + 1)
