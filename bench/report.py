@@ -3,7 +3,7 @@ memory, against the same week polled every 60 s (a quarter of the samples): the 
 ledger, the alerts and the bounded series, never the samples, so both figures should not move.
 
 The week is written the way the engine writes it: each run's polls go through its goodput tracker
-(``RunStats``), whose ledger is drained into ``goodput_slots``/``goodput_events``; the loss is folded into
+(``Goodput``), whose ledger is drained into ``goodput_slots``/``goodput_events``; the loss is folded into
 the bounded series; each run gets a hang, a restart and a few pages. Side by side with the limit the build
 approaches: the one ``GROUP BY`` over the week's slots that every report needs.
 
@@ -24,7 +24,7 @@ from sqlalchemy import func, select
 from monitor.reports import markdown
 from monitor.reports.build import GpuSettings, build_report
 from monitor.reports.period import week_of, zone
-from monitor.runs.run_stats import RunStats
+from monitor.runs.goodput import Goodput
 from monitor.storage import goodput_repo, migrate, series
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, GoodputSlot, Run
@@ -42,7 +42,7 @@ def write_week(url: str, runs: int, every: float) -> int:
     for r in range(runs):
         rng = random.Random(r)
         run_id = f"bench:hero/run-{r:04d}"
-        stats = RunStats(target_step=10_000_000)
+        stats = Goodput()  # the tracker RunStats feeds (its other figures do not reach the report)
         hang, restart = WEEK0 + rng.uniform(0.5, 3) * DAY, WEEK0 + rng.uniform(3.5, 6) * DAY
         t, step, points, pages = WEEK0 - H, 0, [], []
         slots: dict = {}
@@ -52,12 +52,12 @@ def write_week(url: str, runs: int, every: float) -> int:
                 t = hang + 2 * H  # no step for two hours
                 pages.append(("progress_stalled", hang + 600, t + 60))
             elif restart <= t < restart + every:
-                stats.observe(t + 5, None, {}, state="crashed")
+                stats.observe(t + 5, None, "crashed")
                 t, step = t + 1200, step - 200  # back 20 minutes later from a checkpoint
                 pages.append(("run_crashed", restart + 30, t))
             step += 1
             loss = 2.0 + 8.0 / (1 + step / 5000)
-            stats.observe(t, step, {"train/loss": loss}, state="running")
+            stats.observe(t, step, "running")
             samples += 1
             if step % 8 == 0:
                 points.append(Point(float(step), loss, t))
@@ -65,11 +65,11 @@ def write_week(url: str, runs: int, every: float) -> int:
                 t += 90
             t += every
             if step % 64 == 0:
-                s_, e_ = stats.goodput.ledger.drain()
+                s_, e_ = stats.ledger.drain()
                 for k, v in s_.items():
                     slots[k] = slots.get(k, 0.0) + v
                 events += e_
-        s_, e_ = stats.goodput.ledger.drain()
+        s_, e_ = stats.ledger.drain()
         for k, v in s_.items():
             slots[k] = slots.get(k, 0.0) + v
         with sessions.begin() as s:
@@ -81,7 +81,7 @@ def write_week(url: str, runs: int, every: float) -> int:
                     name=f"run-{r:04d}",
                     first_seen_at=WEEK0 - H,
                     labels={},
-                    stats=stats.snapshot(t),
+                    stats={"goodput": stats.to_dict(), "target_step": 10_000_000},
                     last_polled_at=t,
                 )
             )
