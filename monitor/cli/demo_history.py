@@ -1,16 +1,18 @@
-"""The demo's past: before the demo starts, its simulated runs are played through the real engine from
-the start of the last full week up to now, on a manual clock, so that ``/reports`` (the last full week by
-default) shows a real report of them: goodput, incidents, the pages the rules raised, alert quality.
+"""The demo's past week, for ``/reports``: while the demo runs, its simulated runs' previous attempts are
+played through the real engine over the last full week (the report's default period), on a manual
+clock, in the background: goodput, incidents, the pages the rules raised, their acknowledgements.
 
-Nobody is told about the past: its notifications go to a console nobody reads. The runs then carry on
-live from where the history stopped (the sources' cursors and the rules' state are stored as after a
-restart).
+They are their own watches and runs (``<watch>-lastweek``, ``<run>-lastweek``), so the live demo and
+the past never share a run; their runs are marked finished at the end of the week. Nobody is told about the past: its notifications go to
+a console nobody reads.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import logging
+import threading
+import time
 
 from alerts.clock import ManualClock, SystemClock
 from alerts.notifiers.console import ConsoleNotifier
@@ -18,35 +20,54 @@ from monitor.config.schema import WatchConfig
 from monitor.reports.period import last_full_week, zone
 from monitor.settings import Settings
 
-POLL = 900.0  # seconds of simulated time between polls of the past (the rules see every sample)
+POLL = 60.0  # seconds of simulated time between polls of the past, as the demo polls live
+SUFFIX = "-lastweek"
+PAUSE = 0.02  # real seconds between polls of the past
+log = logging.getLogger(__name__)
 
 
-def play(cfg: WatchConfig, settings: Settings, progress: Callable[[float], None] | None = None) -> float:
-    """Play the demo's watches from the start of the last full week to now; returns the seconds played."""
+def past_config(cfg: WatchConfig) -> WatchConfig:
+    """The demo's watches as last week's: renamed, each simulated run under its own name."""
+    watches = []
+    for w in cfg.watch:
+        sim = w.sim.model_copy(update={"run": (w.sim.run or w.name) + SUFFIX}) if w.sim is not None else None
+        watches.append(w.model_copy(update={"name": w.name + SUFFIX, "sim": sim}))
+    return cfg.model_copy(update={"watch": watches, "reports": [], "watchdog": None})
+
+
+def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = None) -> None:
+    """Play the last full week of the demo's runs' previous attempts into the database."""
+    from sqlalchemy import update
+
     from monitor.service import build_service
+    from monitor.storage.models import Run
 
-    now = SystemClock().time()
-    start = last_full_week(now, zone("UTC")).start - 3600.0
-    clock = ManualClock(start)
-    service = build_service(cfg, settings, clock, auto_migrate=True)
+    week = last_full_week(SystemClock().time(), zone("UTC"))
+    clock = ManualClock(week.start - 3600.0)
+    service = build_service(past_config(cfg), settings, clock, auto_migrate=True)
     service.dispatcher.notifiers = {
-        name: ConsoleNotifier(stream=io.StringIO()) for name in service.dispatcher.notifiers
+        n: ConsoleNotifier(stream=io.StringIO()) for n in service.dispatcher.notifiers
     }
     service.engine.resume()
     try:
-        while clock.time() < now:
-            clock.advance(min(POLL, now - clock.time()))
-            for name in service.engine.watches:  # the watches' writes go in one batch
-                service.engine.poll(name, wait=False)
-            service.engine.batches.drain()
-            if int(clock.time() // 3600) != int((clock.time() - POLL) // 3600):
-                service.dispatcher.run_once()  # hourly is enough: nobody reads these
-            if progress is not None:
-                progress((clock.time() - start) / (now - start))
-        service.engine.checkpoint()
+        while clock.time() < week.end and not (stop and stop.is_set()):
+            clock.advance(min(POLL, week.end - clock.time()))
+            for name in service.engine.watches:
+                service.engine.poll(name)
+            service.dispatcher.run_once()
+            time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
+        with service.sessions.begin() as s:  # last week's attempts are over
+            s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state="finished"))
+    except Exception:  # the past is a nicety: the live demo goes on without it
+        log.exception("could not play the demo's last week")
     finally:
         service.engine.close()
         for src in service.sources.values():
             src.close()
         service.db.dispose()
-    return now - start
+
+
+def start(cfg: WatchConfig, settings: Settings) -> threading.Thread:
+    thread = threading.Thread(target=play, args=(cfg, settings), name="demo-history", daemon=True)
+    thread.start()
+    return thread

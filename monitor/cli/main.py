@@ -222,7 +222,7 @@ def demo(
     """
     from alerts.clock import ScaledClock
     from alerts.notifiers.console import ConsoleNotifier
-    from monitor.cli import demo_text
+    from monitor.cli import demo_history, demo_text
     from monitor.config.loader import parse_config
     from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
@@ -255,6 +255,7 @@ def demo(
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)
+    demo_history.start(cfg, settings)  # last week's runs, for /reports, played in the background
     _serve(service, settings, host, port)
 
 

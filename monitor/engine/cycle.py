@@ -342,6 +342,7 @@ class Engine:
             run.stats = {
                 **stats.snapshot(now),
                 "metrics_profile": self.vocabulary.describe(run_id),
+                "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
                 **run_memory.page_facts(self, run, watch, stats),
             }
             skew = self.evaluator.apply(

@@ -32,6 +32,9 @@ class GpuSettings:
                 return self.by_run[key], "setting"
         if run.watch in self.by_watch:
             return self.by_watch[run.watch], "setting"
+        stored = (run.stats or {}).get("gpus")  # as configured while it was watched (engine)
+        if isinstance(stored, int) and stored > 0:
+            return stored, "setting"
         if fleet.get(run.id):
             return fleet[run.id], "fleet"
         return None, "none"
