@@ -1,10 +1,10 @@
 """The demo's past week, for ``/reports``: while the demo runs, its simulated runs' previous attempts are
 played through the real engine over the last full week (the report's default period), on a manual
-clock, in the background: goodput, incidents, the pages the rules raised, their acknowledgements.
+clock, in the background: goodput, incidents, the pages the rules raised.
 
 They are their own watches and runs (``<watch>-lastweek``, ``<run>-lastweek``), so the live demo and
-the past never share a run; their runs are marked finished at the end of the week. Nobody is told about the past: its notifications go to
-a console nobody reads.
+the past never share a run; their runs are marked finished at the end of the week. Nobody is told
+about the past: its notifications go to a console nobody reads.
 """
 
 from __future__ import annotations
