@@ -20,9 +20,9 @@ from monitor.config.schema import WatchConfig
 from monitor.reports.period import last_full_week, zone
 from monitor.settings import Settings
 
-POLL = 60.0  # seconds of simulated time between polls of the past, as the demo polls live
+POLL = 300.0  # seconds of simulated time between polls of the past (the rules see every sample)
 SUFFIX = "-lastweek"
-PAUSE = 0.02  # real seconds between polls of the past
+PAUSE = 0.01  # real seconds between polls of the past
 log = logging.getLogger(__name__)
 
 
