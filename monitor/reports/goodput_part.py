@@ -73,10 +73,15 @@ def run_reports(
     fleet = report_repo.fleet_gpus(s, ids)
     at_start = report_repo.step_reached(s, ids, STEP_METRIC, p.start)
     at_end = report_repo.step_reached(s, ids, STEP_METRIC, p.end)
+    # a run that started in the period (or whose early buckets were merged since) starts at its first step
+    first = report_repo.step_reached(s, ids, STEP_METRIC, p.end, first=True)
+    at_start = {r: at_start.get(r, first[r]) for r in first}
     at_prev = report_repo.step_reached(s, ids, STEP_METRIC, prev.start)
     tokens = report_repo.mean_in(s, ids, TOKENS_METRIC, p.start, p.end)
     out, missing = [], []
     for run in runs:
+        if run.first_seen_at is not None and run.first_seen_at >= p.end:
+            continue  # a run that did not exist yet
         seconds = dict(sums.get(run.id, {}))
         for b, sec in open_seconds(run, p, now).items():
             seconds[b] = seconds.get(b, 0.0) + sec

@@ -67,12 +67,15 @@ def fleet_gpus(s: Session, run_ids: list[str]) -> dict[str, int]:
     return out
 
 
-def step_reached(s: Session, run_ids: list[str], metric: str, before: float) -> dict[str, float]:
-    """run -> the highest step of ``metric`` (a step-axis series) logged before ``before``."""
+def step_reached(
+    s: Session, run_ids: list[str], metric: str, before: float, first: bool = False
+) -> dict[str, float]:
+    """run -> the highest step of ``metric`` (a step-axis series) logged before ``before`` (``first``:
+    the lowest)."""
     if not run_ids:
         return {}
     q = (
-        select(SeriesBucket.run_id, func.max(SeriesBucket.x0))
+        select(SeriesBucket.run_id, (func.min if first else func.max)(SeriesBucket.x0))
         .join(
             SeriesMeta,
             and_(SeriesMeta.run_id == SeriesBucket.run_id, SeriesMeta.metric == SeriesBucket.metric),

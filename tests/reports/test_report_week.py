@@ -5,12 +5,13 @@ the flapping rule shown as noise. On SQLite and on the real PostgreSQL."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, delete
 from sqlalchemy.orm import Session
 
 from monitor.reports.build import GpuSettings, build_report
 from monitor.reports.model import BUCKETS
-from monitor.reports.period import week_of, zone
+from monitor.reports.period import make, week_of, zone
+from monitor.storage.models import GoodputSlot
 from tests import report_week as rw
 
 MINUTE = 60.0
@@ -127,4 +128,9 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
     assert r.runs[0].previous is not None and r.runs[0].previous.total() == pytest.approx(2.0, abs=0.01)
     with Session(engine) as s:
         empty = build_report(s, week_of(rw.WEEK0 - 30 * rw.DAY, zone("UTC")), now=rw.WEEK0)
-    assert empty.runs == [] and empty.not_accounted == [rw.RUN]
+    assert empty.runs == [] and empty.not_accounted == [], "the run did not exist yet: not listed"
+    with Session(engine) as s:  # it existed, but nothing of it was accounted then (before the ledger)
+        s.execute(delete(GoodputSlot).where(GoodputSlot.slot < rw.WEEK0 + rw.DAY))
+        s.commit()
+        monday = build_report(s, make(rw.WEEK0, rw.WEEK0 + rw.DAY, zone("UTC")), now=rw.WEEK0 + 9 * rw.DAY)
+    assert monday.runs == [] and monday.not_accounted == [rw.RUN]
