@@ -111,6 +111,7 @@ class Engine:
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
         self.pollers = {w.name: WatchPoller(w.name) for w in watches}
         for w in watches:
+            self.pollers[w.name].health.after = w.unavailable_after
             self.pollers[w.name].health.stuck_after.update(
                 {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
             )
@@ -314,6 +315,7 @@ class Engine:
                 self.last_poll_ok[kind] = now
                 self.last_error[kind] = None
         unavailable = self.pollers[watch.name].health.unavailable(now)
+        settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
@@ -338,9 +340,11 @@ class Engine:
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
             run.source_error = errors
-            events = self.evaluator.evaluate(run_id, now, unavailable)
+            events = self.evaluator.evaluate(run_id, now, unavailable, settling)
+            # the run's figures are known up to the last poll its own source answered, not to this one
+            known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
             run.stats = {
-                **stats.snapshot(now),
+                **stats.snapshot(now, known),
                 "metrics_profile": self.vocabulary.describe(run_id),
                 "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
                 **run_memory.page_facts(self, run, watch, stats),
