@@ -3,7 +3,9 @@ downtime, never sent twice by a second replica, tried again after a failed send;
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
+from http.server import ThreadingHTTPServer
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -123,3 +125,34 @@ def test_once_per_period_caught_up_after_downtime_and_never_twice(migrated_url):
         clock.advance(4 * 86400)  # the next Monday 09:00: the next week (no data since): nothing
         assert a.run_once() == 0 and b.run_once() == 0 and len(reports(slack)) == 1
     engine.dispose()
+
+
+def test_a_webhook_gets_the_reports_json_once(migrated_url):
+    from tests.test_webhook import Hook
+
+    Hook.answers, Hook.got = [(503, {})], []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    engine = create_engine(migrated_url)
+    try:
+        with make_sessionmaker(engine)() as s:
+            rw.build(s, lead=0.0)
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        cfg = parse_config(
+            "watch:\n  - {name: hero, gpus: 703, sim: {run: hero-1}}\n"
+            f"receivers:\n  - {{name: hook, kind: webhook, url: '{url}'}}\nroute: {{receiver: hook}}\n"
+            "reports:\n  - {every: '09:00', receiver: hook, watch: hero}\n",
+            "test.yaml",
+        )
+        clock = ManualClock(rw.WEEK0 + 2 * rw.DAY + 10 * rw.H)  # Wednesday 10:00: Tuesday is due
+        job = ReportJob(cfg, make_sessionmaker(engine), clock, {})
+        assert job.run_once() == 0 and len(Hook.got) == 1, "503: tried, not sent"
+        clock.advance(STALE + 1)
+        assert job.run_once() == 1 and job.run_once() == 0
+        body = Hook.got[-1][1]
+        assert body["period"]["start"] == rw.WEEK0 + rw.DAY and body["period"]["end"] == rw.WEEK0 + 2 * rw.DAY
+        assert body["runs"][0]["hours"]["stalled"] == pytest.approx(4.5, abs=1 / 60), "Tuesday's hang"
+        assert len(Hook.got) == 2
+    finally:
+        server.shutdown()
+        engine.dispose()
