@@ -1,6 +1,6 @@
 """goodput_slots, goodput_events, reports_sent: the weekly report's ledgers
 
-Revision ID: i30_report_ledgers
+Revision ID: 0010
 Revises: 0009
 Create Date: 2026-12-04 12:45:00
 
@@ -11,7 +11,7 @@ run was not accounted then).
 import sqlalchemy as sa
 from alembic import op
 
-revision = "i30_report_ledgers"
+revision = "0010"
 down_revision = "0009"
 branch_labels = None
 depends_on = None
