@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from monitor.storage.models import ApiToken
+from monitor.storage.people_models import ApiToken
 
 
 def issue(

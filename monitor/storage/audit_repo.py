@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from monitor.storage.models import AuditEvent
+from monitor.storage.people_models import AuditEvent
 
 MAX_DETAIL = 500
 ACTIONS = (

@@ -336,46 +336,48 @@ class LoginSession(Base):
     revoked_at: Mapped[float | None] = mapped_column(EpochTime)
 
 
-class AuditEvent(Base):
-    """One line of the audit trail: who (``actor``, their ``role`` and how they proved it, ``via``), through
-    which ``door`` (dashboard, api, slack, cli), did what (``action``: ack, silence_create, silence_expire,
-    sign_in, sign_out, token_issue, token_revoke, refused) to what (``target``: ``alert 12``,
-    ``silence 3``, a route), when, and whether it was done or refused (``outcome``, with ``detail``)."""
+class GoodputSlot(Base):
+    """A run's wall time in one quarter hour (``monitor.runs.goodput_ledger``): seconds per bucket."""
 
-    __tablename__ = "audit_events"
-    __table_args__ = (
-        Index("ix_audit_events_at", "at"),
-        Index("ix_audit_events_actor", "actor"),
-        Index("ix_audit_events_run_id", "run_id"),
-    )
+    __tablename__ = "goodput_slots"
+    __table_args__ = (Index("ix_goodput_slots_slot", "slot"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[float] = mapped_column(EpochTime)
-    actor: Mapped[str] = mapped_column(String(200))
-    role: Mapped[str | None] = mapped_column(String(16))
-    via: Mapped[str] = mapped_column(String(16))
-    door: Mapped[str] = mapped_column(String(16))
-    action: Mapped[str] = mapped_column(String(32))
-    target: Mapped[str] = mapped_column(String(300))
-    run_id: Mapped[str | None] = mapped_column(String(200))
-    outcome: Mapped[str] = mapped_column(String(16))  # done, refused
-    detail: Mapped[str] = mapped_column(String(500), server_default="")
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    slot: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, a multiple of 900
+    bucket: Mapped[str] = mapped_column(String(16), primary_key=True)  # productive, paused, stalled, ...
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
 
 
-class ApiToken(Base):
-    """A personal API token (for the CLI and scripts that act as a person), issued from the dashboard and
-    revocable there. ``key`` is the SHA-256 of the token (the token itself is shown once, when issued);
-    ``person`` and ``role`` are who it acts as (the role of its holder when it was issued, never more)."""
+class GoodputEvent(Base):
+    """A goodput incident (stall, restart, down, startup) or pause of a run, once it ended."""
 
-    __tablename__ = "api_tokens"
-    __table_args__ = (UniqueConstraint("key"), Index("ix_api_tokens_person", "person"))
+    __tablename__ = "goodput_events"
+    __table_args__ = (Index("ix_goodput_events_run_start", "run_id", "start"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(64))
-    person: Mapped[str] = mapped_column(String(200))
-    role: Mapped[str] = mapped_column(String(16))
-    label: Mapped[str] = mapped_column(String(100))
-    created_at: Mapped[float] = mapped_column(EpochTime)
-    expires_at: Mapped[float] = mapped_column(EpochTime)
-    last_used_at: Mapped[float | None] = mapped_column(EpochTime)
-    revoked_at: Mapped[float | None] = mapped_column(EpochTime)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16))
+    start: Mapped[float] = mapped_column(Float)  # epoch seconds
+    end: Mapped[float] = mapped_column(Float)
+    seconds_lost: Mapped[float] = mapped_column(Float)
+    step: Mapped[int | None] = mapped_column(BigInteger)  # the step it ended with (a restart: resumed at)
+    before_step: Mapped[int | None] = mapped_column(BigInteger)  # the last step before it began
+    steps_redone: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ReportSent(Base):
+    """A scheduled report's period, claimed by the replica that sends it (``monitor.reports.schedule``):
+    one row per schedule and period, so every period goes out once across replicas and restarts."""
+
+    __tablename__ = "reports_sent"
+
+    schedule: Mapped[str] = mapped_column(String(200), primary_key=True)
+    period_start: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds
+    claimed_by: Mapped[str] = mapped_column(String(200))
+    claimed_at: Mapped[float] = mapped_column(Float)
+    sent_at: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+# the audit trail and personal API tokens live in their own module, registered on the same Base
+from monitor.storage.people_models import ApiToken, AuditEvent  # noqa: E402, F401

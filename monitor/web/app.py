@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, audit, fleet, health, metrics, runs, silences, slack
+from monitor.web.api import alerts, audit, fleet, health, metrics, report, runs, silences, slack
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
@@ -59,6 +59,10 @@ TAGS = [
     {"name": "runs", "description": "Watched runs: health, progress, goodput, series, timeline"},
     {"name": "alerts", "description": "Alert instances; acknowledging"},
     {"name": "silences", "description": "Muting alerts by label matchers for a while"},
+    {
+        "name": "reports",
+        "description": "The hero-run report: where the GPU-hours went, incidents, alert quality",
+    },
     {"name": "rules", "description": "The loaded rules"},
     {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
     {"name": "audit", "description": "Who did what, through which door, and what was refused"},
@@ -114,6 +118,7 @@ def create_app(
         alerts,
         silences,
         audit,
+        report,
         metrics,
         slack,
     ):  # fleet before runs: its path
@@ -145,7 +150,16 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, history, oidc_pages, overview, pages, people
+    from monitor.web.dashboard import (
+        docs_pages,
+        forms,
+        history,
+        oidc_pages,
+        overview,
+        pages,
+        people,
+        reports_page,
+    )
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -160,4 +174,5 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.include_router(people.router)
     app.include_router(oidc_pages.router)
     app.include_router(docs_pages.router)
+    app.include_router(reports_page.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from monitor.delivery import oncall
 from monitor.delivery.actor import Actor, Door, Need, Role, Via
 from monitor.storage import api_tokens
-from monitor.storage.models import ApiToken
+from monitor.storage.people_models import ApiToken
 from monitor.web.context import ApiContext
 
 log = logging.getLogger(__name__)

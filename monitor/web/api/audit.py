@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from alerts.clock import isoformat
 from monitor.storage import audit_repo, views
-from monitor.storage.models import AuditEvent
+from monitor.storage.people_models import AuditEvent
 from monitor.web.context import ApiContext, context
 from monitor.web.gates import CredentialsFirst, require_signed_in
 from monitor.web.schemas import ErrorOut, epoch_seconds, plain_text

@@ -1,7 +1,7 @@
 """people: the audit trail, personal API tokens, and the role of a dashboard session
 
 Revision ID: i33_people_audit
-Revises: 0009
+Revises: 0010
 Create Date: 2026-12-04 12:45:00
 
 Sessions started before this revision were started with the shared token: their role is automation.
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "i33_people_audit"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
