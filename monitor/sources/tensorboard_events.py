@@ -1,0 +1,123 @@
+"""Reading TensorBoard event files from a byte cursor, with TensorBoard's own reader.
+
+An event file is a sequence of TFRecord frames (length, CRC, ``Event`` proto, CRC). TensorBoard's record
+reader (``PyRecordReader_New`` of its TensorFlow stub, what its ``event_file_loader`` uses without
+TensorFlow) parses them over TensorBoard's ``gfile``, which reads local paths and, through fsspec, object
+stores. We position it at the byte offset after the last whole record read before (its ``gfile`` takes
+a continuation token of ``opaque_offset``, as when it continues a read itself), so a poll reads only
+what was appended, and a restart of herowatch continues where the stored cursor says.
+
+A record cut short (the trainer is writing it) raises ``DataLossError`` ("truncated record"): the
+cursor stays before it and the next poll reads it whole. A record whose CRC does not match is damage,
+not a write in progress: reported, and the file is not read past it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tensorboard.compat.proto import event_pb2
+from tensorboard.compat.tensorflow_stub import errors
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
+from tensorboard.util import tensor_util
+
+FRAME = 16  # bytes around each record: length (8), its CRC (4), the data's CRC (4)
+_STAMP = re.compile(r"tfevents\.(\d+)")
+
+
+def is_event_file(name: str) -> bool:
+    return "tfevents" in name and not name.endswith((".tmp", ".lock"))
+
+
+def order_key(name: str) -> tuple[int, str]:
+    """Event files in the order their writers started (the name holds the start time)."""
+    m = _STAMP.search(name)
+    return (int(m.group(1)) if m else 0, name)
+
+
+@dataclass
+class Row:
+    step: int
+    t: float
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class FileRead:
+    rows: list[Row]
+    offset: int  # after the last whole record read
+    tags: set[str]  # every scalar tag seen, wanted or not
+    read: int  # bytes consumed
+    damaged: str | None = None  # a record that can never be read whole
+
+
+def tag_filter(patterns: list[str]) -> Callable[[str], bool]:
+    if "*" in patterns:
+        return lambda tag: True
+    exact = {p for p in patterns if not any(c in p for c in "*?[")}
+    wild = [re.compile(fnmatch.translate(p)) for p in patterns if p not in exact]
+    return lambda tag: tag in exact or any(w.match(tag) for w in wild)
+
+
+def _scalar(value: event_pb2.summary_pb2.Summary.Value) -> float | None:
+    kind = value.WhichOneof("value")
+    if kind == "simple_value":  # tensorboardX, PyTorch's SummaryWriter, TF1
+        return float(value.simple_value)
+    if kind == "tensor":  # tf.summary.scalar in TF2: a rank-0 tensor
+        array = tensor_util.make_ndarray(value.tensor)
+        if array.size == 1 and array.dtype.kind in "fiub":
+            return float(array.reshape(()))
+    return None
+
+
+def open_at(path: str, offset: int) -> PyRecordReader_New:
+    """TensorBoard's record reader positioned at ``offset`` (0: the start)."""
+    reader = PyRecordReader_New(path)
+    if offset:
+        reader.file_handle.continuation_token = {"opaque_offset": offset}
+    return reader
+
+
+def read_events(path: str, offset: int, limit: int, wanted: Callable[[str], bool]) -> FileRead:
+    """Whole records from ``offset`` on, until the end or ``limit`` bytes; consecutive events of one step
+    are one row (a trainer writes one event per scalar)."""
+    reader = open_at(path, offset)
+    rows: list[Row] = []
+    tags: set[str] = set()
+    start, damaged = offset, None
+    try:
+        while offset - start < limit:
+            try:
+                reader.GetNext()
+            except errors.OutOfRangeError:
+                break  # the end: every record read
+            except errors.DataLossError as exc:
+                if "truncated" not in str(exc):
+                    damaged = f"{path}: damaged record at byte {offset}: {exc}"
+                break  # truncated: being written; the next poll reads it whole
+            record = reader.record()
+            offset += len(record) + FRAME
+            event = event_pb2.Event.FromString(record)
+            if not event.HasField("summary"):
+                continue
+            metrics = {}
+            for value in event.summary.value:
+                x = _scalar(value)
+                if x is None:
+                    continue
+                tags.add(value.tag)
+                if wanted(value.tag):
+                    metrics[value.tag] = x
+            if not metrics:
+                continue
+            if rows and rows[-1].step == event.step:
+                rows[-1].metrics.update(metrics)
+                rows[-1].t = max(rows[-1].t, event.wall_time)
+            else:
+                rows.append(Row(int(event.step), float(event.wall_time), metrics))
+    finally:
+        reader.file_handle.close()
+    return FileRead(rows, offset, tags, offset - start, damaged)
