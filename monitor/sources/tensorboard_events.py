@@ -14,7 +14,6 @@ not a write in progress: reported, and the file is not read past it.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,14 +51,6 @@ class FileRead:
     tags: set[str]  # every scalar tag seen, wanted or not
     read: int  # bytes consumed
     damaged: str | None = None  # a record that can never be read whole
-
-
-def tag_filter(patterns: list[str]) -> Callable[[str], bool]:
-    if "*" in patterns:
-        return lambda tag: True
-    exact = {p for p in patterns if not any(c in p for c in "*?[")}
-    wild = [re.compile(fnmatch.translate(p)) for p in patterns if p not in exact]
-    return lambda tag: tag in exact or any(w.match(tag) for w in wild)
 
 
 def _scalar(value: event_pb2.summary_pb2.Summary.Value) -> float | None:

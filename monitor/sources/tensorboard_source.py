@@ -27,8 +27,9 @@ from monitor.run_ids import qualify
 from monitor.samples import RunInfo, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
+from monitor.sources.key_patterns import key_filter
 from monitor.sources.tensorboard_config import TensorboardTarget
-from monitor.sources.tensorboard_events import is_event_file, order_key, read_events, tag_filter
+from monitor.sources.tensorboard_events import is_event_file, order_key, read_events
 
 log = logging.getLogger(__name__)
 SOURCE = "tensorboard"
@@ -111,7 +112,7 @@ class TensorboardSource:
 
     def _poll(self, cfg: TensorboardTarget, target: Target, cursors: Mapping[str, Cursor]) -> PollResult:
         store = self.storage(cfg.logdir)
-        wanted = tag_filter(cfg.tags)
+        wanted = key_filter(cfg.tags)
         out = PollResult()
         runs = store.run_dirs(cfg.runs)
         out.requests = 1
