@@ -14,6 +14,7 @@ from typing import Any
 from monitor.config.schema import Watch, WatchConfig
 from monitor.doctor.report import FAIL, OK, WARN, Report
 from monitor.doctor.slack_doors import check_slack_doors
+from monitor.doctor.source_checks import check_push, no_runs_fix, source_fix
 from monitor.engine.blind_watch import promised
 from monitor.engine.blindness import absent_watched, describe
 from monitor.engine.evaluator import Evaluator
@@ -31,6 +32,7 @@ def check_all(cfg: WatchConfig, rules: RuleSet, settings: Settings, progress: Pr
     for n, watch in enumerate(cfg.watch, 1):
         progress(f"[{n}/{len(cfg.watch)}] watch {watch.name}: reading its sources")
         check_watch(watch, rules, settings, report, progress)
+        check_push(watch, settings, report)
     progress("checking the receivers")
     check_receivers(cfg, settings, report)
     check_slack_doors(cfg, settings, report)
@@ -167,11 +169,11 @@ def _source_fix(kind: str) -> str:
     return {
         "wandb": "check WANDB_API_KEY, the entity and project (and WANDB_BASE_URL for a dedicated server)",
         "prometheus": "check prometheus.url and HEROWATCH_PROMETHEUS_TOKEN",
-    }.get(kind, "check the source's settings")
+    }.get(kind) or source_fix(kind)
 
 
 def _selector_fix(kind: str) -> str:
-    return "check tags, run_ids, name_pattern and states" if kind == "wandb" else ""
+    return "check tags, run_ids, name_pattern and states" if kind == "wandb" else no_runs_fix(kind)
 
 
 # ---- receivers ------------------------------------------------------------------------------------

@@ -19,20 +19,21 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
-from starlette.concurrency import run_in_threadpool
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from monitor.samples import as_number
 from monitor.settings import MIN_TOKEN_CHARS
 from monitor.sources.push_config import PushTarget
 from monitor.sources.push_spool import SpoolWriter, line
+from monitor.web.schemas import ErrorOut
 
-router = APIRouter(tags=["ingest"])
 MAX_SAMPLES = 5000  # per request; the body limit (HEROWATCH_MAX_BODY_API) bounds it too
 MAX_EVENTS = 100
 FUTURE = 300.0  # a time this far ahead of herowatch's clock is refused (a wrong clock, not a sample)
@@ -185,33 +186,51 @@ def _lines(body: IngestBody, now: float) -> list[bytes]:
     return out
 
 
+class IngestTokenFirst(APIRoute):
+    """The ingest token is checked before FastAPI reads and validates the body (as
+    ``monitor.web.auth.CredentialsFirst`` does for the API token): a request without it gets its 401
+    whatever else is wrong with it. The watch it opens is handed on in ``request.state.watch``."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def token_first(request: Request) -> Response:
+            door: IngestDoor | None = getattr(request.app.state, "ingest", None)
+            if door is None or not door.targets:
+                raise HTTPException(404, "no watch here takes pushes (add a push: source to a watch)")
+            request.state.watch = door.watch_of(request)
+            return await handler(request)
+
+        return token_first
+
+
+router = APIRouter(tags=["ingest"], route_class=IngestTokenFirst)
+
+
 @router.post(
     "/api/ingest",
     status_code=202,
     response_model=IngestOut,
     summary="A job pushes its samples and events (a push watch's ingest token)",
-    openapi_extra={
-        "requestBody": {"content": {"application/json": {"schema": IngestBody.model_json_schema()}}}
+    responses={
+        401: {"model": ErrorOut, "description": "no ingest token, or not one of a push watch"},
+        403: {"model": ErrorOut, "description": "no push watch here has an ingest token set"},
+        404: {"model": ErrorOut, "description": "no watch here takes pushes"},
+        409: {"model": ErrorOut, "description": "the watch has as many pushed runs as it takes"},
+        413: {"model": ErrorOut, "description": "the body is larger than HEROWATCH_MAX_BODY_API"},
+        422: {"model": ErrorOut, "description": "the body is not a valid push (field by field)"},
+        429: {"model": ErrorOut, "description": "faster than the watch's push.rate: wait Retry-After"},
     },
 )
-async def ingest(request: Request) -> JSONResponse:
-    """The token is checked before the body is read; the body is checked before anything is written."""
-    door: IngestDoor | None = getattr(request.app.state, "ingest", None)
-    if door is None or not door.targets:
-        raise HTTPException(404, "no watch here takes pushes (add a push: source to a watch)")
-    watch = door.watch_of(request)
-    try:
-        body = IngestBody.model_validate_json(await request.body())
-    except ValidationError as exc:
-        problems = [
-            {"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in exc.errors()[:20]
-        ]
-        return JSONResponse({"error": "the body is not a valid push", "detail": problems}, status_code=422)
+def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
+    """Append what a job pushed to its run's spool, on disk before the answer (202)."""
+    door: IngestDoor = request.app.state.ingest
+    watch: str = request.state.watch
     now = request.app.state.ctx.now()
     for item in [*body.samples, *body.events]:
         if item.t is not None and not (now - PAST <= item.t <= now + FUTURE):
             raise HTTPException(
-                422, f"t={item.t}: more than 5 minutes ahead of or 7 days behind herowatch's clock"
+                422, f"t={item.t}: over 5 minutes ahead of or 7 days behind herowatch's clock"
             )
     target = door.targets[watch]
     if not door.writer.known(watch, body.run) and door.writer.runs(watch) >= target.max_runs:
@@ -224,5 +243,5 @@ async def ingest(request: Request) -> JSONResponse:
             status_code=429,
             headers={"Retry-After": str(math.ceil(wait))},
         )
-    await run_in_threadpool(door.writer.append, watch, body.run, _lines(body, now))
-    return JSONResponse({"run": body.run, "accepted": n}, status_code=202)
+    door.writer.append(watch, body.run, _lines(body, now))
+    return IngestOut(run=body.run, accepted=n)
