@@ -1,0 +1,229 @@
+"""What a poll of the TensorBoard and MLflow sources costs, against the limits they approach.
+
+TensorBoard: a log dir of ``--runs`` run directories holding ``--gigabytes`` of real event files (one
+Megatron-style file written by TensorBoard's own writer, copied into every run). Then, in one process,
+side by side:
+
+- the first poll of everything (a backfill) against reading the same bytes once (``cat``) and against
+  TensorBoard's record reader alone over them (parsing, the floor of any reader);
+- polls after ``--advancing`` runs grew by ``--new-kb`` each, and after nothing grew: the poll's time as
+  a ratio to reading the new bytes once, the bytes it read against the bytes that were new, and the
+  listing alone (the fixed cost of looking).
+
+MLflow: a real ``mlflow server`` (SQLite), ``--mlflow-runs`` runs logging 4 keys; a poll after
+``--mlflow-advancing`` of them logged 15 more steps, against the requests a per-run history read would
+make (one ``get-history`` per run and key).
+
+    .venv/bin/python bench/sources.py [--runs 200] [--gigabytes 1] [--advancing 10] [--new-kb 256]
+                                      [--mlflow-runs 200] [--mlflow-advancing 10] [--skip-mlflow]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from monitor.sources.base import Target  # noqa: E402
+from monitor.sources.tensorboard_config import TensorboardTarget  # noqa: E402
+from monitor.sources.tensorboard_events import read_events  # noqa: E402
+from monitor.sources.tensorboard_source import Storage, TensorboardSource  # noqa: E402
+from tests.tb_support import TbRun  # noqa: E402
+
+TAGS = ("lm loss", "grad-norm", "learning-rate", "loss-scale", "iteration-time", "batch-size", "params-norm")
+
+
+def megatron_file(folder: Path, megabytes: float) -> Path:
+    """One event file of about ``megabytes``, Megatron's tags at every step."""
+    run = TbRun(folder, "template")
+    step = 0
+    while True:
+        for _ in range(2000):
+            step += 1
+            run.log(step, {t: 2.0 + math.sin(step + i) for i, t in enumerate(TAGS)}, t=1.7e9 + step)
+        run.flush()
+        if run.files()[0].stat().st_size >= megabytes * 1e6:
+            run.close()
+            return run.files()[0]
+
+
+def timed(fn):  # noqa: ANN001, ANN201
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def read_raw(paths: list[tuple[Path, int]]) -> int:
+    """Read each (file, from offset) once, as ``cat`` would: the I/O floor."""
+    n = 0
+    for path, offset in paths:
+        with path.open("rb") as f:
+            f.seek(offset)
+            while chunk := f.read(1 << 20):
+                n += len(chunk)
+    return n
+
+
+def parse_only(paths: list[tuple[Path, int]]) -> int:
+    """TensorBoard's reader over the same bytes, nothing else: the parsing floor."""
+    return sum(read_events(str(p), o, 1 << 62, lambda _t: True).read for p, o in paths)
+
+
+def append_steps(path: Path, kb: int, start: int) -> None:
+    """About ``kb`` KiB of new steps at the end of an event file, as its writer would append them."""
+    scratch = Path(tempfile.mkdtemp())
+    run = TbRun(scratch, "x")
+    step = start
+    while True:
+        for _ in range(200):
+            step += 1
+            run.log(step, {t: 1.5 for t in TAGS}, t=1.8e9 + step)
+        run.flush()
+        if run.files()[0].stat().st_size >= kb * 1024:
+            break
+    run.close()
+    data = run.files()[0].read_bytes()
+    first = int.from_bytes(data[:8], "little") + 16  # skip the new file's file-version record
+    with path.open("ab") as f:
+        f.write(data[first:])
+    shutil.rmtree(scratch)
+
+
+def tensorboard_bench(args: argparse.Namespace) -> None:
+    root = Path(tempfile.mkdtemp(prefix="hw-bench-tb-"))
+    try:
+        per_run = args.gigabytes * 1000 / args.runs
+        print(f"== TensorBoard: {args.runs} runs, {args.gigabytes:g} GB of events ({per_run:.1f} MB a run)")
+        template = megatron_file(root / "template", per_run)
+        logdir = root / "tb"
+        for i in range(args.runs):
+            (logdir / f"run-{i:03d}").mkdir(parents=True)
+            shutil.copy(template, logdir / f"run-{i:03d}" / template.name)
+        files = sorted(logdir.glob("*/*tfevents*"))
+        total = sum(f.stat().st_size for f in files)
+        cfg = TensorboardTarget(logdir=str(logdir), read_bytes=1 << 62)
+        src = TensorboardSource()
+        target = Target("bench", cfg)
+        read_raw([(f, 0) for f in files])  # warm the page cache: every figure below reads from memory
+        t_cat, _ = timed(lambda: read_raw([(f, 0) for f in files]))
+        t_parse, _ = timed(lambda: parse_only([(f, 0) for f in files]))
+        t_first, first = timed(lambda: src.poll(target, {}, time.time()))
+        assert first.error is None, first.error
+        print(
+            f"first poll (everything): {t_first:7.2f} s, {len(first.samples):,} samples, {total / 1e6:,.0f} MB"
+        )
+        print(f"  vs cat of the same bytes: {t_cat:7.2f} s   ratio {t_first / t_cat:6.1f}x")
+        print(f"  vs TensorBoard's reader alone: {t_parse:7.2f} s   ratio {t_first / t_parse:6.2f}x")
+
+        cursors = first.cursors
+        store = Storage(str(logdir))
+        t_list, _ = timed(lambda: [store.event_files(r) for r in store.run_dirs("*")])
+        before = src.bytes_read
+        t_idle, idle = timed(lambda: src.poll(target, cursors, time.time()))
+        print(
+            f"poll, nothing new: {t_idle * 1000:7.1f} ms, {src.bytes_read - before} bytes read, "
+            f"{idle.requests} listings and reads (listing alone: {t_list * 1000:.1f} ms)"
+        )
+        for kb in (args.new_kb, args.new_kb * 8):
+            grown = files[: args.advancing]
+            sizes = {f: f.stat().st_size for f in grown}
+            for f in grown:
+                append_steps(f, kb, start=10**7)
+            new = sum(f.stat().st_size - sizes[f] for f in grown)
+            read_raw([(f, sizes[f]) for f in grown])  # in the page cache, as just written
+            t_new, _ = timed(lambda: read_raw([(f, sizes[f]) for f in grown]))  # noqa: B023
+            t_new_parse, _ = timed(lambda: parse_only([(f, sizes[f]) for f in grown]))  # noqa: B023
+            before = src.bytes_read
+            t_poll, res = timed(lambda: src.poll(target, cursors, time.time()))  # noqa: B023
+            cursors = res.cursors
+            got = src.bytes_read - before
+            print(
+                f"poll, {args.advancing} of {args.runs} runs grew {kb} KiB ({new / 1e6:.2f} MB new): "
+                f"{t_poll * 1000:7.1f} ms, read {got / 1e6:.2f} MB ({got / new:.2f}x the new bytes), "
+                f"{len(res.samples):,} samples"
+            )
+            print(
+                f"  vs reading the new bytes once: {t_new * 1000:6.1f} ms (ratio {t_poll / t_new:6.1f}x); "
+                f"vs TensorBoard's reader over them: {t_new_parse * 1000:6.1f} ms "
+                f"(ratio {t_poll / t_new_parse:5.2f}x); listing {t_list * 1000:.1f} ms"
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def mlflow_bench(args: argparse.Namespace) -> None:
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from monitor.sources.mlflow_config import MlflowTarget
+    from monitor.sources.mlflow_source import MlflowSource
+    from tests.mlflow_server import MlflowServer
+
+    root = Path(tempfile.mkdtemp(prefix="hw-bench-mlflow-"))
+    server = MlflowServer(root).start()
+    try:
+        print(f"== MLflow: {args.mlflow_runs} runs, 4 keys each, a real mlflow server (SQLite)")
+        c = MlflowClient(server.url)
+        exp = c.create_experiment("bench")
+        keys = ("loss", "grad_norm", "learning_rate", "epoch")
+        runs = [
+            c.create_run(exp, run_name=f"r{i}", tags={"hero": "true"}).info.run_id
+            for i in range(args.mlflow_runs)
+        ]
+        now = int(time.time() * 1000)
+
+        def log(run_id: str, steps: range) -> None:
+            c.log_batch(run_id, metrics=[Metric(k, 1.0, now + s, s) for s in steps for k in keys])
+
+        for r in runs:
+            log(r, range(0, 50))
+        src = MlflowSource()
+        target = Target(
+            "bench", MlflowTarget(tracking_uri=server.url, experiment="bench", filter="tags.hero = 'true'")
+        )
+        first = src.poll(target, {}, time.time())
+        assert first.error is None, first.error
+        print(f"first poll: {first.requests} requests (lookup, search, one history read per run and key)")
+        idle = src.poll(target, first.cursors, time.time())
+        print(f"poll, nothing new: {idle.requests} request(s)")
+        for r in runs[: args.mlflow_advancing]:
+            log(r, range(50, 65))
+        t, res = timed(lambda: src.poll(target, idle.cursors, time.time()))
+        naive = args.mlflow_runs * len(keys) + 1
+        print(
+            f"poll, {args.mlflow_advancing} of {args.mlflow_runs} runs logged 15 steps: {res.requests} requests "
+            f"in {t * 1000:.0f} ms (1 search + {args.mlflow_advancing} runs x {len(keys)} keys); a history read "
+            f"of every run and key: {naive} requests (ratio {naive / res.requests:.0f}x)"
+        )
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--gigabytes", type=float, default=1.0)
+    ap.add_argument("--advancing", type=int, default=10)
+    ap.add_argument("--new-kb", type=int, default=256)
+    ap.add_argument("--mlflow-runs", type=int, default=200)
+    ap.add_argument("--mlflow-advancing", type=int, default=10)
+    ap.add_argument("--skip-mlflow", action="store_true")
+    ap.add_argument("--skip-tensorboard", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("MLFLOW_TRACKING_URI", "")
+    if not args.skip_tensorboard:
+        tensorboard_bench(args)
+    if not args.skip_mlflow:
+        mlflow_bench(args)
+
+
+if __name__ == "__main__":
+    main()
