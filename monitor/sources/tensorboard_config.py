@@ -33,10 +33,18 @@ class TensorboardTarget(SourceTarget):
         default_factory=lambda: ["*"],
         description="scalar tags to read; '*' wildcards, e.g. ['lm loss', 'train/*']",
     )
+    warmup_bytes: int = Field(
+        default=8 << 20,
+        ge=1 << 16,
+        description="on first sight of an event file, read only its last this many bytes (backfill: all)",
+    )
     read_bytes: int = Field(
-        default=64 << 20,
+        default=16 << 20,
         ge=1 << 16,
         description="most bytes read per event file and poll: a long backlog is read over several polls",
+    )
+    poll_bytes: int = Field(
+        default=128 << 20, ge=1 << 16, description="most bytes read per poll, all files together"
     )
     max_runs: int = Field(default=2000, ge=1, le=100_000, description="run directories watched at most")
 
@@ -72,7 +80,7 @@ class TensorboardTarget(SourceTarget):
         return frozenset({STEP})
 
     def for_backfill(self, run: str | None = None) -> TensorboardTarget:
-        update: dict[str, object] = {"read_bytes": WHOLE}
+        update: dict[str, object] = {"read_bytes": WHOLE, "warmup_bytes": WHOLE, "poll_bytes": WHOLE}
         if run:
             update["runs"] = glob.escape(run)
         return self.model_copy(update=update)

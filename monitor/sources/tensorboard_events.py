@@ -17,11 +17,13 @@ not a write in progress: reported, and the file is not read past it.
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
+from tensorboard.compat.tensorflow_stub.io import gfile
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import PyRecordReader_New
 from tensorboard.util import tensor_util
 
@@ -73,6 +75,29 @@ def _scalar(value: event_pb2.summary_pb2.Summary.Value) -> float | None:
         array = tensor_util.make_ndarray(value.tensor)
         if array.size == 1 and array.dtype.kind in "fiub":
             return float(array.reshape(()))
+    return None
+
+
+MAX_RECORD = 256 << 20  # a longer length field is not a record's
+
+
+def record_start(path: str, offset: int, window: int = 1 << 20) -> int | None:
+    """The first record boundary at or after ``offset``: where an 8-byte length whose masked CRC
+    follows it, and whose record's own CRC matches, begins (TensorBoard's ``masked_crc32c``). For the
+    first sight of a long file: start near its end instead of its beginning. None: none found."""
+    with gfile.GFile(path, "rb") as f:
+        if offset:
+            f.continuation_token = {"opaque_offset": offset}
+        data = f.read(window)
+    crc = pywrap_tensorflow.masked_crc32c
+    for i in range(max(0, len(data) - 12)):
+        (length,) = struct.unpack_from("<Q", data, i)
+        if length > MAX_RECORD or crc(data[i : i + 8]) != struct.unpack_from("<I", data, i + 8)[0]:
+            continue
+        end = i + 12 + length
+        if end + 4 <= len(data) and crc(data[i + 12 : end]) != struct.unpack_from("<I", data, end)[0]:
+            continue
+        return offset + i
     return None
 
 

@@ -29,7 +29,7 @@ from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.key_patterns import key_filter
 from monitor.sources.tensorboard_config import TensorboardTarget
-from monitor.sources.tensorboard_events import is_event_file, order_key, read_events
+from monitor.sources.tensorboard_events import is_event_file, order_key, read_events, record_start
 
 log = logging.getLogger(__name__)
 SOURCE = "tensorboard"
@@ -115,6 +115,7 @@ class TensorboardSource:
         wanted = key_filter(cfg.tags)
         out = PollResult()
         runs = store.run_dirs(cfg.runs)
+        budget = cfg.poll_bytes
         out.requests = 1
         for run in runs[: cfg.max_runs]:
             files = store.event_files(run)
@@ -129,6 +130,11 @@ class TensorboardSource:
             offsets: dict[str, int] = cursor["files"]
             tags: set[str] = set()
             for f in files:
+                if budget <= 0:
+                    break  # the rest of the backlog next poll
+                if f.name not in offsets and f.size > cfg.warmup_bytes:
+                    # first sight of a long file: its last warmup_bytes, from a record boundary
+                    offsets[f.name] = record_start(f.path, f.size - cfg.warmup_bytes) or 0
                 at = int(offsets.get(f.name, 0))
                 if f.size < at:
                     log.warning(
@@ -137,7 +143,8 @@ class TensorboardSource:
                     at = 0
                 if f.size == at:
                     continue
-                got = read_events(f.path, at, cfg.read_bytes, wanted)
+                got = read_events(f.path, at, min(cfg.read_bytes, budget), wanted)
+                budget -= got.read
                 out.requests += 1
                 self.bytes_read += got.read
                 if got.damaged and got.damaged not in self._damaged:

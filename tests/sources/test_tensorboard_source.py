@@ -130,3 +130,36 @@ def test_an_object_store_logdir_through_fsspec(tmp_path):
 def test_config_refuses_bad_globs(bad):
     with pytest.raises(ValueError):
         TensorboardTarget(logdir="/tmp", runs=bad)
+
+
+def test_first_sight_of_a_long_file_reads_its_tail_from_a_record_boundary_and_backfill_reads_all(tmp_path):
+    a = TbRun(tmp_path, "hero-a")
+    for s in range(3000):
+        a.log(s, {"lm loss": 2.0, "grad-norm": 1.0, "learning-rate": 1e-4})
+    a.close()
+    assert a.files()[0].stat().st_size > 4 * 65536
+    src = TensorboardSource()
+    first = poll(src, tmp_path, {}, warmup_bytes=65536)
+    got = steps(first)
+    assert 0 < got[0] and got[-1] == 2999 and got == list(range(got[0], 3000)), "a tail, whole steps"
+    assert src.bytes_read <= 65536
+    cfg = TensorboardTarget(logdir=str(tmp_path), warmup_bytes=65536).for_backfill()
+    everything = TensorboardSource().poll(Target("tb", cfg), {}, time.time())
+    assert steps(everything) == list(range(3000))
+
+
+def test_a_poll_reads_at_most_its_budget_and_the_rest_next_time(tmp_path):
+    for name in ("a", "b", "c"):
+        r = TbRun(tmp_path, name)
+        for s in range(1500):
+            r.log(s, {"lm loss": 2.0})
+        r.close()
+    src = TensorboardSource()
+    cursors, seen = {}, []
+    for _ in range(20):
+        res = poll(src, tmp_path, cursors, poll_bytes=65536, warmup_bytes=1 << 30)
+        cursors = res.cursors
+        seen += [(s.run, s.step) for s in res.samples]
+        if not res.samples:
+            break
+    assert len(seen) == 4500 and len(set(seen)) == 4500, "everything, once, over several polls"
