@@ -52,3 +52,27 @@ def test_the_source_reads_whole_lines_from_its_cursor_and_waits_for_a_half_writt
     assert [s.step for s in third.samples] == [3]
     assert math.isnan(third.validated().samples[0].metrics["loss"])  # NaN came through
     assert src.poll(target, third.cursors, 203.0).samples == []
+
+
+def test_the_rate_bucket_takes_a_burst_then_the_rate_and_says_how_long_to_wait():
+    from monitor.web.api.ingest import Bucket
+
+    b = Bucket(rate=100.0, burst=1000.0, level=1000.0, at=0.0)
+    assert b.take(1000, 0.0) is None  # the burst at once
+    assert b.take(50, 0.1) == 1.0  # 10 came back: 40 short, 0.4 s, answered as at least 1 s
+    assert b.take(50, 0.5) is None  # 50 came back by then
+    assert b.take(10_000, 0.5) == 100.0  # more than the burst could ever hold: wait for it anyway
+
+
+def test_each_watch_has_its_own_token_and_the_api_token_is_none_of_them(tmp_path):
+    from monitor.config.loader import parse_config
+    from monitor.web.api.ingest import IngestDoor
+
+    cfg = parse_config(
+        "watch:\n  - {name: a, push: {token_env: A_TOKEN}}\n  - {name: b, push: {token_env: B_TOKEN}}\n"
+        "  - {name: c, push: {token_env: C_TOKEN}}\n",
+        "hw.yaml",
+    )
+    env = {"A_TOKEN": "a" * 40, "B_TOKEN": "b" * 40, "C_TOKEN": "short"}
+    door = IngestDoor.from_watches(cfg.watch, tmp_path, env)
+    assert door.tokens == {"a": "a" * 40, "b": "b" * 40}, "a token under 32 characters opens nothing"

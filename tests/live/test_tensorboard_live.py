@@ -93,6 +93,9 @@ def test_tensorboard_runs_page_live(tmp_path):
             wait_for(lambda: step_of(run_a) > 20 and step_of(run_b) > 20, 60, "both runs to be read")
             detail = hw.api(f"/api/runs/{run_a}")
             assert "megatron" in str(detail), "the Megatron-LM profile is detected from the tags"
+            cov = hw.api(f"/api/runs/{run_a}/coverage")
+            rules = {r["rule"]: r["state"] for r in cov["rules"]}
+            assert rules["loss_nonfinite"] == "covered" and "lm loss" in cov["keys"], cov
 
             # ---- a hang pages ---------------------------------------------------------------------------
             trainer.hung.add("hero-a")
