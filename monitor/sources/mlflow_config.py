@@ -8,6 +8,7 @@ Credentials are MLflow's own environment variables (``MLFLOW_TRACKING_TOKEN``, o
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 
@@ -65,6 +66,8 @@ class MlflowTarget(SourceTarget):
         v = v.strip().rstrip("/")
         if not re.match(r"^https?://[^/\s]+", v):
             raise ValueError("expected the tracking server's http(s) URL (or set $MLFLOW_TRACKING_URI)")
+        if importlib.util.find_spec("mlflow") is None:
+            raise ValueError("reading MLflow needs its client: pip install 'herowatch[mlflow]'")
         return v
 
     @field_validator("experiment")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import glob
+import importlib.util
 import re
 
 from pydantic import ConfigDict, Field, field_validator
@@ -56,6 +57,18 @@ class TensorboardTarget(SourceTarget):
             raise ValueError("say which log directory to watch")
         if "://" in v and not re.match(r"^[a-z][a-z0-9+.\-]*://", v):
             raise ValueError("expected a path or a URL such as gs://bucket/path")
+        if importlib.util.find_spec("tensorboard") is None:
+            raise ValueError("reading TensorBoard logs needs: pip install 'herowatch[tensorboard]'")
+        if "://" in v and not v.startswith("file://"):
+            import fsspec
+
+            protocol = v.split("://", 1)[0]
+            try:
+                fsspec.get_filesystem_class(protocol)
+            except (ImportError, ValueError) as exc:
+                extra = {"gs": "gcs", "gcs": "gcs", "s3": "s3"}.get(protocol)
+                hint = f": pip install 'herowatch[{extra}]'" if extra else ""
+                raise ValueError(f"cannot read {protocol}:// URLs ({exc}){hint}") from None
         return v.rstrip("/") or "/"
 
     @field_validator("runs")

@@ -163,3 +163,9 @@ def test_a_poll_reads_at_most_its_budget_and_the_rest_next_time(tmp_path):
         if not res.samples:
             break
     assert len(seen) == 4500 and len(set(seen)) == 4500, "everything, once, over several polls"
+
+
+def test_an_object_store_without_its_filesystem_is_a_config_error_naming_the_extra():
+    # s3fs is not in the dev lock (it is the s3 extra): the config says what to install
+    with pytest.raises(ValueError, match=r"herowatch\[s3\]"):
+        TensorboardTarget(logdir="s3://bucket/tb")
