@@ -13,6 +13,7 @@ import re
 
 from pydantic import ConfigDict, Field, field_validator
 
+from monitor.durations import Duration
 from monitor.sources.registry import SourceTarget, register
 
 WHOLE = 1 << 62  # bytes: "all of it"
@@ -35,17 +36,21 @@ class TensorboardTarget(SourceTarget):
         description="scalar tags to read; '*' wildcards, e.g. ['lm loss', 'train/*']",
     )
     warmup_bytes: int = Field(
-        default=8 << 20,
+        default=2 << 20,
         ge=1 << 16,
         description="on first sight of an event file, read only its last this many bytes (backfill: all)",
     )
     read_bytes: int = Field(
-        default=16 << 20,
+        default=8 << 20,
         ge=1 << 16,
         description="most bytes read per event file and poll: a long backlog is read over several polls",
     )
     poll_bytes: int = Field(
-        default=128 << 20, ge=1 << 16, description="most bytes read per poll, all files together"
+        default=64 << 20, ge=1 << 16, description="most bytes read per poll, all files together"
+    )
+    poll_time: Duration = Field(
+        default=10.0,
+        description="a poll stops opening files after this long (a backlog is read over several polls)",
     )
     max_runs: int = Field(default=2000, ge=1, le=100_000, description="run directories watched at most")
 
@@ -93,7 +98,12 @@ class TensorboardTarget(SourceTarget):
         return frozenset({STEP})
 
     def for_backfill(self, run: str | None = None) -> TensorboardTarget:
-        update: dict[str, object] = {"read_bytes": WHOLE, "warmup_bytes": WHOLE, "poll_bytes": WHOLE}
+        update: dict[str, object] = {
+            "read_bytes": WHOLE,
+            "warmup_bytes": WHOLE,
+            "poll_bytes": WHOLE,
+            "poll_time": float(WHOLE),
+        }
         if run:
             update["runs"] = glob.escape(run)
         return self.model_copy(update=update)

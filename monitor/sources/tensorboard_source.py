@@ -19,6 +19,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -115,7 +116,7 @@ class TensorboardSource:
         wanted = key_filter(cfg.tags)
         out = PollResult()
         runs = store.run_dirs(cfg.runs)
-        budget = cfg.poll_bytes
+        budget, deadline = cfg.poll_bytes, time.monotonic() + cfg.poll_time
         out.requests = 1
         for run in runs[: cfg.max_runs]:
             files = store.event_files(run)
@@ -130,7 +131,7 @@ class TensorboardSource:
             offsets: dict[str, int] = cursor["files"]
             tags: set[str] = set()
             for f in files:
-                if budget <= 0:
+                if budget <= 0 or time.monotonic() > deadline:
                     break  # the rest of the backlog next poll
                 if f.name not in offsets and f.size > cfg.warmup_bytes:
                     # first sight of a long file: its last warmup_bytes, from a record boundary
