@@ -3,13 +3,15 @@
 
 - a job that exits non-zero under ``herowatch emit run`` pages ``run_crashed`` with its exit code at
   once, and the wrapper exits with the job's code (a crash is never swallowed);
-- a job killed by a signal pages with the signal;
+- a job killed by a signal pages with the signal; the scheduler's SIGTERM to the wrapper reaches the job
+  and is reported the same way;
 - a burst of 10,000 samples is taken without loss or a 5xx, and every sample reaches the run;
 - the door refuses what it must: no token, the API token, a wrong token, a bad body, a huge body.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -56,6 +58,34 @@ def test_a_crash_under_emit_pages_at_once_and_a_burst_is_taken_whole(tmp_path):
         assert done.returncode == 137, done.stderr
         page = wait_for(lambda: stack.pages("run_crashed", "job-killed"), 20, "the kill page")
         assert "exit code 137" in page[0] and "SIGKILL" in page[0], page
+
+        # ---- the scheduler's SIGTERM reaches the job through the wrapper, and is reported -------------
+        wrapper = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "monitor.cli",
+                "emit",
+                "run",
+                "--run",
+                "job-term",
+                "--url",
+                hw.url,
+                "--",
+                sys.executable,
+                "-c",
+                "import time; print('up', flush=True); time.sleep(60)",
+            ],
+            cwd=REPO,
+            env={**env, "HEROWATCH_INGEST_TOKEN": INGEST_TOKEN},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert wrapper.stdout.readline().strip() == "up"
+        wrapper.send_signal(signal.SIGTERM)
+        assert wrapper.wait(30) == 143, "128 + SIGTERM, as a shell reports it"
+        page = wait_for(lambda: stack.pages("run_crashed", "job-term"), 20, "the SIGTERM page")
+        assert "exit code 143" in page[0] and "SIGTERM" in page[0], page
 
         # ---- a clean exit pages nobody --------------------------------------------------------------------
         assert emit(hw.url, "job-ok", sys.executable, "-c", "pass", env=env).returncode == 0
