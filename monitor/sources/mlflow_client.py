@@ -89,11 +89,12 @@ class MlflowApi:
                 break
         return runs
 
-    def history(self, run_id: str, key: str, lo: int, hi: int) -> list[dict[str, Any]]:
-        """Every value of ``key`` logged at steps ``lo`` .. ``hi`` (inclusive)."""
+    def history(self, run_ids: tuple[str, ...], key: str, lo: int, hi: int) -> list[dict[str, Any]]:
+        """Every value of ``key`` the runs logged at steps ``lo`` .. ``hi`` (inclusive), each with its
+        ``run_id``."""
         if self.bulk_interval:
             params: Mapping[str, Any] = {
-                "run_ids": run_id,
+                "run_ids": list(run_ids),
                 "metric_key": key,
                 "start_step": lo,
                 "end_step": hi,
@@ -104,9 +105,16 @@ class MlflowApi:
                     "GET", "/ajax-api/2.0/mlflow/metrics/get-history-bulk-interval", params=params
                 )
                 return list((got or {}).get("metrics") or [])
-            except LookupError:  # a server without it: the whole history of the key, then cut
+            except LookupError:  # a server without it: each run's whole history of the key, then cut
                 self.bulk_interval = False
-        got = self._call(
-            "GET", "/api/2.0/mlflow/metrics/get-history", params={"run_id": run_id, "metric_key": key}
-        )
-        return [m for m in (got or {}).get("metrics") or [] if lo <= int(m.get("step", 0)) <= hi]
+        out = []
+        for run_id in run_ids:
+            got = self._call(
+                "GET", "/api/2.0/mlflow/metrics/get-history", params={"run_id": run_id, "metric_key": key}
+            )
+            out += [
+                {**m, "run_id": run_id}
+                for m in (got or {}).get("metrics") or []
+                if lo <= int(m.get("step", 0)) <= hi
+            ]
+        return out

@@ -3,7 +3,8 @@
 One poll costs one ``runs/search`` request per 1000 runs: it answers every run's status and, per
 metric key, the latest value with its step and time. Only the keys whose latest (step, time) moved past
 the run's cursor are read, from the cursor's step on (``MlflowApi.history``), so a poll of 200 runs of
-which 10 advanced costs 1 + (the moved keys of those 10) requests.
+which 10 advanced costs 1 + (the keys that moved) requests when the runs log in step with each other
+(monitor.sources.mlflow_history groups them).
 
 States map as MLflow names them (RUNNING, SCHEDULED, FINISHED, FAILED, KILLED). Runs already followed
 that no longer match the filter (it selected ``attributes.status = 'RUNNING'`` and the run failed) are
@@ -31,6 +32,7 @@ from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.key_patterns import key_filter
 from monitor.sources.mlflow_client import MlflowApi, MlflowUnavailable
 from monitor.sources.mlflow_config import STATES, MlflowTarget
+from monitor.sources.mlflow_history import Read, batches
 
 log = logging.getLogger(__name__)
 SOURCE = "mlflow"
@@ -44,12 +46,6 @@ def _latest(run: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     for m in (run.get("data") or {}).get("metrics") or []:
         out[str(m["key"])] = (int(m.get("step") or 0), int(m.get("timestamp") or 0))
     return out
-
-
-def _newer(m: Mapping[str, Any], cursor: tuple[int, int] | None) -> bool:
-    if cursor is None:
-        return True
-    return (int(m.get("step") or 0), int(m.get("timestamp") or 0)) > tuple(cursor)
 
 
 class MlflowSource:
@@ -95,42 +91,44 @@ class MlflowSource:
             for r in api.search(experiment, f"attributes.run_id IN ({ids})", _IDS_PER_SEARCH):
                 runs[r["info"]["run_id"]] = r
         wanted = key_filter(cfg.keys)
+        latest = {run_id: _latest(run) for run_id, run in runs.items()}
+        seen = {run_id: dict((mine.get(run_id) or {}).get("keys") or {}) for run_id in runs}
+        reads = []
+        for run_id, keys in latest.items():
+            for name, (step, ts) in keys.items():
+                before = tuple(seen[run_id][name]) if name in seen[run_id] else None
+                if not wanted(name) or (before is not None and before >= (step, ts)):
+                    continue
+                lo = before[0] if before is not None else max(0, step - cfg.warmup_steps + 1)
+                reads.append(Read(run_id, name, lo, step, before))
+                seen[run_id][name] = [step, ts]
+        values = self._read(api, reads, cfg.page_steps)
         out = PollResult()
         for run_id, run in runs.items():
             key = prefix + run_id
-            info = run["info"]
-            cursor: dict[str, Any] = dict(mine.get(run_id) or {})
-            seen: dict[str, list[int]] = dict(cursor.get("keys") or {})
-            latest = _latest(run)
             rows: dict[int, dict[str, float]] = {}
             times: dict[int, float] = {}
-            for name, (step, ts) in sorted(latest.items()):
-                if not wanted(name) or (name in seen and tuple(seen[name]) >= (step, ts)):
+            for name, m in values.get(run_id, ()):
+                t = int(m.get("timestamp") or 0) / 1000
+                if name.startswith(SYSTEM):  # their own sampling counter, not the training step
+                    out.samples.append(Sample(t=t, run=key, metrics={name: m["value"]}, source=SOURCE))
                     continue
-                before = tuple(seen[name]) if name in seen else None
-                lo = before[0] if before is not None else max(0, step - cfg.warmup_steps + 1)
-                values = []
-                for a in range(lo, step + 1, cfg.page_steps):
-                    values.extend(api.history(run_id, name, a, min(step, a + cfg.page_steps - 1)))
-                for m in values:
-                    if not _newer(m, before):
-                        continue
-                    t = int(m.get("timestamp") or 0) / 1000
-                    if name.startswith(SYSTEM):  # their own sampling counter, not the training step
-                        out.samples.append(Sample(t=t, run=key, metrics={name: m["value"]}, source=SOURCE))
-                        continue
-                    s = int(m.get("step") or 0)
-                    rows.setdefault(s, {})[name] = m["value"]
-                    times[s] = max(times.get(s, 0.0), t)
-                seen[name] = [step, ts]
+                s = int(m.get("step") or 0)
+                rows.setdefault(s, {})[name] = m["value"]
+                times[s] = max(times.get(s, 0.0), t)
             for s in sorted(rows):
                 out.samples.append(Sample(t=times[s], run=key, step=s, metrics=rows[s], source=SOURCE))
-            state = STATES.get(str(info.get("status")), "unknown")
+            state = STATES.get(str(run["info"].get("status")), "unknown")
             out.samples.append(Sample(t=now, run=key, state=state, source=SOURCE))
-            if latest:
-                out.logged[key] = sorted(latest)
-            last = max((ts for _, ts in latest.values()), default=None)
-            cursor.update(keys=seen, state=state, experiment=experiment)
+            if latest[run_id]:
+                out.logged[key] = sorted(latest[run_id])
+            last = max((ts for _, ts in latest[run_id].values()), default=None)
+            cursor = {
+                **(mine.get(run_id) or {}),
+                "keys": seen[run_id],
+                "state": state,
+                "experiment": experiment,
+            }
             cursor.pop("deleted", None)
             out.cursors[key] = cursor
             out.runs.append(self._info(cfg, target, experiment, run, state, last))
@@ -143,6 +141,20 @@ class MlflowSource:
                     RunInfo(run=key, source=SOURCE, state="deleted", name=run_id, project=cfg.experiment)
                 )
                 out.cursors[key] = {**mine[run_id], "deleted": True, "state": "deleted"}
+        return out
+
+    @staticmethod
+    def _read(
+        api: MlflowApi, reads: list[Read], page_steps: int
+    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Run id -> (key, value) of every value the reads want, in as few requests as fit."""
+        wanted = {(r.run_id, r.key): r for r in reads}
+        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for batch in batches(reads, page_steps):
+            for m in api.history(batch.run_ids, batch.key, batch.lo, batch.hi):
+                r = wanted.get((str(m.get("run_id")), batch.key))
+                if r is not None and r.wants(int(m.get("step") or 0), int(m.get("timestamp") or 0)):
+                    out.setdefault(r.run_id, []).append((batch.key, m))
         return out
 
     @staticmethod

@@ -85,3 +85,25 @@ def test_a_missing_experiment_and_a_server_that_is_down_are_errors(server):
     t0 = time.monotonic()
     res = MlflowSource().poll(Target("w", down), {}, 0.0)
     assert res.error and time.monotonic() - t0 < 10
+
+
+def test_runs_logging_in_step_share_one_history_request_per_key(server):
+    c = MlflowClient(server.url)
+    exp = c.create_experiment("lockstep")
+    runs = [c.create_run(exp, run_name=f"r{i}").info.run_id for i in range(5)]
+    for r in runs:
+        for s in range(20):
+            c.log_metric(r, "loss", 2.0, step=s)
+            c.log_metric(r, "grad_norm", 1.0, step=s)
+    src = MlflowSource()
+    target = Target("w", MlflowTarget(tracking_uri=server.url, experiment="lockstep"))
+    first = poll(src, target, {})
+    assert first.requests == 1 + 1 + 2, "the experiment, the search, one read per key for all 5 runs"
+    assert sorted(s.step for s in first.samples if s.step is not None) == sorted(list(range(20)) * 5)
+    for r in runs[:3]:
+        c.log_metric(r, "loss", 1.5, step=20)
+    c.log_metric(runs[3], "loss", 1.4, step=25)
+    moved = poll(src, target, first.cursors)
+    assert moved.requests == 2, "the search and one read of loss for the 4 runs that moved"
+    got = sorted((s.run.rsplit("/", 1)[1], s.step) for s in moved.samples if s.step is not None)
+    assert got == sorted([(r, 20) for r in runs[:3]] + [(runs[3], 25)]), "each run's new steps, once"
