@@ -13,7 +13,8 @@ side by side:
 
 MLflow: a real ``mlflow server`` (SQLite), ``--mlflow-runs`` runs logging 4 keys; a poll after
 ``--mlflow-advancing`` of them logged 15 more steps, against the requests a per-run history read would
-make (one ``get-history`` per run and key).
+make (one ``get-history`` per run and key): once for runs logging in step with each other (their moved
+keys share reads: monitor.sources.mlflow_history), once for runs each at its own step.
 
     .venv/bin/python bench/sources.py [--runs 200] [--gigabytes 1] [--advancing 10] [--new-kb 256]
                                       [--warmup-kb 1024] [--sample 20]
@@ -223,27 +224,31 @@ def mlflow_bench(args: argparse.Namespace) -> None:
         def log(run_id: str, steps: range) -> None:
             c.log_batch(run_id, metrics=[Metric(k, 1.0, now + s, s) for s in steps for k in keys])
 
+        # half the runs in step with each other (a sweep started together), half each at its own step
+        start = {r: 0 if i % 2 == 0 else 5000 * i for i, r in enumerate(runs)}
         for r in runs:
-            log(r, range(0, 50))
+            log(r, range(start[r], start[r] + 50))
         src = MlflowSource()
         target = Target(
             "bench", MlflowTarget(tracking_uri=server.url, experiment="bench", filter="tags.hero = 'true'")
         )
         first = src.poll(target, {}, time.time())
         assert first.error is None, first.error
-        print(f"first poll: {first.requests} requests (lookup, search, one history read per run and key)")
+        print(f"first poll: {first.requests} requests (lookup, search, the history reads of every key)")
         idle = src.poll(target, first.cursors, time.time())
         print(f"poll, nothing new: {idle.requests} request(s)")
-        for r in runs[: args.mlflow_advancing]:
-            log(r, range(50, 65))
-        t, res = timed(lambda: src.poll(target, idle.cursors, time.time()))
         naive = args.mlflow_runs * len(keys) + 1
-        print(
-            f"poll, {args.mlflow_advancing} of {args.mlflow_runs} runs logged 15 steps: "
-            f"{res.requests} requests in {t * 1000:.0f} ms (1 search + {args.mlflow_advancing} runs x "
-            f"{len(keys)} keys); a history read of every run and key: {naive} requests "
-            f"(ratio {naive / res.requests:.0f}x)"
-        )
+        cursors = idle.cursors
+        for label, chosen in (("in step", runs[0::2]), ("each at its own step", runs[1::2])):
+            for r in chosen[: args.mlflow_advancing]:
+                log(r, range(start[r] + 50, start[r] + 65))
+            t, res = timed(lambda: src.poll(target, cursors, time.time()))  # noqa: B023
+            cursors = res.cursors
+            print(
+                f"poll, {args.mlflow_advancing} of {args.mlflow_runs} runs ({label}) logged 15 steps: "
+                f"{res.requests} requests in {t * 1000:.0f} ms; a history read of every run and key: "
+                f"{naive} requests (ratio {naive / res.requests:.0f}x)"
+            )
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)

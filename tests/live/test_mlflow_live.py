@@ -79,7 +79,7 @@ def test_mlflow_runs_page_live(tmp_path):
             # ---- a hang pages ---
             trainer.hung.add("hero-a")
             t0 = time.monotonic()
-            wait_for(lambda: stack.pages("progress_stalled", "hero-a"), 30, "the stall page")
+            wait_for(lambda: stack.pages("progress_stalled", "hero-a"), 60, "the stall page")
             print(f"hang -> page: {time.monotonic() - t0:.1f}s")
             trainer.hung.discard("hero-a")
             wait_for(lambda: alerts_of(hw, "progress_stalled", "resolved"), 20, "the stall to resolve")
