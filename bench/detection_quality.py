@@ -9,9 +9,11 @@ same Evaluator as the live engine (monitor/traces/replay.py) with the built-in h
 
 For each incident: the rule that should catch it, the time from the onset to its first firing, and
 the limit that detection should stay within (the issue's target, or the rule's own definition), as a
-ratio. Then the healthy logs (the same run with its saves and evals in several shapes, the BLOOM
-excerpts, the healthy PAI workers): the pages (critical) and warnings they raise, which should be
-none. The last line sums it up: ``caught N/M, false pages F, median time to detect X min``.
+ratio, and the pages since the onset (messages that notify someone, as delivery decides:
+``ReplayResult.pages``; one incident should be one page). Then the healthy logs (the same run with
+its saves and evals in several shapes, without a grad norm, under Megatron-LM's names with its eval
+loss; the BLOOM excerpts, the healthy PAI workers): the pages (critical) and warnings they raise, which
+should be none. The last line sums it up: ``caught N/M, false pages F, median time to detect X min``.
 
 Run:  .venv/bin/python bench/detection_quality.py          (about 20 s)
 """
@@ -34,7 +36,14 @@ from monitor.rules.spec import RuleSpec  # noqa: E402
 from monitor.samples import Sample  # noqa: E402
 from monitor.traces.replay import replay  # noqa: E402
 from tests.rules.helpers_rules import T0, hero, llmc_samples, real_file  # noqa: E402
-from tests.rules.real_scenarios import Scenario, step_change  # noqa: E402
+from tests.rules.real_cases import (  # noqa: E402
+    eval_regression,
+    no_grad_norm,
+    slower_with_tokens,
+    unknown_loss_name,
+)
+from tests.rules.real_scenarios import HUGGINGFACE, MEGATRON, Scenario, as_trainer, step_change  # noqa: E402
+from tests.rules.test_replay_flaky_outage import wandb_outage  # noqa: E402
 from tests.rules.test_rule_real_data import bloom_samples  # noqa: E402
 
 MIN = 60.0
@@ -176,11 +185,73 @@ def incidents() -> list[Incident]:
             ),
         ),
         Incident(
+            "15% slower from 1.5h, tokens/s logged",
+            ("throughput_slowdown", "throughput_drop"),
+            HOUR,
+            slower_with_tokens,
+        ),
+        Incident(
+            "loss logged as 'objective', no grad norm",
+            ("watching_blind",),
+            5 * MIN,
+            unknown_loss_name,
+        ),
+        Incident(
+            "eval loss +0.08 from step 10000 (Megatron)",
+            ("eval_loss_regressed",),
+            15 * MIN,
+            eval_regression(MEGATRON),
+        ),
+        Incident(
+            "eval loss +0.08 from step 10000 (HF Trainer)",
+            ("eval_loss_regressed",),
+            15 * MIN,
+            eval_regression(HUGGINGFACE),
+        ),
+        Incident(
             "PAI straggler (worker 6, real)",
             ("throughput_slowdown", "throughput_drop"),
             HOUR,
             lambda: pai_runs(straggler=True),
         ),
+    ]
+
+
+def steady_and_ending_incidents() -> list[Incident]:
+    """Issue 26 (points 2, 3, 4): a hang in a run that never pauses, a trace whose last line is W&B's
+    ``crashed``, a hang during a flaky W&B outage."""
+
+    def crashed_last() -> tuple[list[Sample], float, None]:
+        samples = Scenario(last_step=9000, end_state="crashed").build()
+        return samples, samples[-1].t, None  # nothing after the crash: replay runs the clock on
+
+    def hang_in_outage() -> tuple[list[Sample], float, None]:
+        trace, _, _ = wandb_outage("at once", hang=True)
+        return trace, max(s.t for s in trace if s.step is not None), None
+
+    return [
+        Incident(
+            "hang in a run that never pauses (step 9876)",
+            ("progress_stalled",),
+            10 * MIN,
+            lambda: scenario(
+                Scenario(save_every=None, eval_pause=None, hang_after_step=9876, watch_after=HOUR),
+                lambda s: s.last_t,
+            ),
+        ),
+        Incident("trace ends in W&B 'crashed'", ("run_crashed",), 5 * MIN + 1 * MIN, crashed_last),
+        Incident(  # the outage, then the wait for its backlog (half its length), then 5 minutes
+            "hang during a flaky 40m W&B outage", ("progress_stalled",), 65 * MIN, hang_in_outage
+        ),
+    ]
+
+
+def flaky_outages() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]]]:
+    """Issue 26 (point 4): healthy runs behind flaky 40-minute outages (one source_unavailable warning
+    each, no page)."""
+    return [
+        ("llm.c behind a flaky W&B outage, backlog at once", lambda: (wandb_outage("at once")[0], None)),
+        ("llm.c behind a flaky W&B outage, backlog in order", lambda: (wandb_outage("in order")[0], None)),
     ]
 
 
@@ -246,6 +317,12 @@ def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]
             sc(slow=lambda x: 1 + 0.02 * math.sin(2 * math.pi * x / (4 * HOUR))),
         ),
         ("... finished at its target step", sc(end_state="finished", watch_after=30 * MIN)),
+        ("... no grad norm logged", no_grad_norm()),
+        ("... no grad norm, logged every 10 steps", no_grad_norm(log_every=10)),
+        (
+            "... Megatron names, with its eval loss",
+            lambda: (lambda s: (as_trainer(s, s.build(), MEGATRON), s.end))(Scenario()),
+        ),
         ("BLOOM-176B excerpts (each its own run)", lambda: (bloom_blocks(), None)),
         ("PAI job, 9 healthy workers", lambda: (pai_runs(straggler=False)[0], None)),
     ]
@@ -253,27 +330,35 @@ def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]
 
 def main() -> None:
     started = time.perf_counter()
-    print(f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6}")
+    print(
+        f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6} "
+        f"{'pages':>5}"
+    )
     delays: list[float] = []
     caught = total = 0
-    for inc in incidents():
+    for inc in incidents() + steady_and_ending_incidents():
         samples, onset, end = inc.build()
         result = replay(samples, inc.specs(), end=end)
         hits = [e for e in result.firing() if e.rule in inc.rules and e.t >= onset]
+        pages = sum(1 for e in result.pages() if e.t >= onset)  # notifying messages since the onset
         total += 1
         if hits:
             caught += 1
             delay = hits[0].t - onset
             delays.append(delay)
             took, limit = delay / MIN, inc.limit / MIN
-            print(f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f}")
+            print(
+                f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f} {pages:5d}"
+            )
         else:
-            print(f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6}")
+            print(
+                f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6} {pages:5d}"
+            )
     print()
     print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
     false_pages = 0
     specs = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
-    for name, build in healthy():
+    for name, build in healthy() + flaky_outages():
         samples, end = build()
         result = replay(samples, specs, end=end)
         pages = result.firing("critical")

@@ -103,7 +103,12 @@ def check_run(
     logged = {k for res in results.values() for k in res.logged.get(run, ())}
     keys = sorted(set(vocab.keys(run)) | logged)
     cov = ev.coverage(run, now, frozenset(), promised(watch))
-    blind = describe(cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)))
+    blind = describe(
+        cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)), vocab.shapes(run)
+    )
+    unlogged = sorted(
+        {i.name for r in cov.rules for i in r.inputs if i.state == "unused" and i.name[:1] != "@"}
+    )
     profile = vocab.describe(run) or {}
     counts = _series_counts(results.get("prometheus"), run, gaps)
     report.runs[run] = {
@@ -115,6 +120,7 @@ def check_run(
         "keys": keys[:100],
         "series": counts,
         "gaps": gaps,
+        "unlogged": unlogged,
     }
     subject = f"run {title or run}"
     said = f"metric names: {profile.get('explain') or 'no sample'}"
@@ -133,6 +139,8 @@ def check_run(
     else:
         seen = sum(1 for r in cov.rules if r.state == "covered")
         report.add(OK, subject, f"{seen} rule(s) get their inputs; {said}")
+    if unlogged and cov.state != "warming":
+        report.add(OK, subject, "not logged (optional: shown, never paged): " + ", ".join(unlogged))
     if counts:
         report.add(OK if all(counts.values()) else WARN, subject, "series per query: " + _counts(counts))
 

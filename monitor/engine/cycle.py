@@ -111,6 +111,7 @@ class Engine:
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
         self.pollers = {w.name: WatchPoller(w.name) for w in watches}
         for w in watches:
+            self.pollers[w.name].health.after = w.unavailable_after
             self.pollers[w.name].health.stuck_after.update(
                 {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
             )
@@ -314,6 +315,7 @@ class Engine:
                 self.last_poll_ok[kind] = now
                 self.last_error[kind] = None
         unavailable = self.pollers[watch.name].health.unavailable(now)
+        settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
@@ -337,7 +339,7 @@ class Engine:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.source_error = errors
-            events = self.evaluator.evaluate(run_id, now, unavailable)
+            events = self.evaluator.evaluate(run_id, now, unavailable, settling)
             # the run's figures are known up to the last poll its own source answered, not to this one
             known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
             run.stats = {
@@ -351,8 +353,7 @@ class Engine:
             if skew is not None:
                 events.append(skew)
             blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable, run.kind)
-            if blind is not None:
-                events.append(blind)
+            events.extend(blind)
             run.stats = {**run.stats, "coverage": coverage}
             self.recorder.record(s, events, now)
             self.recorder.refresh(s, run_id, now)
@@ -362,9 +363,9 @@ class Engine:
                 self.adoption.save_state(s, [run_id], now, writes.states)
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
-        self.recorder.record(s, [blind] if blind is not None else [], now)
+        self.recorder.record(s, blind, now)
         self.blind.refresh(s, watch.name)
-        report.events.extend([blind] if blind is not None else [])
+        report.events.extend(blind)
         for kind, res in results.items():
             if not res.error:
                 mine = self._cursors.setdefault(kind, {})

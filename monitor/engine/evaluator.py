@@ -20,7 +20,8 @@ parsing them:
 
 Outages: ``evaluate(run, now, unavailable)`` leaves alone every rule whose data comes only from an
 unreadable source (its alerts neither fire nor resolve, ``Detector.feeds``); nothing that another
-source delivers changes that.
+source delivers changes that. ``settling`` (source -> since when it answers again) holds the silence
+rules too until the run's newest step is that recent (the backlog arrived): ``RunRules.settling``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState, Finding, fingerprint
 from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
 from monitor.engine.coverage import RunCoverage, judge
-from monitor.engine.run_rules import RunRules, Slot
+from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
@@ -208,6 +209,19 @@ class Evaluator:
             quiet = min(quiet, self._due(slot))
         return quiet
 
+    def armed_until(self, run: str) -> float:
+        """When a timer the data armed (a pending ``for``, a crash's grace; no silence timer) can fire."""
+        rr, due = self._runs.get(run), math.inf
+        for det, slot in rr.clocks if rr is not None else ():
+            if not det.silence and not slot.open and det.wake_at > -math.inf:
+                due = min(due, det.wake_at)
+        for slot in rr.live.values() if rr is not None else ():
+            for fp in slot.open:
+                alert = self._open.get(fp)
+                if alert is not None and alert.status.state is AlertState.PENDING:
+                    due = min(due, alert.status.active_at + slot.rule.for_)
+        return due
+
     def _due(self, slot: Slot) -> float:
         """When a rule with open alerts must be evaluated again, if no sample comes before.
 
@@ -226,7 +240,9 @@ class Evaluator:
                 due = min(due, alert.status.active_at + rule.for_)
         return due
 
-    def evaluate(self, run: str, now: float, unavailable: frozenset[str] = frozenset()) -> list[AlertEvent]:
+    def evaluate(
+        self, run: str, now: float, unavailable: frozenset[str] = frozenset(), settling: Settling = None
+    ) -> list[AlertEvent]:
         rr = self._runs.get(run)
         if rr is None:
             rr = self._run(run)
@@ -253,7 +269,7 @@ class Evaluator:
         if len(todo) > 1:
             todo.sort(key=lambda s: s.index)
         for slot in todo:
-            if unavailable and rr.blind(slot, unavailable):
+            if unavailable and rr.blind(slot, unavailable) or settling and rr.settling(slot, settling):
                 rr.dirty.append(slot)  # frozen: looked at again once its source answers
                 continue
             slot.queued = False

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from alerts.model import Severity
 from monitor.durations import Duration
 
+Importance = Literal["essential", "queried"]
+
 
 class RuleSpec(BaseModel):
     """One rule, as written in a rule file (close to a Prometheus alerting rule)."""
@@ -22,11 +24,18 @@ class RuleSpec(BaseModel):
     for_: Duration = Field(default=0.0, alias="for")
     keep_firing_for: Duration = 0.0
     severity: Severity = Severity.WARNING
-    expect: Literal["always", "periodic", "optional"] = Field(
-        default="always",
-        description="whether every run must send the rule's inputs: always (a run that never does is "
-        "watched blind: watching_blind says so), periodic (at evals or saves: judged once it has come), "
-        "optional (only runs that log it; judged once it has come)",
+    expect: Literal["always", "periodic", "optional"] | None = Field(
+        default=None,
+        description="whether every run must send the rule's inputs; unset (the default): as important as "
+        "its pack or rule file declares them (inputs: essential), else optional. always (a run that never "
+        "does is watched blind: watching_blind says so), periodic (at evals or saves: judged once it has "
+        "come), optional (only runs that log it; judged once it has come)",
+    )
+    importance: dict[str, Importance] = Field(
+        default_factory=dict,
+        description="the declared importance of inputs (set from its pack's or rule file's inputs:): "
+        "essential (every run its trainer's tracker feeds must send it) or queried (essential where a "
+        "source of the watch queries it, e.g. Prometheus); any other input is optional",
     )
     for_kind: str | None = Field(
         default=None,

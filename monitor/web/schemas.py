@@ -152,6 +152,10 @@ class RunOut(BaseModel):
     blind_rules: list[str] = Field(
         default_factory=list, description="rules that get no data from this run (watched blind)"
     )
+    unlogged_inputs: list[str] = Field(
+        default_factory=list,
+        description="optional inputs this run never logged (their rules are not counted; nobody is paged)",
+    )
     goodput: GoodputSummary | None
 
 

@@ -162,6 +162,21 @@ def blind_rules(stats: dict[str, Any]) -> list[str]:
     ]
 
 
+def unlogged_inputs(stats: dict[str, Any]) -> list[str]:
+    """The optional inputs the run has never logged (``unused`` in its stored coverage): shown, not paged."""
+    cov = expand(stats.get("coverage")) if isinstance(stats, dict) else None
+    if cov is None:
+        return []
+    names = {
+        str(i.get("name"))
+        for r in cov.get("rules") or ()
+        if isinstance(r, dict)
+        for i in r.get("inputs") or ()
+        if isinstance(i, dict) and i.get("state") == "unused" and not str(i.get("name")).startswith("@")
+    }
+    return sorted(names)
+
+
 def assess(
     run: Run,
     alerts: Sequence[AlertOut],
@@ -269,6 +284,7 @@ def run_fields(
         "silenced_alerts": sum(1 for a in alerts if a.silenced),
         "metrics_profile": stats.get("metrics_profile"),
         "blind_rules": blind_rules(stats),
+        "unlogged_inputs": unlogged_inputs(stats),
     }
 
 

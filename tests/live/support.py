@@ -55,17 +55,23 @@ class Trainer(threading.Thread):
     log one step's loss ``blip[run]`` times as high (a one-step blip, as a bad batch makes)."""
 
     def __init__(
-        self, wandb: WandbStandin, runs: list[str], names: dict[str, tuple[str, str]] | None = None
+        self,
+        wandb: WandbStandin,
+        runs: list[str],
+        names: dict[str, tuple[str, str | None]] | None = None,
+        every: float = STEP,
     ) -> None:
         super().__init__(daemon=True)
         self.wandb, self.runs, self.hung, self.stop = wandb, runs, set(), threading.Event()
+        self.every = every
         self.blip: dict[str, float] = {}
+        self.held: dict[str, list[dict]] = {}  # run -> rows logged but not delivered yet (hold/release)
         self.step = dict.fromkeys(runs, 0)
         self.values = real_losses()
-        self.names = names or {}  # run -> the keys it logs its loss and grad norm under
+        self.names = names or {}  # run -> the keys it logs its loss and grad norm (or None) under
 
     def run(self) -> None:
-        while not self.stop.wait(STEP):
+        while not self.stop.wait(self.every):
             self.wandb.clock = time.time()
             for r in self.runs:
                 if r in self.hung:
@@ -75,8 +81,27 @@ class Trainer(threading.Thread):
                 loss, gnorm = self.values[s % len(self.values)]
                 loss *= self.blip.pop(r, 1.0)
                 lk, gk = self.names.get(r, ("train/loss", "grad/norm/total"))
-                row = {"_step": s, "_timestamp": time.time(), lk: loss, gk: gnorm}
-                self.wandb.log(PROJECT, r, [row])
+                row = {"_step": s, "_timestamp": time.time(), lk: loss}
+                if gk is not None:  # None: the run logs no grad norm (many trainers do not by default)
+                    row[gk] = gnorm
+                if r in self.held:
+                    self.held[r].append(row)
+                else:
+                    self.wandb.log(PROJECT, r, [row])
+
+    def hold(self, runs: list[str]) -> None:
+        """Keep the runs' rows from W&B, as its client does while the API fails (it retries later)."""
+        for r in runs:
+            self.held.setdefault(r, [])
+
+    def release(self) -> int:
+        """Deliver the held rows at once, with their own timestamps (the backlog); returns how many."""
+        n = 0
+        for r in list(self.held):
+            rows = self.held.pop(r)
+            self.wandb.log(PROJECT, r, rows)
+            n += len(rows)
+        return n
 
 
 class Exporter:
@@ -168,14 +193,28 @@ class Herowatch:
         return "\n".join(line for line in text.splitlines() if "Traceback" in line or " ERROR " in line)
 
 
-def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 0.25) -> Any:
+def wait_for(
+    cond: Callable[[], Any],
+    timeout: float,
+    what: str,
+    every: float = 0.25,
+    seen: Callable[[], Any] | None = None,
+) -> Any:
+    """Wait for ``cond`` to be true, at most ``timeout`` seconds; on a time-out say what ``seen`` shows
+    (what the test saw instead: the alerts, the channel)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = cond()
         if got:
             return got
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    saw = ""
+    if seen is not None:
+        try:
+            saw = f"; saw instead: {seen()}"
+        except Exception as exc:  # noqa: BLE001 - the report must not hide the time-out
+            saw = f"; could not tell what was seen: {exc!r}"
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{saw}")
 
 
 class Stack:
@@ -237,8 +276,9 @@ def live_stack(
     tmp: Path,
     runs: list[str],
     db_url: str,
-    names: dict[str, tuple[str, str]] | None = None,
+    names: dict[str, tuple[str, str | None]] | None = None,
     pods: list[str] | None = None,
+    every: float = STEP,
 ) -> Iterator[Stack]:
     stack = Stack(tmp, runs, db_url)
     with (
@@ -261,7 +301,7 @@ def live_stack(
         )
         stack.prometheus = prom
         prom.start()
-        stack.trainer = Trainer(wandb, runs, names)
+        stack.trainer = Trainer(wandb, runs, names, every)
         stack.trainer.start()
         try:
             yield stack
