@@ -159,6 +159,9 @@ def describe(choice: str, detection: Detection | None, seen: Iterable[str] = ())
     return {
         "name": d.profile,
         "trainer": PROFILES[d.profile].trainer if d.profile else None,
+        # a profile that renames nothing (herowatch's own names) says nothing of the trainer: any run
+        # logging those names matches it, a GRPO run as much as a Levanter one
+        "renames": bool(d.profile) and any(k != v for k, v in PROFILES[d.profile].keys.items()),
         "how": "detected",
         "confidence": d.confidence,
         "keys": list(d.markers),

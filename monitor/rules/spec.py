@@ -52,6 +52,12 @@ class RuleSpec(BaseModel):
             raise ValueError("rule names use letters, digits, '_' and '-'")
         return v
 
+    @property
+    def momentary(self) -> bool:
+        """Its alert tells of one moment (a one-step blip), not of a condition that goes on: the text it
+        fired with stays (re-rendering it would describe the next blip: step 130, 137, 143...)."""
+        return False
+
     def raw(self) -> dict[str, Any]:
         """The rule as a plain dict again, for applying overrides and re-validating."""
         return self.model_dump(by_alias=True, exclude_unset=False, mode="json")
