@@ -107,3 +107,27 @@ def test_runs_logging_in_step_share_one_history_request_per_key(server):
     assert moved.requests == 2, "the search and one read of loss for the 4 runs that moved"
     got = sorted((s.run.rsplit("/", 1)[1], s.step) for s in moved.samples if s.step is not None)
     assert got == sorted([(r, 20) for r in runs[:3]] + [(runs[3], 25)]), "each run's new steps, once"
+
+
+def test_doctor_looks_at_the_server_and_judges_the_runs(server, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from monitor.cli.main import app
+
+    c = MlflowClient(server.url)
+    exp = c.create_experiment("doctor")
+    run = c.create_run(exp, run_name="sft-1", tags={"hero": "true"}).info.run_id
+    for s in range(30):
+        c.log_metric(run, "loss", 1.0, step=s)
+        c.log_metric(run, "learning_rate", 1e-5, step=s)
+        c.log_metric(run, "grad_norm", 1.0, step=s)
+    cfg = tmp_path / "hw.yaml"
+    cfg.write_text(
+        f"watch:\n  - name: m\n    mlflow: {{tracking_uri: '{server.url}', experiment: doctor, "
+        "filter: \"tags.hero = 'true'\"}\n"
+    )
+    r = CliRunner().invoke(app, ["doctor", "--config", str(cfg), "--json"])
+    text = json.dumps(json.loads(r.stdout[r.stdout.index("{") :]))
+    assert "experiment 'doctor' found" in text and "sft-1" in text and "huggingface" in text, text[:3000]
