@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     oidc_client_id: str | None = None
     oidc_client_secret: SecretStr | None = None
     oidc_groups_claim: str = Field(default="groups", description="the ID token claim holding groups")
+    ingest_dir: Path = Field(
+        default_factory=lambda: data_dir() / "ingest",
+        description="where POST /api/ingest keeps what jobs push until the push source reads it (one "
+        "append-only file per run); put it on local disk of the host that serves the API and polls",
+    )
     max_body_api: int = Field(default=1 << 20, ge=1024, description="largest /api request body, bytes")
     max_body_form: int = Field(default=16 << 10, ge=1024, description="largest dashboard form body, bytes")
     max_body_slack: int = Field(

@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, audit, fleet, health, metrics, report, runs, silences, slack
+from monitor.web.api import alerts, audit, fleet, health, ingest, metrics, report, runs, silences, slack
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
@@ -66,6 +66,7 @@ TAGS = [
     {"name": "rules", "description": "The loaded rules"},
     {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
     {"name": "audit", "description": "Who did what, through which door, and what was refused"},
+    {"name": "ingest", "description": "Jobs push their own samples (a push watch's ingest token)"},
     {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
 ]
 
@@ -110,6 +111,8 @@ def create_app(
     app.state.proxy_sign_ins = ProxySignIns()  # a proxy-signed person's first request is a sign-in
     app.state.oidc = Provider(ctx.settings) if oidc_configured(ctx.settings) else None
     app.state.slack_replays = SlackReplays()
+    watches = ctx.service.config.watch if ctx.service is not None else []
+    app.state.ingest = ingest.IngestDoor.from_watches(watches, ctx.settings.ingest_dir)  # push watches' door
     errors.install(app)
     for module in (
         health,
@@ -121,6 +124,7 @@ def create_app(
         report,
         metrics,
         slack,
+        ingest,
     ):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)
