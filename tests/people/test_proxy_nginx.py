@@ -37,11 +37,11 @@ def test_a_responder_signed_in_by_nginx_silences_under_her_own_name(served: Serv
     assert gone.status_code == 200 and gone.json()["state"] == "expired"
     assert amy.put(f"/api/silences/{old}", json=SILENCE).status_code == 409, "an ended silence is not edited"
     lines = amy.get("/api/audit", params={"person": "amy"}).json()
-    assert [e["action"] for e in lines][:3] == ["silence_expire", "silence_edit", "silence_create"]
-    assert (
-        lines[1]["target"] == f"silence {old}"
-        and f"replaced by silence {edited.json()['id']}" in lines[1]["detail"]
-    )
+    actions = list(dict.fromkeys(e["action"] for e in lines))  # one line per run an action touched
+    assert actions[:3] == ["silence_expire", "silence_edit", "silence_create"]
+    edit = next(e for e in lines if e["action"] == "silence_edit")
+    assert edit["target"] == f"silence {old}"
+    assert f"replaced by silence {edited.json()['id']}" in edit["detail"]
 
 
 def test_a_viewer_reads_but_may_not_change_and_the_refusal_is_recorded(served: Served) -> None:
