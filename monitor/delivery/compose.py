@@ -26,12 +26,13 @@ from urllib.parse import quote
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from alerts.model import Severity
+from alerts.model import AlertState, Severity
 from alerts.views import AlertView, GroupView, Hint, Kind
 from monitor.delivery.mute import Mutes
 from monitor.delivery.plots import plot_for
 from monitor.storage import groups_repo, runs_repo
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification, Run
+from monitor.storage.statuses import NotificationKind
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,8 @@ class Composer:
         )
         return Composed(
             view,
-            announced=[a.id for a, _ in p.told if a.state == "firing"],
-            resolved=[a.id for a, _ in p.told if a.state == "resolved"],
+            announced=[a.id for a, _ in p.told if a.state == AlertState.FIRING],
+            resolved=[a.id for a, _ in p.told if a.state == AlertState.RESOLVED],
         )
 
     def _links(self, run: Run | None, plotted: Alert | None) -> dict[str, str]:
@@ -135,9 +136,9 @@ def _plan(
     members: Sequence[tuple[Alert, GroupMember]],
     mutes: Mutes,
 ) -> _Plan | None:
-    repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
-    refresh = not repeat and all(r.kind in ("refresh", "repeat") for r in rows)
-    acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
+    repeat = all(r.kind == NotificationKind.REPEAT for r in rows)  # a reminder alone; with news it is news
+    refresh = not repeat and all(r.kind in (NotificationKind.REFRESH, NotificationKind.REPEAT) for r in rows)
+    acked = {r.alert_id for r in rows if r.kind == NotificationKind.ACK and r.alert_id is not None}
     send_resolved = bool((group.timing or {}).get("send_resolved", True))
     told: list[tuple[Alert, GroupMember]] = []
     for alert, member in members:
@@ -145,20 +146,23 @@ def _plan(
             continue
         announced = member.announced_at is not None
         if repeat:
-            news = alert.state == "firing" and announced and not alert.acked_at
+            news = alert.state == AlertState.FIRING and announced and not alert.acked_at
         elif refresh:
-            news = alert.state == "firing" and announced
-        elif alert.state == "firing":  # news until a sent message told of it
+            news = alert.state == AlertState.FIRING and announced
+        elif alert.state == AlertState.FIRING:  # news until a sent message told of it
             news = not announced or alert.id in acked
         else:  # a resolution is news only for what was announced, once
             news = (
-                alert.state == "resolved" and announced and member.resolved_sent_at is None and send_resolved
+                alert.state == AlertState.RESOLVED
+                and announced
+                and member.resolved_sent_at is None
+                and send_resolved
             )
         if news:
             told.append((alert, member))
     if not told:
         return None
-    new = [a for a, m in told if a.state == "firing" and m.announced_at is None]
+    new = [a for a, m in told if a.state == AlertState.FIRING and m.announced_at is None]
     kind: Kind
     if repeat:
         kind = "repeat"
@@ -174,7 +178,8 @@ def _plan(
     shown = [
         a
         for a, m in members
-        if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
+        if a.state in (AlertState.FIRING, AlertState.RESOLVED)
+        and (m.announced_at is not None or a.id in told_ids)
     ]
     return _Plan(kind, told, new, shown)
 

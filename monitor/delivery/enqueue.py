@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from alerts.grouping import GroupTiming, group_key, group_labels, next_send_at
+from alerts.model import AlertState
 from alerts.notifiers.registry import records_only
 from alerts.routing import Route, routes_for
 from monitor.storage import groups_repo, outbox_store
@@ -27,14 +28,14 @@ class Enqueuer:
     route: Route
     receiver_kinds: Mapping[str, str]  # receiver name -> kind (one without a notifier: recorded, never sent)
 
-    def on_transition(self, s: Session, alert: Alert, to_state: str, now: float) -> list[Notification]:
+    def on_transition(self, s: Session, alert: Alert, to_state: AlertState, now: float) -> list[Notification]:
         out = []
         for route in routes_for(self.route, alert.labels):
             if records_only(self.receiver_kinds.get(route.receiver)):
                 continue
             timing = route.timing
             key = group_key(route.receiver, alert.labels, route.group_by)
-            if to_state == "firing":
+            if to_state == AlertState.FIRING:
                 group = self._episode(s, key, route, alert.labels, now)
                 groups_repo.join(s, group.id, alert.id, now)
             else:

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.inhibition import InhibitIndex, InhibitRule
+from alerts.model import AlertState
 from alerts.silences import CompiledSilences, SilenceSpec, silenced_by
 from monitor.storage import views
 from monitor.storage.models import Alert
@@ -41,7 +42,9 @@ class Mutes:
         silences = views.active_silence_specs(s, now, compiled)
         firing = []
         if inhibit_rules:
-            firing = [dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == "firing"))]
+            firing = [
+                dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == AlertState.FIRING))
+            ]
         return cls(tuple(silences), tuple(firing), tuple(inhibit_rules), now)
 
     def reason(self, labels: Mapping[str, str]) -> str | None:

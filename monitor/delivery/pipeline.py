@@ -21,13 +21,14 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.inhibition import InhibitRule
-from alerts.outbox import ClaimedNotification, Outcome
+from alerts.outbox import ClaimedNotification, Outcome, SendStatus
 from alerts.silences import CompiledSilences
 from alerts.views import AlertView, GroupView
 from monitor.delivery.compose import Composer
 from monitor.delivery.mute import Mutes
 from monitor.storage import groups_repo, outbox_store
 from monitor.storage.models import Notification
+from monitor.storage.statuses import OutboxStatus
 
 
 class Pipeline:
@@ -70,7 +71,7 @@ class Pipeline:
                 batches = []
                 for gid in chunk:
                     rows = groups[gid]
-                    expired = [r for r in rows if r.status == "sending"]
+                    expired = [r for r in rows if r.status == OutboxStatus.SENDING]
                     batches.append(expired[:1] if expired else rows)  # a re-send goes out as it was
                 taken = outbox_store.take_many(s, [b[-1] for b in batches], worker, now, lease_seconds)
                 batches = [b for b in batches if b[-1].id in taken]
@@ -94,7 +95,7 @@ class Pipeline:
                     claimed.append(ClaimedNotification(carrier.id, carrier.attempts, composed.view))
                 if dropped:
                     reason = "nothing to tell: muted, or never announced"
-                    outbox_store.set_statuses(s, [(i, "dropped", reason) for i, _ in dropped])
+                    outbox_store.set_statuses(s, [(i, OutboxStatus.DROPPED, reason) for i, _ in dropped])
                     s.flush()
                     self._close_finished(s, [(g, now) for _, g in dropped])
         return claimed
@@ -105,14 +106,18 @@ class Pipeline:
         (``mark_sent``, ``mark_retry`` and ``mark_failed`` record one)."""
         with self.sessions.begin() as s:
             sent = outbox_store.mark_sent_many(
-                s, [(o.id, o.now, o.ref) for o in outcomes if o.status == "sent"]
+                s, [(o.id, o.now, o.ref) for o in outcomes if o.status is SendStatus.SENT]
             )
             outbox_store.mark_retry_many(
                 s,
-                [(o.id, o.next_attempt_at or o.now, o.error or "") for o in outcomes if o.status == "retry"],
+                [
+                    (o.id, o.next_attempt_at or o.now, o.error or "")
+                    for o in outcomes
+                    if o.status is SendStatus.RETRY
+                ],
             )
             outbox_store.mark_failed_many(
-                s, [(o.id, o.error or "") for o in outcomes if o.status == "failed"]
+                s, [(o.id, o.error or "") for o in outcomes if o.status is SendStatus.FAILED]
             )
             messages, told, groups = [], [], []
             for o in outcomes:
@@ -129,13 +134,13 @@ class Pipeline:
             self._close_finished(s, groups)
 
     def mark_sent(self, id: int, now: float, ref: str | None) -> None:
-        self.record([Outcome(id, now, "sent", ref=ref)])
+        self.record([Outcome(id, now, SendStatus.SENT, ref=ref)])
 
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None:
-        self.record([Outcome(id, now, "retry", next_attempt_at=next_attempt_at, error=error)])
+        self.record([Outcome(id, now, SendStatus.RETRY, next_attempt_at=next_attempt_at, error=error)])
 
     def mark_failed(self, id: int, now: float, error: str) -> None:
-        self.record([Outcome(id, now, "failed", error=error)])
+        self.record([Outcome(id, now, SendStatus.FAILED, error=error)])
 
     @staticmethod
     def _close_finished(s: Session, groups: Sequence[tuple[int, float]]) -> None:

@@ -61,7 +61,9 @@ class Adoption:
             for row in alerts_repo.load_active(s, [*ids, watch]):
                 if row.run_id in ids or row.run_id == watch:
                     status = alerts_repo.status_of(row)
-                    eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, status, row.id)
+                    eng.evaluator.restore(
+                        row.run_id, row.rule, row.labels or {}, status, row.id, kind=row.kind
+                    )
                     restored += 1
         self._adopted.add(watch)
         log.info(

@@ -17,7 +17,7 @@ import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from alerts.model import Finding, Severity
 from monitor.durations import format_duration
@@ -42,6 +42,7 @@ WORDS = {STEP: "the step counter", STATE: "the run state", ANY: "any data"}
 
 class BlindSpec(RuleSpec):
     kind: Literal["watching_blind"] = "watching_blind"
+    own: ClassVar[bool] = True
 
 
 @functools.cache

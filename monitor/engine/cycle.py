@@ -37,7 +37,7 @@ from monitor.engine.health_job import HealthJob
 from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, read_sources, stuck_after
-from monitor.engine.recording import Recorder
+from monitor.engine.recording import Delivery, Recorder
 from monitor.engine.run_memory import SHARED_NAMES_EVERY  # noqa: F401 (re-exported: where it was)
 from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.fleet.frame import FleetFrame
@@ -76,7 +76,7 @@ class Engine:
         watches: list[Watch],
         sources: Mapping[str, Source],
         rules: RuleSet,
-        delivery: object,
+        delivery: Delivery,
         sessions: sessionmaker[Session],
         clock: Clock,
         leases: Leases | None = None,

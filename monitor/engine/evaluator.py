@@ -34,7 +34,7 @@ from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.engine.segment import feed_segment
-from monitor.rules.spec import RuleSpec
+from monitor.rules.spec import OWN_KINDS, RuleSpec
 from monitor.samples import Sample
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
@@ -105,10 +105,17 @@ class Evaluator:
             alert.ref = ref
 
     def restore(
-        self, run: str, rule: str, labels: Mapping[str, str], status: AlertStatus, ref: int | None = None
+        self,
+        run: str,
+        rule: str,
+        labels: Mapping[str, str],
+        status: AlertStatus,
+        ref: int | None = None,
+        kind: str | None = None,
     ) -> None:
-        """Adopt an open alert read back from storage. Its rule's detector is looked at again at the
-        next evaluation; until its state is known (``import_state``) it may not resolve."""
+        """Adopt an open alert read back from storage (``kind``: its rule's kind, as stored). Its rule's
+        detector is looked at again at the next evaluation; until its state is known (``import_state``)
+        it may not resolve."""
         rr = self._run(run)
         fp = fingerprint(labels)
         slot = rr.slot_named(rule)
@@ -119,7 +126,7 @@ class Evaluator:
             key = (
                 existing.key if existing is not None else AlertKey(_orphan_rule(rule), run, dict(labels), fp)
             )
-            if not rule.startswith(("source_", "clock_", "watching_")):  # herowatch's own: re-applied
+            if kind not in OWN_KINDS:  # herowatch's own rules are applied again at every poll
                 rr.orphans.add(fp)
         self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
         if slot is not None:

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from alerts.model import Finding
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -52,7 +52,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         if bad:
             self.count += 1
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot:
             return super().observe_many(samples, i, end)
         m = self.metric
@@ -69,7 +69,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             last = s
         if last is not None:
             self.value, self.step = last.metrics[m], last.step
-        return i, 0
+        return i, RAN_OUT
 
     def evaluate(self, now: float) -> Finding:
         v = self.value

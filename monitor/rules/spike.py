@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from alerts.model import Finding, Severity
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.spike_baseline import SpikeBaseline
 from monitor.rules.windows import MAX_WINDOW
@@ -131,7 +131,7 @@ class SpikeDetector(Detector[SpikeSpec]):
             b.observe(sample)
         self.hot = b.floor_raised if self._floor_mode else b.is_spike
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot or self._follower:
             return super().observe_many(samples, i, end)
         b = self.baseline
@@ -140,7 +140,7 @@ class SpikeDetector(Detector[SpikeSpec]):
         if k > i and (b.floor_raised if floor else b.is_spike):
             self.hot = True
             return self._stop(samples, k, end)
-        return k, 0
+        return k, RAN_OUT
 
     def observe_shared(
         self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from alerts.model import AlertState
 from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -351,7 +352,7 @@ class Replayer:
         for ev in events:
             rev = to_replay_event(ev)
             self.events.append(rev)
-            if rev.state == "firing":
+            if rev.state == AlertState.FIRING:
                 summary = self.summaries[run]
                 summary.fired[rev.severity] += 1
                 summary.rules_fired[rev.rule] += 1
@@ -366,7 +367,9 @@ class ReplayResult:
 
     def firing(self, severity: str | None = None) -> list[ReplayEvent]:
         return [
-            e for e in self.events if e.state == "firing" and (severity is None or e.severity == severity)
+            e
+            for e in self.events
+            if e.state == AlertState.FIRING and (severity is None or e.severity == severity)
         ]
 
 

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value
 from alerts.views import AlertView, GroupView
 
@@ -119,7 +120,7 @@ def _alert_line(a: AlertView) -> str:
         bits.append(_value_vs_threshold(a))
     if a.step is not None:
         bits.append(f"step {num(a.step)}")
-    if a.state == "resolved" and a.ended_at:
+    if a.state == AlertState.RESOLVED and a.ended_at:
         bits.append(f"lasted {format_duration(a.ended_at - a.started_at, 2)}")
     if a.acked_by:
         bits.append(f"acked by {_user(a.acked_by)}")
@@ -168,10 +169,10 @@ def _links(view: GroupView, dashboard_base: str | None) -> list[str]:
 
 def headline(view: GroupView, alert: AlertView) -> str:
     """One line for notifications and screen readers, about ``alert``."""
-    word = "RESOLVED" if alert.state == "resolved" else _badge(view, alert)[1]
+    word = "RESOLVED" if alert.state == AlertState.RESOLVED else _badge(view, alert)[1]
     run = f" on {view.where}" if view.run else ""
     text = f"{word}: {alert.alertname}{run} — {alert.summary}".rstrip(" —")
-    if alert.value is not None and alert.state != "resolved":
+    if alert.value is not None and alert.state != AlertState.RESOLVED:
         text += f" (value {num(alert.value)}"
         if alert.threshold is not None:
             text += f", threshold {num(alert.threshold)}"
@@ -286,7 +287,7 @@ def reply_message(view: GroupView) -> Message:
         if hints:
             blocks.append(_section(hints))
         return Message(text=headline(view, news), blocks=blocks)
-    resolved = [a for a in changed if a.state == "resolved"]
+    resolved = [a for a in changed if a.state == AlertState.RESOLVED]
     names = ", ".join(esc(a.alertname) for a in resolved)
     if resolved and view.resolved:
         head = f":large_green_circle: *Resolved* — {names}; all alerts cleared."

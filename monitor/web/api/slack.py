@@ -41,8 +41,10 @@ router = APIRouter(tags=["slack"])
 @router.post(
     "/api/slack/interactions",
     responses={
-        400: {"description": "a signature header twice, or signed correctly but not a herowatch button "
-              "or slash command"},
+        400: {
+            "description": "a signature header twice, or signed correctly but not a herowatch button "
+            "or slash command"
+        },
         401: {"description": "missing, wrong or stale Slack signature: nothing changed"},
         403: {"description": "another workspace, or not herowatch's message for that alert group"},
         409: {"description": "this signed request was already handled (a replay): nothing changed"},

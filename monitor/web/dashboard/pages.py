@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from alerts.model import AlertState
 from monitor.rules.panels import OTHER
 from monitor.storage import raster_read, runs_repo, views
 from monitor.web import status
@@ -62,9 +63,9 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
             groups["silenced"].append(a)
         elif a.acknowledged:
             groups["acknowledged"].append(a)
-        elif a.state == "firing":
+        elif a.state == AlertState.FIRING:
             groups["firing"].append(a)
-        elif a.state == "pending":
+        elif a.state == AlertState.PENDING:
             groups["pending"].append(a)
     return groups
 
