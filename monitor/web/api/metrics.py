@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from monitor import __version__
+from monitor.delivery.plan import DropReason
 from monitor.runs.goodput import LOST
 from monitor.storage import views
 from monitor.web.auth import CredentialsFirst, require_read
@@ -164,7 +165,14 @@ class HerowatchCollector(Collector):
         except Exception:
             log.exception("metrics: outbox unreadable")
             return
-        yield from (backlog, age, failed)
+        dropped = CounterMetricFamily(
+            "herowatch_notifications_dropped",
+            "Messages that had nothing to tell when they came due, by why (since this process started)",
+            labels=["reason"],
+        )
+        for why in DropReason:
+            dropped.add_metric([why.value], float(ctx.outbox.dropped[why]))
+        yield from (backlog, age, failed, dropped)
 
     def _runs(self) -> Iterator[Metric]:
         err = GaugeMetricFamily(
