@@ -10,8 +10,11 @@ from hypothesis import strategies as st
 
 from monitor.runs.goodput import BUCKETS, MAX_INCIDENTS, Goodput, attach_alerts, report_of
 from monitor.runs.run_stats import RunStats
+from monitor.sources.base import PollResult
 from monitor.sources.sim import SimRun
 from monitor.sources.sim_config import SimTarget
+from tests.dashboard.support import build, client
+from tests.helpers import tick
 
 H = 3600.0
 
@@ -235,3 +238,35 @@ def test_the_buckets_always_add_up_to_the_wall_time(evs, extra):
     assert set(r["lost_seconds"]) == set(BUCKETS[1:])
     restored = Goodput.from_dict(json.loads(json.dumps(g.to_dict()))).report(t + extra)
     assert restored["wall_seconds"] == pytest.approx(r["wall_seconds"], abs=0.01)
+
+
+def test_a_source_outage_is_not_counted_as_the_run_pausing(db_url, clock):
+    """While the run's own source fails, herowatch cannot see the run: its goodput is reported as of
+    the last answer (not dragged down by the outage as if the run had paused), and once the backlog
+    arrives with the run's own timestamps the run is as productive as it was."""
+    service = build(db_url, clock)
+    api = client(service)
+
+    def healthy() -> dict:
+        [run] = [r for r in api.get("/api/runs").json() if r["id"] == "sim:hero-b/hero-b"]
+        return run["goodput"]
+
+    tick(service, clock, 30 * 60, every=60)
+    before = healthy()
+    assert before["ratio"] > 0.95, before
+
+    real = service.engine.sources["sim"]
+    service.engine.sources["sim"] = type(
+        "Down",
+        (),
+        {"kind": "sim", "close": lambda self: None, "poll": lambda self, *a: PollResult(error="HTTP 502")},
+    )()
+    tick(service, clock, 20 * 60, every=60)
+    during = healthy()
+    assert during["ratio"] == pytest.approx(before["ratio"], abs=0.01), (before, during)
+
+    service.engine.sources["sim"] = real
+    tick(service, clock, 5 * 60, every=60)
+    after = healthy()
+    assert after["ratio"] > 0.95, after
+    service.stop()

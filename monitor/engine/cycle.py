@@ -338,8 +338,10 @@ class Engine:
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable)
+            # the run's figures are known up to the last poll its own source answered, not to this one
+            known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
             run.stats = {
-                **stats.snapshot(now),
+                **stats.snapshot(now, known),
                 "metrics_profile": self.vocabulary.describe(run_id),
                 **run_memory.page_facts(self, run, watch, stats),
             }

@@ -59,7 +59,10 @@ class RunStats:
         (t0, s0), (t1, s1) = self.recent[0], self.recent[-1]
         return (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
 
-    def snapshot(self, now: float) -> dict[str, Any]:
+    def snapshot(self, now: float, known_until: float | None = None) -> dict[str, Any]:
+        """``known_until``: when the run's own source last answered (``now`` unless it failed since);
+        goodput is reported up to then: a source outage is not time the run spent paused."""
+        known = now if known_until is None else min(now, known_until)
         rate = self.steps_per_second()
         eta = None
         if rate and self.target_step and self.last_step is not None and self.target_step > self.last_step:
@@ -72,7 +75,8 @@ class RunStats:
             "first_seen": self.first_seen,
             "recent": [list(x) for x in self.recent],
             "goodput": self.goodput.to_dict(),
-            "goodput_ratio": self.goodput.report(now)["ratio"],
+            "goodput_ratio": self.goodput.report(known)["ratio"],
+            "known_until": known,
             "seen": sorted(self.seen),
         }
 

@@ -34,15 +34,19 @@ def key_of(run: Run) -> Key:
     return (run.last_polled_at, run.last_seen_at, run.last_step, run.restarts)
 
 
-def as_of(run: Run, now: float) -> float:
-    """Data about a run is known up to its last poll: goodput is reported up to then, not beyond."""
+def as_of(run: Run, stats: dict[str, Any], now: float) -> float:
+    """Data about a run is known up to the last poll its source answered: goodput is reported up to
+    then, not beyond (a source outage is not time the run spent paused)."""
+    known = stats.get("known_until")
+    if isinstance(known, int | float):
+        return min(now, float(known))
     return min(now, run.last_polled_at) if run.last_polled_at is not None else now
 
 
 def derive(run: Run, stats: dict[str, Any] | None, now: float) -> Derived:
     stats = stats or {}
     light = {k: v for k, v in stats.items() if k not in ("goodput", "recent")}
-    return Derived(light, report_of(stats, as_of(run, now)))
+    return Derived(light, report_of(stats, as_of(run, stats, now)))
 
 
 class StatsCache:

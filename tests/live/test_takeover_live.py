@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
+from urllib.parse import quote
 
 from sqlalchemy import select
 
@@ -79,7 +80,8 @@ def test_a_lease_takeover_keeps_every_page_true(tmp_path, pg_url):
 
             [healthy] = [r for r in survivor.api("/api/runs") if r["name"] == "hero-c"]
             print(f"goodput of the healthy run: {healthy['goodput']['ratio']:.3f}")
-            assert healthy["goodput"]["ratio"] > 0.95, healthy
+            detail = survivor.api(f"/api/runs/{quote(healthy['id'], safe='')}")["goodput"]
+            assert healthy["goodput"]["ratio"] > 0.95, detail
             survivor.stop()
             assert survivor.errors() == "", survivor.errors()
     finally:
