@@ -71,10 +71,12 @@ class HerowatchCollector(Collector):
             labels=["source"],
         )
         for kind, interval in sorted(ctx.source_intervals().items()):
-            t = engine.last_poll_ok.get(kind)
+            t = engine.source_polls.last_ok(kind)
             if t is not None:
                 last.add_metric([kind], t)
-            fresh = t is not None and now - t <= STALE_POLLS * interval and not engine.last_error.get(kind)
+            fresh = (
+                t is not None and now - t <= STALE_POLLS * interval and not engine.source_polls.error(kind)
+            )
             up.add_metric([kind], 1.0 if fresh else 0.0)
         yield last
         yield up
