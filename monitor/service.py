@@ -239,9 +239,9 @@ class Service:
         self.gc_policy.install()  # full collections skip the runs' long-lived state (engine.gc_policy)
         every = self.gc_policy.thaw_every
         add_interval_job(sched, "gc", self.gc_policy.full_collection, every, first_in=every)
-        sched.start()
+        self.scheduler.start()
         if self.socket_mode is not None:
-            self.socket_mode.start(sched)
+            self.socket_mode.start(self.scheduler)
         log.info(
             "herowatch started: %d watches, database %s",
             len(self.config.watch),
