@@ -1,4 +1,5 @@
-"""Stage 1 of delivery, at the state change and in the engine's transaction: route, group, enqueue.
+"""Delivery's enqueue stage (0: before the outbox), at the state change and in the engine's transaction:
+route, group, enqueue.
 
 An alert that fires is routed (``alerts.routing.routes_for``: info goes only where a route asks for
 it), joins the open episode of its group for each receiver (a finished episode, all of whose alerts
