@@ -23,6 +23,7 @@ from alerts.model import Finding, Severity
 from monitor.durations import format_duration
 from monitor.engine.coverage import RunCoverage
 from monitor.profiles.suggest import hint, related, unused_keys
+from monitor.rules.absent import AbsentSpec
 from monitor.rules.base import ANY, STATE, STEP
 from monitor.rules.spec import RuleSpec
 
@@ -135,7 +136,7 @@ def describe(
 
 def absent_watched(rules: Iterable[tuple[RuleSpec, object]]) -> set[str]:
     """Metrics whose stopping an ``absent`` rule of the run already reports (its own alert)."""
-    return {rule.metric for rule, _ in rules if rule.kind == "absent" and rule.metric}
+    return {rule.metric for rule, _ in rules if isinstance(rule, AbsentSpec) and rule.metric}
 
 
 def run_finding(blind: Blind | None, watch: str) -> Finding:

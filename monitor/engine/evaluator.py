@@ -35,6 +35,7 @@ from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import OWN_KINDS, RuleSpec
+from monitor.rules.spike import SpikeSpec
 from monitor.samples import Sample
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
@@ -84,7 +85,9 @@ class Evaluator:
     def spike_score(self, run: str) -> float | None:
         """The highest latest spike score over the run's spike rules (None while warming up)."""
         scores = [
-            s for rule, det in self.detectors(run) if rule.kind == "spike" and (s := det.score) is not None
+            s
+            for rule, det in self.detectors(run)
+            if isinstance(rule, SpikeSpec) and (s := det.score) is not None
         ]
         return max(scores) if scores else None
 
