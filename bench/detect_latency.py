@@ -6,7 +6,7 @@ floor lowered to 10 s so the bench stays short. For each poll interval the table
 seconds from the event to the message in the channel. Expect about one poll interval plus the rule's
 own wait (the stall's limit), plus delivery.
 
-    python bench/detect_latency.py                 # poll intervals 2 s and 5 s
+    python bench/detect_latency.py                 # poll intervals 1, 2 and 5 s
     python bench/detect_latency.py --intervals 1 2 5 10
 """
 
@@ -77,7 +77,7 @@ def measure(interval: float, timeout: float = 120.0) -> dict[str, float | None]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--intervals", type=float, nargs="+", default=[2.0, 5.0])
+    ap.add_argument("--intervals", type=float, nargs="+", default=[1.0, 2.0, 5.0])
     args = ap.parse_args()
     rows = [(i, measure(i)) for i in args.intervals]
     print(f"seconds from the incident to its Slack message (stall limit {STALL_LIMIT:g} s, 1 step/s)")

@@ -35,6 +35,7 @@ from monitor.samples import Sample  # noqa: E402
 from monitor.traces.replay import replay  # noqa: E402
 from tests.rules.helpers_rules import T0, hero, llmc_samples, real_file  # noqa: E402
 from tests.rules.real_scenarios import Scenario, step_change  # noqa: E402
+from tests.rules.test_replay_flaky_outage import wandb_outage  # noqa: E402
 from tests.rules.test_rule_real_data import bloom_samples  # noqa: E402
 
 MIN = 60.0
@@ -184,6 +185,44 @@ def incidents() -> list[Incident]:
     ]
 
 
+def steady_and_ending_incidents() -> list[Incident]:
+    """Issue 26 (points 2, 3, 4): a hang in a run that never pauses, a trace whose last line is W&B's
+    ``crashed``, a hang during a flaky W&B outage."""
+
+    def crashed_last() -> tuple[list[Sample], float, None]:
+        samples = Scenario(last_step=9000, end_state="crashed").build()
+        return samples, samples[-1].t, None  # nothing after the crash: replay runs the clock on
+
+    def hang_in_outage() -> tuple[list[Sample], float, None]:
+        trace, _, _ = wandb_outage("at once", hang=True)
+        return trace, max(s.t for s in trace if s.step is not None), None
+
+    return [
+        Incident(
+            "hang in a run that never pauses (step 9876)",
+            ("progress_stalled",),
+            10 * MIN,
+            lambda: scenario(
+                Scenario(save_every=None, eval_pause=None, hang_after_step=9876, watch_after=HOUR),
+                lambda s: s.last_t,
+            ),
+        ),
+        Incident("trace ends in W&B 'crashed'", ("run_crashed",), 5 * MIN + 1 * MIN, crashed_last),
+        Incident(  # the outage, then the wait for its backlog (half its length), then 5 minutes
+            "hang during a flaky 40m W&B outage", ("progress_stalled",), 65 * MIN, hang_in_outage
+        ),
+    ]
+
+
+def flaky_outages() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]]]:
+    """Issue 26 (point 4): healthy runs behind flaky 40-minute outages (one source_unavailable warning
+    each, no page)."""
+    return [
+        ("llm.c behind a flaky W&B outage, backlog at once", lambda: (wandb_outage("at once")[0], None)),
+        ("llm.c behind a flaky W&B outage, backlog in order", lambda: (wandb_outage("in order")[0], None)),
+    ]
+
+
 def pai_runs(straggler: bool) -> tuple[list[Sample], float, None]:
     """The PAI job's workers as runs: one row per sampled iteration (every 10), 6 s an iteration at the
     median batch time, tokens/s from the batch time. With ``straggler`` only worker 6, whose real
@@ -256,7 +295,7 @@ def main() -> None:
     print(f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6}")
     delays: list[float] = []
     caught = total = 0
-    for inc in incidents():
+    for inc in incidents() + steady_and_ending_incidents():
         samples, onset, end = inc.build()
         result = replay(samples, inc.specs(), end=end)
         hits = [e for e in result.firing() if e.rule in inc.rules and e.t >= onset]
@@ -273,7 +312,7 @@ def main() -> None:
     print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
     false_pages = 0
     specs = RuleSet(tuple(hero())).for_run(settings={"target_step": 19559})
-    for name, build in healthy():
+    for name, build in healthy() + flaky_outages():
         samples, end = build()
         result = replay(samples, specs, end=end)
         pages = result.firing("critical")

@@ -89,6 +89,8 @@ def test_an_unreadable_source_is_reported_as_such_not_as_a_stall(db_url, clock):
         assert "connection refused" in s.get(Run, sim_id("hero-a")).source_error
     service.engine.sources["sim"] = real
     tick(service, clock, 2 * 60)
+    assert "RESOLVED" not in out.getvalue(), "an outage ends after the source answered for a while"
+    tick(service, clock, 10 * 60)
     text = out.getvalue()
     assert "RESOLVED WARNING source_unavailable run=hero-a" in text
     assert "progress_stalled" not in text, "the backlog read after the outage shows the run kept stepping"

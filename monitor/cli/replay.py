@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,26 @@ def _overrides(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _until(text: str, trace_end: float) -> float:
+    """``--until``: a duration past the trace's last line, an ISO 8601 time (UTC unless it says) or epoch
+    seconds."""
+    text = text.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return trace_end + parse_duration(text)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        example = "a duration (30m, 2h) nor a time (2026-12-04T13:00:00Z)"
+        raise ValueError(f"{text!r} is neither {example}") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
 def replay_command(
     trace: Path = typer.Option(
         ...,
@@ -103,6 +124,13 @@ def replay_command(
         help="Override a rule parameter for every run: RULE.PARAM=VALUE, e.g. loss_spike.z=8.",
     ),
     run: list[str] = typer.Option(None, "--run", help="Replay only this run; repeat for several."),
+    until: str = typer.Option(
+        None,
+        "--until",
+        help="Run the clock to this time after the trace: a duration past its last line (30m, 2h) or a "
+        "time (2026-12-04T13:00:00Z, epoch seconds); silence rules (a stall) count too. Default: on "
+        "for as long as a timer the data armed can fire (a crashed run's grace), as live.",
+    ),
     metrics_profile: str = typer.Option(
         "auto",
         "--metrics-profile",
@@ -181,7 +209,12 @@ def replay_command(
         err.print(f"error: {exc}", markup=False)
         err.print("(--skip-bad skips bad lines instead)", markup=False)
         raise typer.Exit(2) from None
-    events = replayer.finish()
+    try:
+        end = _until(until, replayer.end) if until is not None else None
+    except ValueError as exc:
+        err.print(f"--until: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    events = replayer.finish(end)
     if len(skipped) > 20:
         err.print(f"... {len(skipped)} bad lines skipped in all", markup=False)
 
@@ -192,7 +225,7 @@ def replay_command(
             write(json.dumps(e.to_json(), separators=(",", ":"), ensure_ascii=False) + "\n")
         sys.stdout.flush()
     else:
-        print_report(events, replayer.summaries, {s.name: s for s in specs}, out.width)
+        print_report(events, replayer.summaries, {s.name: s for s in specs}, out.width, replayer.trace_end)
     if worst is not None:
         bad = [e for e in events if e.state == AlertState.FIRING and Severity(e.severity).rank <= worst.rank]
         if bad:

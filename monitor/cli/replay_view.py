@@ -104,6 +104,7 @@ def print_report(
     summaries: Mapping[str, RunSummary],
     specs: Mapping[str, RuleSpec],
     width: int,
+    trace_end: float | None = None,
 ) -> None:
     width = max(60, width)
     by_run: dict[str, list[ReplayEvent]] = {}
@@ -119,7 +120,12 @@ def print_report(
         day = ""
         mine = by_run.get(s.run, [])
         pad = min(22, max((len(e.rule) for e in mine), default=0))
+        ended = trace_end is None
         for e in mine:
+            if not ended and e.t > trace_end:
+                ended = True
+                last = time.strftime("%H:%M:%S", time.gmtime(trace_end))
+                typer.echo(f"  -- the trace ends at {last}; the clock ran on, as live: --")
             when = time.gmtime(e.t)
             if time.strftime("%Y-%m-%d", when) != day:
                 day = time.strftime("%Y-%m-%d", when)

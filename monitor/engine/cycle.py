@@ -105,6 +105,7 @@ class Engine:
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
         self.pollers = {w.name: WatchPoller(w.name) for w in watches}
         for w in watches:
+            self.pollers[w.name].health.after = w.unavailable_after
             self.pollers[w.name].health.stuck_after.update(
                 {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
             )
@@ -265,6 +266,7 @@ class Engine:
             if res.error:
                 report.errors[kind] = res.error
         unavailable = self.pollers[watch.name].health.unavailable(now)
+        settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
         errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
@@ -288,7 +290,7 @@ class Engine:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             run.source_error = errors
-            events = self.evaluator.evaluate(run_id, now, unavailable)
+            events = self.evaluator.evaluate(run_id, now, unavailable, settling)
             # the run's figures are known up to the last poll its own source answered, not to this one
             known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
             run.stats = {

@@ -8,8 +8,7 @@ its methods: ``restore`` (an alert read back from storage after a restart), ``dr
 over to another replica), ``set_ref`` (the storage id of an instance), ``apply`` (a finding that comes
 from herowatch itself, such as source health), ``export_state``/``import_state`` (detector snapshots).
 
-The hot path is event-driven, so that replaying a million samples stays close to the cost of
-parsing them:
+The hot path is event-driven, so that replaying a million samples stays close to the cost of parsing them:
 
 - a sample goes only to the detectors that asked for its metrics (``Detector.inputs``), through a
   dispatch plan cached per set of metric names; a sample older than the run's newest that brings
@@ -20,7 +19,8 @@ parsing them:
 
 Outages: ``evaluate(run, now, unavailable)`` leaves alone every rule whose data comes only from an
 unreadable source (its alerts neither fire nor resolve, ``Detector.feeds``); nothing that another
-source delivers changes that.
+source delivers changes that. ``settling`` (source -> since when it answers again) holds the silence
+rules too until the run's newest step is that recent (the backlog arrived): ``RunRules.settling``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState, Finding, fingerprint
 from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
 from monitor.engine.coverage import RunCoverage, judge
-from monitor.engine.run_rules import RunRules, Slot
+from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import OWN_KINDS, RuleSpec
 from monitor.rules.spike import SpikeSpec
@@ -84,11 +84,8 @@ class Evaluator:
 
     def spike_score(self, run: str) -> float | None:
         """The highest latest spike score over the run's spike rules (None while warming up)."""
-        scores = [
-            s
-            for rule, det in self.detectors(run)
-            if isinstance(rule, SpikeSpec) and (s := det.score) is not None
-        ]
+        spikes = [det for rule, det in self.detectors(run) if isinstance(rule, SpikeSpec)]
+        scores = [s for det in spikes if (s := det.score) is not None]
         return max(scores) if scores else None
 
     # ---- open alerts ---------------------------------------------------------------------------
@@ -113,12 +110,11 @@ class Evaluator:
         rule: str,
         labels: Mapping[str, str],
         status: AlertStatus,
-        ref: int | None = None,
-        kind: str | None = None,
+        ref: int | None,
+        kind: str = "",
     ) -> None:
-        """Adopt an open alert read back from storage (``kind``: its rule's kind, as stored). Its rule's
-        detector is looked at again at the next evaluation; until its state is known (``import_state``)
-        it may not resolve."""
+        """Adopt an open alert read back from storage (``kind``: its rule's, as stored). Its detector is seen
+        again at the next evaluation; until its state is known (``import_state``) it may not resolve."""
         rr = self._run(run)
         fp = fingerprint(labels)
         slot = rr.slot_named(rule)
@@ -126,9 +122,8 @@ class Evaluator:
         key = AlertKey(spec, run, dict(labels), fp) if spec is not None else None
         if key is None:  # herowatch's own alerts (source health), or a rule gone from the config
             existing = self._open.get(fp)
-            key = (
-                existing.key if existing is not None else AlertKey(_orphan_rule(rule), run, dict(labels), fp)
-            )
+            orphan = AlertKey(RuleSpec(name=rule, kind="orphan"), run, dict(labels), fp)
+            key = existing.key if existing is not None else orphan
             if kind not in OWN_KINDS:  # herowatch's own rules are applied again at every poll
                 rr.orphans.add(fp)
         self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
@@ -218,6 +213,19 @@ class Evaluator:
             quiet = min(quiet, self._due(slot))
         return quiet
 
+    def armed_until(self, run: str) -> float:
+        """When a timer the data armed (a pending ``for``, a crash's grace; no silence timer) can fire."""
+        rr, due = self._runs.get(run), math.inf
+        for det, slot in rr.clocks if rr is not None else ():
+            if not det.silence and not slot.open and det.wake_at > -math.inf:
+                due = min(due, det.wake_at)
+        for slot in rr.live.values() if rr is not None else ():
+            for fp in slot.open:
+                alert = self._open.get(fp)
+                if alert is not None and alert.status.state is AlertState.PENDING:
+                    due = min(due, alert.status.active_at + slot.rule.for_)
+        return due
+
     def _due(self, slot: Slot) -> float:
         """When a rule with open alerts must be evaluated again, if no sample comes before.
 
@@ -236,7 +244,9 @@ class Evaluator:
                 due = min(due, alert.status.active_at + rule.for_)
         return due
 
-    def evaluate(self, run: str, now: float, unavailable: frozenset[str] = frozenset()) -> list[AlertEvent]:
+    def evaluate(
+        self, run: str, now: float, unavailable: frozenset[str] = frozenset(), settling: Settling = None
+    ) -> list[AlertEvent]:
         rr = self._runs.get(run)
         if rr is None:
             rr = self._run(run)
@@ -263,7 +273,7 @@ class Evaluator:
         if len(todo) > 1:
             todo.sort(key=lambda s: s.index)
         for slot in todo:
-            if unavailable and rr.blind(slot, unavailable):
+            if unavailable and rr.blind(slot, unavailable) or settling and rr.settling(slot, settling):
                 rr.dirty.append(slot)  # frozen: looked at again once its source answers
                 continue
             slot.queued = False
@@ -387,7 +397,3 @@ class Evaluator:
             if alert is not None:
                 alert.cold = False
         return taken
-
-
-def _orphan_rule(name: str) -> RuleSpec:
-    return RuleSpec(name=name, kind="orphan")

@@ -34,6 +34,7 @@ class Slot:
 
 
 Feed = tuple[Callable[[Sample], None], Detector, Slot]  # (bound observe, detector, slot)
+Settling = Mapping[str, float] | None  # sources that answer again -> since when (source_health)
 
 
 @dataclass(eq=False)
@@ -134,6 +135,20 @@ class RunRules:
         for feed in slot.feeds:
             sources = self.providers.get(feed)
             if sources and sources <= unavailable:
+                return True
+        return False
+
+    def settling(self, slot: Slot, settling: Mapping[str, float]) -> bool:
+        """Is the slot a silence rule (a stall) whose every source of a feed answers again only since a
+        time (``settling``: source -> since) that the run's newest step has not reached yet? Then the
+        backlog of steps may still be on its way: the run's progress is not judged yet."""
+        if not slot.det.silence:
+            return False
+        shapes = self.arrivals.shapes.items()
+        stepped = max((seen.last for (_, step), seen in shapes if step), default=-math.inf)
+        for feed in slot.feeds:
+            sources = self.providers.get(feed)
+            if sources and sources <= settling.keys() and stepped < min(settling[s] for s in sources):
                 return True
         return False
 

@@ -6,6 +6,14 @@ While a source cannot be read, the rules it feeds are frozen at once (``Evaluato
 ``source_unavailable`` alert per source and watch says so, listing the runs it hides (finished runs
 are not hidden by anything). A poll that hangs counts as failing once it has run longer than the
 source's own time limit, so the alert comes on time even while the poll is still stuck in retries.
+
+Hysteresis: an outage ends only once the source has answered cleanly for ``settle_for`` (as long as it
+had failed, between ``after`` and 5x it: 2 to 10 minutes by default); an error meanwhile continues it,
+so a flickering source is one alert, one message. While it settles the source is readable (fresh data
+is judged) but the silence rules (a stall: ``Detector.silence``) wait, and after it they wait on for
+the backlog: until the run's newest step is as recent as the time the source came back, at most half
+as long as the outage lasted (at least the settling, at most ``MAX_CATCH_UP``). Late steps with their
+own timestamps inside the outage are progress then (``settling(now)``: source -> since when).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from monitor.durations import format_duration
 from monitor.rules.spec import RuleSpec
 
 DEFAULT_AFTER = 120.0
+SETTLE_TIMES = 5.0  # an outage settles after clean answers for as long as it failed, up to 5 x ``after``
+MAX_CATCH_UP = 3600.0  # after an outage, the silence rules wait for the backlog at most this long
 SCOPE = {"scope": "watch"}  # the watch carries its sources' alerts (kept apart from a same-named run)
 MAX_LISTED = 10
 
@@ -49,8 +59,12 @@ def source_rule(source: str, after: float = DEFAULT_AFTER) -> SourceHealthSpec:
 @dataclass
 class _Status:
     error: str | None = None
-    failing_since: float | None = None
+    failing_since: float | None = None  # the outage began (None: no outage)
+    failed_at: float | None = None  # the latest failed poll of the outage
+    last_error: str | None = None  # its error
+    clean_since: float | None = None  # answering again since (the outage settles)
     inflight_since: float | None = None
+    catch_up: tuple[float, float] | None = None  # after an outage: (answering since, waiting until)
 
 
 @dataclass
@@ -58,6 +72,7 @@ class SourceHealth:
     """The sources of one watch (or of one replayed trace): what answered, what failed, what hangs."""
 
     stuck_after: dict[str, float] = field(default_factory=dict)  # source -> longest acceptable poll
+    after: float = DEFAULT_AFTER  # an outage this long is announced (the watch's unavailable_after)
     _status: dict[str, _Status] = field(default_factory=dict)
     _awaiting: set[str] = field(default_factory=set)
 
@@ -78,14 +93,53 @@ class SourceHealth:
         """A poll of ``source`` ended, at ``now``: with ``error``, or fine."""
         st = self._status.setdefault(source, _Status())
         st.inflight_since = None
-        if not error:
-            self._awaiting.discard(source)
         if error:
-            st.error = error
+            st.error, st.last_error, st.failed_at, st.clean_since = error, error, now, None
             if st.failing_since is None:
                 st.failing_since = now
-        else:
-            st.error, st.failing_since = None, None
+            return
+        self._awaiting.discard(source)
+        st.error = None
+        if st.failing_since is not None and st.clean_since is None:
+            st.clean_since = now
+        self._settle(st, now)
+
+    def settle_for(self, st: _Status) -> float:
+        """How long the source must answer cleanly before its outage is over: as long as it had failed,
+        at least ``after`` (2 minutes by default), at most ``SETTLE_TIMES`` x that."""
+        failed = (st.clean_since or 0.0) - (st.failing_since or 0.0)
+        return min(SETTLE_TIMES * self.after, max(self.after, failed))
+
+    def _settle(self, st: _Status, now: float) -> None:
+        if st.clean_since is None or now - st.clean_since < self.settle_for(st):
+            return
+        lasted = st.clean_since - (st.failing_since or st.clean_since)
+        wait = min(MAX_CATCH_UP, max(lasted / 2, self.settle_for(st)))  # for the backlog: half the outage
+        st.catch_up = (st.clean_since, st.clean_since + wait)
+        st.failing_since = st.failed_at = st.clean_since = None
+
+    def in_outage(self, source: str, now: float) -> bool:
+        """Failing, hung, or not answering cleanly for long enough yet, or waiting for its backlog."""
+        st = self._status.get(source)
+        if st is None:
+            return False
+        self._settle(st, now)
+        return (
+            st.failing_since is not None
+            or self._hung(source, st, now)
+            or (st.catch_up is not None and now < st.catch_up[1])
+        )
+
+    def settling(self, now: float) -> dict[str, float]:
+        """Sources that answer again but whose outage (or its backlog) is not over: -> since when."""
+        out = {}
+        for source, st in self._status.items():
+            self._settle(st, now)
+            if st.error is None and st.clean_since is not None:
+                out[source] = st.clean_since
+            elif st.error is None and st.catch_up is not None and now < st.catch_up[1]:
+                out[source] = st.catch_up[0]
+        return out
 
     def _hung(self, source: str, st: _Status, now: float) -> bool:
         limit = self.stuck_after.get(source)
@@ -112,6 +166,16 @@ class SourceHealth:
         of unknown state); ``any_known``: whether the watch knows any run at all."""
         error = self.error(source, now)
         runs = sorted(affected)
+        st = self._status.get(source)
+        if not error and st is not None and st.clean_since is not None and st.failing_since is not None:
+            failed = (st.failed_at or st.failing_since) - st.failing_since
+            if failed >= self.after:  # announced (or due): the same outage until it has settled
+                settle = format_duration(self.settle_for(st))
+                error = (
+                    f"answers again since {format_duration(now - st.clean_since)} ago, after failing for "
+                    f"{format_duration(failed)} ({(st.last_error or 'errors')[:200]}); the outage ends after "
+                    f"{settle} of clean answers"
+                )
         if not error:
             return Finding(False, reason="the source answers again", extra_labels=SCOPE)
         if any_known and not runs:

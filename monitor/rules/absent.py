@@ -33,6 +33,7 @@ class AbsentDetector(Detector[AbsentSpec]):
     kind = "absent"
     spec_model = AbsentSpec
     clocked = True
+    silence = True
 
     def __init__(self, rule: AbsentSpec, run: str) -> None:
         super().__init__(rule, run)

@@ -11,6 +11,9 @@ skip work on the hot path (one replayed sample must cost microseconds):
   until the next ``observe`` (the default True is always safe, merely slower).
 - ``clocked`` and ``wake_at``: a clocked detector's condition can turn true as time passes with no
   new sample (a stall); ``wake_at`` is the earliest time at which that can happen (-inf: any time).
+  ``silence``: that timer runs on the absence of data (a stall, a metric gone), which the end of a
+  recorded trace looks like too; replay runs its clock on after the trace only for the other timers
+  (a crash's grace).
 
 ``holds_until`` says how long a true condition stays true without samples; ``share_key``/``share_with``
 let two rules over the same statistics keep them once.
@@ -57,6 +60,7 @@ class Detector(ABC, Generic[SpecT]):
     kind: ClassVar[str]
     spec_model: ClassVar[type[RuleSpec]]
     clocked: ClassVar[bool] = False
+    silence: ClassVar[bool] = False  # its timer runs on the absence of data (see above)
     # What a notification's picture shows for this kind: "metric" (the rule's metric around the event,
     # the threshold as a line), "progress" (the step reached against time, the stall shaded) or "none".
     plot: ClassVar[str] = "metric"

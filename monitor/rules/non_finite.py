@@ -1,6 +1,10 @@
-"""``non_finite``: the newest value of a metric is NaN or +-Inf. Fires at once: no ``for`` allowed.
+"""``non_finite``: a value of a metric is NaN or +-Inf. Fires at once: no ``for`` allowed.
 
-A finite value afterwards clears the condition; ``keep_firing_for`` keeps the alert up meanwhile.
+A non-finite value holds the condition until an evaluation has seen it: a poll that reads several rows
+at once (a NaN step, then finite ones, as a 2-second poll of a run logging every second does) must
+not lose the NaN behind the newest value. A finite value observed after that evaluation clears the
+condition, as does a finite value for the same step (a corrected row); ``keep_firing_for`` keeps the
+alert up meanwhile.
 """
 
 from __future__ import annotations
@@ -41,16 +45,21 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         self.value: float | None = None
         self.step: int | None = None
         self.count = 0  # non-finite values seen
+        self.bad: list | None = None  # [value, step] of the latest non-finite value, until judged
+        self.judged = False  # an evaluation has reported ``bad``: the next finite value clears it
 
     def observe(self, sample: Sample) -> None:
         v = sample.metrics.get(self.metric)
         if v is None:
             return
-        bad = bool(v - v)  # NaN - NaN and Inf - Inf are NaN (a non-number raises: the evaluator cleans it)
+        bad = not math.isfinite(v)  # (a non-number raises: the evaluator cleans it)
         self.value, self.step = v, sample.step
-        self.hot = bad
         if bad:
             self.count += 1
+            self.bad, self.judged = [v, sample.step], False
+        elif self.bad is not None and (self.judged or sample.step == self.bad[1]):
+            self.bad = None  # judged, or the same step logged again, finite (a correction)
+        self.hot = self.bad is not None
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot:
@@ -63,7 +72,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             v = s.metrics.get(m)
             if v is None:
                 continue
-            if v - v:
+            if not math.isfinite(v):
                 self.observe(s)
                 return self._stop(samples, i, end)
             last = s
@@ -73,10 +82,15 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
 
     def evaluate(self, now: float) -> Finding:
         v = self.value
-        if not self.hot:
+        if self.bad is None:
             return Finding(False, value=v, step=self.step, reason=f"{self.metric} is finite ({fmt_value(v)})")
-        at = f" at step {self.step}" if self.step is not None else ""
-        return Finding(True, value=v, step=self.step, reason=f"{self.metric} is {fmt_value(v)}{at}")
+        self.judged = True
+        bad, step = self.bad
+        at = f" at step {step}" if step is not None else ""
+        if math.isfinite(v):
+            reason = f"{self.metric} was {fmt_value(bad)}{at} (now {fmt_value(v)})"
+            return Finding(True, value=bad, step=step, reason=reason)
+        return Finding(True, value=v, step=step, reason=f"{self.metric} is {fmt_value(v)}{at}")
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

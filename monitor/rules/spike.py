@@ -115,6 +115,10 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.baseline = SpikeBaseline(rule)
         self._follower = False
         self._floor_mode = rule.mode == "floor"
+        # a one-step spike held until an evaluation has seen it (a poll that reads the spike and the
+        # steps after it must not lose it): [value, step, score, baseline, threshold]
+        self.caught: list | None = None
+        self.judged = False
 
     def share_key(self) -> Hashable:
         return ("spike", *(getattr(self.rule, name) for name in _SHARED))
@@ -129,7 +133,22 @@ class SpikeDetector(Detector[SpikeSpec]):
         b = self.baseline
         if not self._follower:
             b.observe(sample)
-        self.hot = b.floor_raised if self._floor_mode else b.is_spike
+        if self._floor_mode:
+            self.hot = b.floor_raised
+            return
+        if b.is_spike:
+            self._catch()
+        elif self.caught is not None and self.judged:
+            self.caught = None
+        self.hot = self.caught is not None
+
+    def _catch(self) -> None:
+        """Hold the newest value, a spike, until an evaluation has seen it."""
+        b = self.baseline
+        _, step, v, y = b.latest
+        med = b.median()
+        self.caught = [v, step, (y - med) / b.sigma_eff(), b.raw(med), b.raw(med + b.needed())]
+        self.judged = False
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot or self._follower:
@@ -139,6 +158,8 @@ class SpikeDetector(Detector[SpikeSpec]):
         k = b.observe_until(samples, i, end, not floor, floor)
         if k > i and (b.floor_raised if floor else b.is_spike):
             self.hot = True
+            if not floor:
+                self._catch()
             return self._stop(samples, k, end)
         return k, RAN_OUT
 
@@ -155,6 +176,8 @@ class SpikeDetector(Detector[SpikeSpec]):
         if k > i and (point and b.is_spike or floor and b.floor_raised):
             for m in members:
                 m.hot = b.floor_raised if m._floor_mode else b.is_spike  # type: ignore[attr-defined]
+                if m.hot and not m._floor_mode:  # type: ignore[attr-defined]
+                    m._catch()  # type: ignore[attr-defined]
         return k
 
     def holds_until(self) -> float:
@@ -207,8 +230,18 @@ class SpikeDetector(Detector[SpikeSpec]):
             at = f" at step {step}" if step is not None else ""
             now_at = f"{m} {fmt_value(v)}{at}"
             base = fmt_value(base_raw)
+            if self.caught is not None:
+                self.judged = True
             if b.is_spike:
                 reason = f"{now_at} is {score:.1f} sigma {up} its baseline {base} (one-step spike)"
+            elif self.caught is not None:  # a spike earlier in the rows this evaluation is the first to see
+                v0, step0, score0, base0, threshold0 = self.caught
+                at0 = f" at step {step0}" if step0 is not None else ""
+                reason = (
+                    f"{m} {fmt_value(v0)}{at0} was {score0:.1f} sigma {up} its baseline {fmt_value(base0)} "
+                    f"(one-step spike; now {fmt_value(v)})"
+                )
+                return Finding(True, value=v0, threshold=threshold0, step=step0, reason=reason)
             elif score <= 0:  # on the side a spike never is: no figure that reads like an alarm
                 reason = f"{now_at} is not {up} its baseline {base}: no spike"
             else:

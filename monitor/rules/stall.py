@@ -9,6 +9,11 @@ schedule (schedule.py): at which steps, or how often in time, it habitually paus
 - Once it is known, a pause at a habitual step gets ``habit_factor`` x its usual length, and a pause
   anywhere else is a hang after max(``hang_after``, ``k`` x the p99 step interval): minutes, not the
   15-minute floor.
+- A run that does not pause has a known schedule too ("no habitual pause"): once it has stepped at
+  a steady cadence for ``steady_after`` and ``steady_steps`` with no long pause (and, if it paused
+  before, for ``COVER`` x the longest pause-free stretch it had then: a rarer pause would have shown
+  itself), a pause is a hang after the same ordinary limit. A long pause starts the count over; so
+  does a restart, whose restore keeps its own allowance below.
 
 Intervals longer than 5x the median are pauses, not cadence: they stay out of the p99 (three in a row
 are a new cadence). Pauses longer than half the ordinary limit are remembered for learning. After a
@@ -30,7 +35,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules import stall_batch
 from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, Stop, register
-from monitor.rules.schedule import PauseSchedule, usual
+from monitor.rules.schedule import COVER, PauseSchedule, usual
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import Sample
@@ -54,6 +59,16 @@ class StallSpec(RuleSpec):
         default=300.0,
         gt=0,
         description="once the schedule is known: a pause at an ordinary step fires after this long",
+    )
+    steady_after: Duration = Field(
+        default=7200.0,
+        gt=0,
+        description="a run that steps this long with no long pause has a known schedule: no pauses",
+    )
+    steady_steps: int = Field(
+        default=2500,
+        ge=1,
+        description="... and this many steps (saves every N steps, N up to this, would have shown)",
     )
     habit_factor: float = Field(
         default=2.0, gt=0, description="once known: a pause at a habitual step may last this x its usual"
@@ -80,6 +95,7 @@ class StallDetector(Detector[StallSpec]):
     plot = "progress"
     spec_model = StallSpec
     clocked = True
+    silence = True
 
     def __init__(self, rule: StallSpec, run: str) -> None:
         super().__init__(rule, run)
@@ -109,6 +125,9 @@ class StallDetector(Detector[StallSpec]):
         self._mark_after = rule.floor / 2  # a longer gap is a pause to learn from
         self._pause_after = math.inf  # a longer gap is no cadence (PAUSE_X x the median)
         self._trust: list[float] | None = None  # watched this many steps and seconds, the schedule is known
+        self.steady_since: float | None = None  # the start of the current stretch with no long pause
+        self.steady_from = 0  # the step it started at
+        self.steady_need = rule.steady_after  # such a stretch this long: the run does not pause
         self._counter_name = rule.restart_counter
 
     def inputs(self) -> frozenset[str] | None:
@@ -118,6 +137,7 @@ class StallDetector(Detector[StallSpec]):
     def _restart(self, t: float) -> None:
         if self.last_step is not None or self.state == "running":  # a run known to take steps
             self.awaiting_since, self.awaiting_learnable = t, True
+            self.steady_since = None  # steady again from the first step after the restore
             self.schedule.restarted(t)
             self._trust = self.schedule.trusted_after()
 
@@ -162,7 +182,7 @@ class StallDetector(Detector[StallSpec]):
         elif self.awaiting_since is not None:
             self.wake_at = self.awaiting_since + self.startup_allowance()
         elif self.last_step_at is not None:
-            soonest = self._soonest if self._trust is not None and self.known() else self.rule.floor
+            soonest = self._soonest if self.known() else self.rule.floor
             self.wake_at = self.last_step_at + soonest  # a lower bound: evaluate() refines it
         else:
             self.wake_at = math.inf
@@ -175,6 +195,7 @@ class StallDetector(Detector[StallSpec]):
         last = self.last_step
         if self.first_step is None:
             self.first_step, self.first_step_at, self.top_step = step, t, step
+            self.steady_since, self.steady_from = t, step
         elif step > self.top_step:
             self.top_step = step
         if self.awaiting_since is not None:
@@ -182,14 +203,20 @@ class StallDetector(Detector[StallSpec]):
                 self.restores.append(t - self.awaiting_since)
             self.awaiting_since = None
             self.last_step, self.last_step_at = step, t
+            self.steady_since, self.steady_from = t, step
         elif last is None or step < last:
             # first step seen, or a rewind: the run resumed from a checkpoint, its cadence restarts here
             self.last_step, self.last_step_at = step, t
+            self.steady_since, self.steady_from = t, step
 
     def _gap(self, last: int, stride: int, gap: float) -> None:
         """``gap`` seconds from step ``last`` to the next one, ``stride`` steps on."""
         self.strides.append(stride)
         if gap > self._mark_after:  # a long pause the run came back from by itself
+            if self.steady_since is not None:  # the stretch without a pause ends here
+                stretch = self.last_step_at - self.steady_since
+                self.steady_need = max(self.steady_need, COVER * stretch)
+            self.steady_since, self.steady_from = self.last_step_at + gap, last + stride
             self.pauses.append(gap)
             self.schedule.add(last, self.last_step_at, gap, self.stride(), self.slack())
             self._trust = self.schedule.trusted_after()
@@ -221,12 +248,25 @@ class StallDetector(Detector[StallSpec]):
 
     # ---- the limits ------------------------------------------------------------------------
     def known(self) -> bool:
-        """Is the learned schedule trusted (see schedule.py)?"""
+        """Is the learned schedule trusted (see schedule.py), or does the run not pause at all?"""
         trust = self._trust
         if trust is None or self.first_step is None:
-            return False
+            return self.steady()
         steps, seconds = trust
-        return self.top_step - self.first_step > steps and self.last_step_at - self.first_step_at > seconds
+        if self.top_step - self.first_step > steps and self.last_step_at - self.first_step_at > seconds:
+            return True
+        return self.steady()
+
+    def steady(self) -> bool:
+        """Has the run stepped at a known cadence with no long pause for long enough?"""
+        since = self.steady_since
+        return (
+            since is not None
+            and self.p99 is not None
+            and self.last_step_at is not None
+            and self.last_step_at - since >= self.steady_need
+            and self.top_step - self.steady_from >= self.rule.steady_steps
+        )
 
     def ordinary_limit(self) -> float:
         """Once the schedule is known: how long a pause at an ordinary step may last."""
@@ -252,6 +292,9 @@ class StallDetector(Detector[StallSpec]):
         if self.known():
             ordinary = self.ordinary_limit()
             if habit is None:
+                if self.steady():
+                    steady = format_duration(self.last_step_at - self.steady_since)
+                    return ordinary, f"no habitual pause: steady for {steady} before this"
                 return ordinary, "not a habitual pause step of the learned schedule"
             if allowance >= usual(habit) + ordinary:
                 return allowance, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
@@ -332,6 +375,7 @@ class StallDetector(Detector[StallSpec]):
             "limit": self.limit(),
             "last_step": self.last_step,
             "schedule_known": int(self.known()),
+            "steady": int(self.steady()),
             "habits": len(self.schedule.habits),
         }
 

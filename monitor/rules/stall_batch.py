@@ -60,11 +60,17 @@ def observe_many(
                 last, at = step, t
                 i += 1
                 trust = det._trust  # (known(), with the step just taken)
+                steady = det.steady_since
                 if (
                     trust is not None
                     and first is not None
                     and top - first > trust[0]
                     and t - first_at > trust[1]
+                ) or (
+                    steady is not None
+                    and det.p99 is not None
+                    and t - steady >= det.steady_need
+                    and top - det.steady_from >= det.rule.steady_steps
                 ):
                     wake = t + soonest
                 else:

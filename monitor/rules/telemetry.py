@@ -31,6 +31,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
     plot = "progress"
     spec_model = TelemetryGoneSpec
     clocked = True
+    silence = True
 
     def __init__(self, rule: TelemetryGoneSpec, run: str) -> None:
         super().__init__(rule, run)

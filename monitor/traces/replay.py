@@ -5,28 +5,36 @@ sample times (after all samples of that time) and on a fixed ``interval`` grid b
 time-based rules (stall, telemetry gone, absent) fire when they would have live. After the last
 sample every run's clock goes on to the end of the trace, so a run that went silent while others
 carried on is caught. Ticks at which no rule can change are skipped (``Evaluator.quiet_until``).
+
+After the trace's last line the clock runs on, as live, while a timer the data armed can fire
+(``Evaluator.armed_until``: a pending ``for``, a crash's grace), not the silence timers (a trace's end
+looks like silence); ``finish(end)`` runs every clock to ``end`` (``--until``). A backlog after an
+outage (``trace.Backlogs``) is taken in with its own times, the clock staying where it is.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from alerts.model import AlertState
 from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
-from monitor.engine.source_health import DEFAULT_AFTER, SourceHealth, source_rule
+from monitor.engine.source_health import DEFAULT_AFTER
 from monitor.profiles import AUTO, Vocabulary
 from monitor.rules.spec import RuleSpec
-from monitor.samples import TERMINAL_STATES, Sample
-from monitor.traces.replay_events import ReplayEvent, RunClock, RunSummary, to_replay_event
+from monitor.samples import Sample
+from monitor.traces.replay_events import ReplayEvent, ReplayResult, RunClock, RunSummary, to_replay_event
+from monitor.traces.replay_outages import ReplayOutages
+from monitor.traces.trace import Backlogs
 
 DEFAULT_INTERVAL = 15.0
 BATCH = 512  # plain samples of one run fed to the evaluator at once
 COVERAGE_TICKS = 4  # coverage is judged every this many evaluation intervals of a run at first,
 COVERAGE_MAX = 900.0  # and, while it does not change, ever less often, down to once per this many seconds
+RUN_ON = 24 * 3600.0  # after the trace, armed timers are run on for at most this long
+RUN_ON_TICKS = 100_000  # and at most this many evaluations (a timer that keeps re-arming)
 
 
 class Replayer:
@@ -56,11 +64,9 @@ class Replayer:
         # trainer key names -> the rules' names, as the live engine does (None: samples as they are)
         self.metrics_profile = metrics_profile
         self.vocabulary = Vocabulary() if metrics_profile is not None else None
-        self._health: dict[str, SourceHealth] = {}  # watch -> its sources' health
-        self._scope: dict[str, str] = {}  # run -> its watch
-        self._states: dict[str, str | None] = {}
-        self._unavailable: dict[str, frozenset[str]] = {}
-        self._source_rule = lambda kind: source_rule(kind, unavailable_after)
+        self._outages = ReplayOutages(self._ev, unavailable_after)
+        self._health = self._outages.health  # watch -> its sources' health, once one is in trouble
+        self._scope = self._outages.scope  # run -> its watch
         self._coverage_at: dict[str, float] = {}  # run -> when its coverage is judged next
         self._coverage_every: dict[str, float] = {}  # run -> how long until the next judgement
         self._coverage_said: dict[str, tuple] = {}  # run -> the last judgement, to tell a change
@@ -68,6 +74,8 @@ class Replayer:
         self.batched = batched  # False: every sample fed to the evaluator alone (the reference path)
         self._plain: RunClock | None = None  # the run whose plain samples batch (feed's fast path)
         self._plain_run: str | None = None
+        self.trace_end: float | None = None  # the time of the trace's last line (finish)
+        self._backlogs = Backlogs()  # rows read after an outage, older than the run's clock
 
     @property
     def evaluator(self) -> Evaluator:
@@ -76,12 +84,14 @@ class Replayer:
         return self._ev
 
     def _evaluate(self, run: str, now: float) -> list[AlertEvent]:
-        blind = self._unavailable.get(self._scope.get(run, "")) if self._unavailable else None
-        events = self._ev.evaluate(run, now, blind) if blind else self._ev.evaluate(run, now)
-        if blind:
-            events += self._check_sources(self._scope[run], now)
+        if self._health and self._outages.troubled(run) is not None:
+            blind, settling = self._outages.blind(run, now)
+            events = self._ev.evaluate(run, now, blind, settling)
+            events += self._outages.check(self._scope[run], now)
+        else:
+            blind, events = frozenset(), self._ev.evaluate(run, now)
         if now >= self._coverage_at.get(run, -math.inf):
-            cov, said, event = self._check_coverage(run, now, blind or frozenset())
+            cov, said, event = self._check_coverage(run, now, blind)
             if event is not None:
                 events.append(event)
             # judged often while it changes (a young run), rarely while it does not: it costs ~0.3 ms
@@ -106,38 +116,6 @@ class Replayer:
         blind = describe(cov, keys, None, renames, absent_watched(ev.detectors(run)))
         watch = self._scope.get(run, "trace")
         return cov, blind, ev.apply(blind_rule(), run, run_finding(blind, watch), now)
-
-    def _sources(self, sample: Sample) -> None:
-        """Source errors and recoveries, as the live engine's polls see them."""
-        scope = self._scope.get(sample.run)
-        if scope is None:
-            scope = self._scope[sample.run] = (sample.labels or {}).get("watch") or "trace"
-        if sample.state is not None:
-            self._states[sample.run] = sample.state
-        source = sample.source or "unknown"
-        health = self._health.get(scope)
-        if sample.source_error is None and (health is None or source not in self._unavailable.get(scope, ())):
-            return
-        if health is None:
-            health = self._health[scope] = SourceHealth()
-            self._plain = None  # feed's fast path: only while no source is in trouble
-        health.polled(source, sample.t, sample.source_error)
-        self._unavailable[scope] = health.unavailable(sample.t)
-        events = self._check_sources(scope, sample.t)
-        if events:
-            self._record(sample.run, events)
-
-    def _check_sources(self, scope: str, now: float) -> list[AlertEvent]:
-        health = self._health[scope]
-        runs = [r for r, s in self._scope.items() if s == scope]
-        affected = [r for r in runs if self._states.get(r) not in TERMINAL_STATES]
-        events = []
-        for kind in health.sources():
-            finding = health.finding(kind, now, affected, any_known=True)
-            event = self._ev.apply(self._source_rule(kind), scope, finding, now)
-            if event is not None:
-                events.append(event)
-        return events
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
@@ -173,6 +151,12 @@ class Replayer:
                 voc.translator(run, self.metrics_profile) if voc is not None else None
             )
             self.summaries[run] = RunSummary(run, first_t=t)
+        if self._health:
+            if t < clock.t:
+                return self._backlog(run, clock, sample)
+            self._backlogs.note(sample, clock.t)
+        elif sample.source_error is not None:
+            self._backlogs.note(sample, clock.t if clock.samples else None)
         buf = self._buf
         # a plain sample (no news, the same keys as the run's last one, so nothing for the vocabulary
         # to learn) waits in the batch; anything else is fed at once, after the batch
@@ -209,7 +193,12 @@ class Replayer:
             or self._health
             or run not in self._scope
         ):
-            self._sources(sample)
+            events = self._outages.note(sample)
+            if events:
+                self._plain = None  # feed's fast path: only while no source is in trouble
+                self._record(run, events)
+            elif self._health:
+                self._plain = None
         self._observe(sample)
         clock.pending = True
         clock.samples += 1
@@ -218,6 +207,15 @@ class Replayer:
             if clock.first_step is None:
                 clock.first_step = step
             clock.last_step = step
+
+    def _backlog(self, run: str, clock: RunClock, sample: Sample) -> None:
+        """A row older than the run's clock, read after an outage: taken in, the clock stays."""
+        if not self._backlogs.admits(sample):
+            raise ValueError(f"run {run!r} goes back in time ({sample.t!r} after {clock.t!r})")
+        self.flush()
+        self._observe(clock.translate(sample) if clock.translate is not None else sample)
+        clock.pending, clock.samples = True, clock.samples + 1
+        clock.last_step = max(clock.last_step or sample.step, sample.step)
 
     def feed_all(self, samples: Iterable[Sample]) -> None:
         feed = self.feed
@@ -274,7 +272,7 @@ class Replayer:
             raise ValueError(f"run {run!r} goes back in time ({t!r} after {clock.t!r})")
         if clock.pending:  # inline of _advance's common case: evaluate, no grid point to tick
             now = clock.t
-            if self._unavailable or now >= self._coverage_at.get(run, -math.inf):
+            if self._health or now >= self._coverage_at.get(run, -math.inf):
                 events = self._evaluate(run, now)
             else:  # (_evaluate with no source down and no coverage due)
                 events = self._evaluate_run(run, now)
@@ -306,13 +304,18 @@ class Replayer:
     def finish(self, end: float | None = None) -> list[ReplayEvent]:
         """Run every clock to the end of the trace (or ``end``) and return all events in time order."""
         self.flush()
-        stop = self.end if end is None else end
+        self.trace_end = self.end
+        stop = self.trace_end if end is None else end
         if stop > -math.inf:
             self.advance_to(stop)
         for run, summary in self.summaries.items():
             clock = self._clocks[run]
             summary.samples, summary.last_t = clock.samples, clock.t
             summary.first_step, summary.last_step = clock.first_step, clock.last_step
+        if end is None and stop > -math.inf:
+            self._run_on(stop + RUN_ON)
+        for run, summary in self.summaries.items():
+            clock = self._clocks[run]
             summary.stats = self._ev.stats(run)
             summary.coverage, summary.blind, event = self._check_coverage(run, clock.t, frozenset())
             if event is not None:
@@ -321,6 +324,20 @@ class Replayer:
         return self.events
 
     # ---- the clock -------------------------------------------------------------------------
+    def _run_on(self, horizon: float) -> None:
+        """After the trace: tick each run whose data armed a timer, on the grid, until none is left."""
+        step, armed_until = self.interval, self._ev.armed_until
+        for _ in range(RUN_ON_TICKS):
+            due, run = min(
+                ((d, r) for r, c in self._clocks.items() if c.t < (d := armed_until(r)) <= horizon),
+                default=(math.inf, None),
+            )
+            if run is None:
+                return
+            clock = self._clocks[run]
+            clock.t = max(math.ceil(due / step) * step, clock.t)
+            self._tick(run, clock.t)
+
     def _advance(self, run: str, clock: RunClock, until: float) -> None:
         """Evaluate the samples at ``clock.t``, then tick the grid strictly between it and ``until``."""
         if clock.pending:
@@ -333,8 +350,9 @@ class Replayer:
         if k * step >= until:
             return  # the common case: no grid point before the next sample
         quiet_until = self._ev.quiet_until
+        outage = self._outages.in_outage
         while k * step < until:
-            quiet = quiet_until(run)
+            quiet = -math.inf if self._health and outage(run, k * step) else quiet_until(run)
             if quiet > k * step:
                 if quiet >= until:
                     break
@@ -358,19 +376,6 @@ class Replayer:
                 summary.rules_fired[rev.rule] += 1
             if self._on_event is not None:
                 self._on_event(rev)
-
-
-@dataclass
-class ReplayResult:
-    events: list[ReplayEvent]
-    summaries: dict[str, RunSummary]
-
-    def firing(self, severity: str | None = None) -> list[ReplayEvent]:
-        return [
-            e
-            for e in self.events
-            if e.state == AlertState.FIRING and (severity is None or e.severity == severity)
-        ]
 
 
 def replay(

@@ -108,3 +108,15 @@ class RunClock:
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
         self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
         self.as_is = False  # its translation left it as it was
+
+
+@dataclass
+class ReplayResult:
+    """What ``replay`` returns: every alert transition, in time order, and a summary per run."""
+
+    events: list[ReplayEvent]
+    summaries: dict[str, RunSummary]
+
+    def firing(self, severity: str | None = None) -> list[ReplayEvent]:
+        firing = [e for e in self.events if e.state == AlertState.FIRING]
+        return [e for e in firing if severity is None or e.severity == severity]

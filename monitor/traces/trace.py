@@ -162,11 +162,12 @@ def iter_trace(
 
     A bad line raises TraceError (``path:line: field: message``); with ``on_error`` the error is
     passed to it instead and the line skipped. Blank lines are ignored. A run's samples must be in
-    time order; runs may interleave freely.
+    time order (but for a backlog after an outage: ``Backlogs``); runs may interleave freely.
     """
     name = path or (str(source) if isinstance(source, str | Path) else "<trace>")
     raw_decode = _DECODER.raw_decode  # json.loads without its two whitespace regex matches
     last_t: dict[str, float] = {}
+    backlog = Backlogs()
     for lineno, line in enumerate(_lines(source), 1):
         try:
             if type(line) is bytes:
@@ -203,12 +204,46 @@ def iter_trace(
             prev = last_t.get(sample.run)
             if prev is None or sample.t >= prev:
                 last_t[sample.run] = sample.t
+                backlog.note(sample, prev)
+                yield sample
+                continue
+            if backlog.admits(sample):
                 yield sample
                 continue
             err = _order(name, lineno, sample, last_t)
         if on_error is None:
             raise err
         on_error(err)
+
+
+class Backlogs:
+    """The one exception to a run's time order: a backlog. After ``source_error`` lines (an outage),
+    rows with a step may go back to the run's last line before the outage: they were logged during it
+    and read when it ended, with their own times (a W&B backlog)."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, float] = {}  # run -> the time of its last line before its latest outage
+        self._erring: set[str] = set()
+
+    def note(self, sample: Sample, prev: float | None) -> None:
+        """A line in time order (``prev``: the run's line before it)."""
+        run = sample.run
+        if sample.source_error is None:
+            if sample.step is not None:  # rows flow again (an answer with no news may be a flicker)
+                self._erring.discard(run)
+        elif run not in self._erring:
+            self._erring.add(run)
+            self._since[run] = sample.t if prev is None else prev
+
+    def admits(self, sample: Sample) -> bool:
+        """May this line, older than the run's latest, be read as part of a backlog?"""
+        since = self._since.get(sample.run)
+        return (
+            since is not None
+            and sample.step is not None
+            and sample.source_error is None
+            and sample.t >= since
+        )
 
 
 def _order(name: str, lineno: int, sample: Sample, last_t: dict[str, float]) -> TraceError | None:

@@ -60,6 +60,7 @@ class Trainer(threading.Thread):
         super().__init__(daemon=True)
         self.wandb, self.runs, self.hung, self.stop = wandb, runs, set(), threading.Event()
         self.blip: dict[str, float] = {}
+        self.held: dict[str, list[dict]] = {}  # run -> rows logged but not delivered yet (hold/release)
         self.step = dict.fromkeys(runs, 0)
         self.values = real_losses()
         self.names = names or {}  # run -> the keys it logs its loss and grad norm under
@@ -76,7 +77,24 @@ class Trainer(threading.Thread):
                 loss *= self.blip.pop(r, 1.0)
                 lk, gk = self.names.get(r, ("train/loss", "grad/norm/total"))
                 row = {"_step": s, "_timestamp": time.time(), lk: loss, gk: gnorm}
-                self.wandb.log(PROJECT, r, [row])
+                if r in self.held:
+                    self.held[r].append(row)
+                else:
+                    self.wandb.log(PROJECT, r, [row])
+
+    def hold(self, runs: list[str]) -> None:
+        """Keep the runs' rows from W&B, as its client does while the API fails (it retries later)."""
+        for r in runs:
+            self.held.setdefault(r, [])
+
+    def release(self) -> int:
+        """Deliver the held rows at once, with their own timestamps (the backlog); returns how many."""
+        n = 0
+        for r in list(self.held):
+            rows = self.held.pop(r)
+            self.wandb.log(PROJECT, r, rows)
+            n += len(rows)
+        return n
 
 
 class Exporter:
@@ -168,14 +186,28 @@ class Herowatch:
         return "\n".join(line for line in text.splitlines() if "Traceback" in line or " ERROR " in line)
 
 
-def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 0.25) -> Any:
+def wait_for(
+    cond: Callable[[], Any],
+    timeout: float,
+    what: str,
+    every: float = 0.25,
+    seen: Callable[[], Any] | None = None,
+) -> Any:
+    """Wait for ``cond`` to be true, at most ``timeout`` seconds; on a time-out say what ``seen`` shows
+    (what the test saw instead: the alerts, the channel)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = cond()
         if got:
             return got
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+    saw = ""
+    if seen is not None:
+        try:
+            saw = f"; saw instead: {seen()}"
+        except Exception as exc:  # noqa: BLE001 - the report must not hide the time-out
+            saw = f"; could not tell what was seen: {exc!r}"
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{saw}")
 
 
 class Stack:

@@ -36,25 +36,38 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
         # ---- a hang pages, resolves, and the second hang of the same run pages again ----------
         stack.trainer.hung.add("hero-a")
         t0 = time.monotonic()
-        wait_for(lambda: paged(stack, "progress_stalled", "hero-a"), 30, "the stall page")
+        stalled = lambda: paged(stack, "progress_stalled", "hero-a")  # noqa: E731
+        wait_for(stalled, 60, "the stall page", seen=lambda: dump(stack))
         print(f"hang -> page in the channel: {time.monotonic() - t0:.1f}s")
         stack.trainer.hung.discard("hero-a")
-        wait_for(lambda: alerts_of(hw, "progress_stalled", "resolved"), 20, "the stall to resolve")
-        wait_for(lambda: _outbox_empty(hw), 20, "the resolution to be sent")
+        wait_for(
+            lambda: alerts_of(hw, "progress_stalled", "resolved"),
+            60,
+            "the stall to resolve",
+            seen=lambda: alerts_of(hw, "progress_stalled"),
+        )
+        wait_for(lambda: _outbox_empty(hw), 60, "the resolution to be sent", seen=lambda: _outbox(hw))
         stack.trainer.hung.add("hero-a")
-        wait_for(lambda: len(paged(stack, "progress_stalled", "hero-a")) == 2, 30, "a second stall page")
+        two = lambda: len(paged(stack, "progress_stalled", "hero-a")) == 2  # noqa: E731
+        wait_for(two, 60, "a second stall page", seen=lambda: dump(stack))
         stack.trainer.hung.discard("hero-a")
-        wait_for(lambda: len(alerts_of(hw, "progress_stalled", "resolved")) == 2, 20, "the second resolution")
+        wait_for(
+            lambda: len(alerts_of(hw, "progress_stalled", "resolved")) == 2,
+            60,
+            "the second resolution",
+            seen=lambda: alerts_of(hw, "progress_stalled"),
+        )
 
         # ---- a one-step loss blip of the healthy run: recorded (info), never a page ---------------
         stack.trainer.blip["hero-c"] = 4.0
         blipped = lambda: [a for a in alerts_of(hw, "loss_jump") if "hero-c" in str(a)]  # noqa: E731
-        wait_for(blipped, 45, "the blip's info", every=2.0)
+        # (a poll that reads the blip and the steps after it records it too: test_one_poll_many_rows.py)
+        wait_for(blipped, 90, "the blip's info", every=2.0, seen=lambda: _spike_stats(hw, "hero-c"))
 
         # ---- two OOM kills page ------------------------------------------------------------------
         stack.exporter.oom("hero-b")
         stack.exporter.oom("hero-b")
-        wait_for(lambda: paged(stack, "oom_kills", "hero-b"), 40, "the OOM page")
+        wait_for(lambda: paged(stack, "oom_kills", "hero-b"), 60, "the OOM page", seen=lambda: dump(stack))
         assert alerts_of(hw, "oom_kills", "firing")
 
         # ---- SIGTERM and restart while oom_kills fires: it keeps firing, Slack hears nothing -------
@@ -63,7 +76,8 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
         calls_before = len(stack.slack.calls)
         hw = stack.serve(cfg)
         restarted = time.time()
-        wait_for(lambda: _polled_since(hw, restarted), 30, "polls after the restart")
+        polled = lambda: _polled_since(hw, restarted)  # noqa: E731
+        wait_for(polled, 60, "polls after the restart", seen=lambda: hw.api("/api/runs"))
         time.sleep(5)  # several poll cycles of the restarted process
         assert alerts_of(hw, "oom_kills", "firing"), "the restart resolved a firing alert"
         after = [c for c in stack.slack.calls[calls_before:] if c.method.startswith("chat.")]
@@ -74,7 +88,13 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
         stack.wandb.fail(502, times=-1)
         time.sleep(20)  # 3x the stall limit, 2.5x the outage wait
         stack.wandb.clear_faults()
-        wait_for(lambda: alerts_of(hw, "source_unavailable", "resolved"), 30, "the outage to resolve")
+        # the outage ends after clean answers for as long as it failed (hysteresis): about 20 s here
+        wait_for(
+            lambda: alerts_of(hw, "source_unavailable", "resolved"),
+            90,
+            "the outage to resolve",
+            seen=lambda: alerts_of(hw, "source_unavailable"),
+        )
         new = stack.pages()[outage_pages:]
         assert not [p for p in new if "progress_stalled" in p], dump(stack)
         assert len([p for p in new if "source_unavailable" in p]) <= 1, dump(stack)
@@ -97,6 +117,16 @@ def test_pages_reach_the_channel_and_stay_true_through_a_restart_and_an_outage(t
 
 def _outbox_empty(hw) -> bool:
     return "herowatch_outbox_backlog 0.0" in hw.text("/metrics")
+
+
+def _outbox(hw) -> list[str]:
+    return [line for line in hw.text("/metrics").splitlines() if line.startswith("herowatch_outbox")]
+
+
+def _spike_stats(hw, run: str) -> object:
+    """What the spike rule of ``run`` says (its latest score, spikes seen), and the loss_jump alerts."""
+    runs = {r["name"]: r for r in hw.api("/api/runs")}
+    return {"run": runs.get(run, {}).get("step"), "loss_jump": alerts_of(hw, "loss_jump")}
 
 
 def _polled_since(hw, t: float) -> bool:

@@ -72,7 +72,7 @@ def test_a_lease_takeover_keeps_every_page_true(tmp_path, pg_url):
             time.sleep(20)
             stack.wandb.clear_faults()
             wait_for(
-                lambda: alerts_of(survivor, "source_unavailable", "resolved"), 30, "the outage to resolve"
+                lambda: alerts_of(survivor, "source_unavailable", "resolved"), 90, "the outage to resolve"
             )
             new = stack.pages()[before:]
             assert not [p for p in new if "progress_stalled" in p], dump(stack)
