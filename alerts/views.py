@@ -102,6 +102,14 @@ class AlertView:
     hints: tuple[Hint, ...] = ()
     hints_window: float | None = None  # seconds the members were compared over
     run_title: str | None = None  # what people call the run (its display name, with its project if shared)
+    resolved_reason: str = ""  # a resolved alert: why it ended, true now (``summary`` is what it fired with)
+
+    @property
+    def said_now(self) -> str:
+        """The alert's text as of now: a resolved one says why it ended, and what it was as past."""
+        if self.state != AlertState.RESOLVED:
+            return self.summary
+        return f"{self.resolved_reason or 'resolved'}; was: {self.summary}"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", AlertState(self.state))  # built from a plain string too
@@ -123,6 +131,7 @@ class AlertView:
             "state": self.state.value,
             "labels": dict(self.labels),
             "summary": self.summary,
+            "resolved_reason": self.resolved_reason,
             "description": self.description,
             "runbook_url": self.runbook_url,
             "value": json_number(self.value),

@@ -9,9 +9,11 @@ same Evaluator as the live engine (monitor/traces/replay.py) with the built-in h
 
 For each incident: the rule that should catch it, the time from the onset to its first firing, and
 the limit that detection should stay within (the issue's target, or the rule's own definition), as a
-ratio. Then the healthy logs (the same run with its saves and evals in several shapes, the BLOOM
-excerpts, the healthy PAI workers): the pages (critical) and warnings they raise, which should be
-none. The last line sums it up: ``caught N/M, false pages F, median time to detect X min``.
+ratio, and the pages since the onset (messages that notify someone, as delivery decides:
+``ReplayResult.pages``; one incident should be one page). Then the healthy logs (the same run with
+its saves and evals in several shapes, without a grad norm, under Megatron-LM's names with its eval
+loss; the BLOOM excerpts, the healthy PAI workers): the pages (critical) and warnings they raise, which
+should be none. The last line sums it up: ``caught N/M, false pages F, median time to detect X min``.
 
 Run:  .venv/bin/python bench/detection_quality.py          (about 20 s)
 """
@@ -34,7 +36,13 @@ from monitor.rules.spec import RuleSpec  # noqa: E402
 from monitor.samples import Sample  # noqa: E402
 from monitor.traces.replay import replay  # noqa: E402
 from tests.rules.helpers_rules import T0, hero, llmc_samples, real_file  # noqa: E402
-from tests.rules.real_scenarios import Scenario, step_change  # noqa: E402
+from tests.rules.real_cases import (  # noqa: E402
+    eval_regression,
+    no_grad_norm,
+    slower_with_tokens,
+    unknown_loss_name,
+)
+from tests.rules.real_scenarios import HUGGINGFACE, MEGATRON, Scenario, as_trainer, step_change  # noqa: E402
 from tests.rules.test_replay_flaky_outage import wandb_outage  # noqa: E402
 from tests.rules.test_rule_real_data import bloom_samples  # noqa: E402
 
@@ -177,6 +185,30 @@ def incidents() -> list[Incident]:
             ),
         ),
         Incident(
+            "15% slower from 1.5h, tokens/s logged",
+            ("throughput_slowdown", "throughput_drop"),
+            HOUR,
+            slower_with_tokens,
+        ),
+        Incident(
+            "loss logged as 'objective', no grad norm",
+            ("watching_blind",),
+            5 * MIN,
+            unknown_loss_name,
+        ),
+        Incident(
+            "eval loss +0.08 from step 10000 (Megatron)",
+            ("eval_loss_regressed",),
+            15 * MIN,
+            eval_regression(MEGATRON),
+        ),
+        Incident(
+            "eval loss +0.08 from step 10000 (HF Trainer)",
+            ("eval_loss_regressed",),
+            15 * MIN,
+            eval_regression(HUGGINGFACE),
+        ),
+        Incident(
             "PAI straggler (worker 6, real)",
             ("throughput_slowdown", "throughput_drop"),
             HOUR,
@@ -285,6 +317,12 @@ def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]
             sc(slow=lambda x: 1 + 0.02 * math.sin(2 * math.pi * x / (4 * HOUR))),
         ),
         ("... finished at its target step", sc(end_state="finished", watch_after=30 * MIN)),
+        ("... no grad norm logged", no_grad_norm()),
+        ("... no grad norm, logged every 10 steps", no_grad_norm(log_every=10)),
+        (
+            "... Megatron names, with its eval loss",
+            lambda: (lambda s: (as_trainer(s, s.build(), MEGATRON), s.end))(Scenario()),
+        ),
         ("BLOOM-176B excerpts (each its own run)", lambda: (bloom_blocks(), None)),
         ("PAI job, 9 healthy workers", lambda: (pai_runs(straggler=False)[0], None)),
     ]
@@ -292,22 +330,30 @@ def healthy() -> list[tuple[str, Callable[[], tuple[list[Sample], float | None]]
 
 def main() -> None:
     started = time.perf_counter()
-    print(f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6}")
+    print(
+        f"{'incident (on real logs)':<46} {'caught by':<20} {'detected':>9} {'limit':>8} {'ratio':>6} "
+        f"{'pages':>5}"
+    )
     delays: list[float] = []
     caught = total = 0
     for inc in incidents() + steady_and_ending_incidents():
         samples, onset, end = inc.build()
         result = replay(samples, inc.specs(), end=end)
         hits = [e for e in result.firing() if e.rule in inc.rules and e.t >= onset]
+        pages = sum(1 for e in result.pages() if e.t >= onset)  # notifying messages since the onset
         total += 1
         if hits:
             caught += 1
             delay = hits[0].t - onset
             delays.append(delay)
             took, limit = delay / MIN, inc.limit / MIN
-            print(f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f}")
+            print(
+                f"{inc.name:<46} {hits[0].rule:<20} {took:8.1f}m {limit:7.1f}m {took / limit:6.2f} {pages:5d}"
+            )
         else:
-            print(f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6}")
+            print(
+                f"{inc.name:<46} {inc.rules[0]:<20} {'missed':>9} {inc.limit / MIN:7.1f}m {'-':>6} {pages:5d}"
+            )
     print()
     print(f"{'healthy log (real)':<46} {'pages':>5} {'warnings':>9}")
     false_pages = 0

@@ -46,10 +46,11 @@ def test_silences_crud_with_the_token(db_url, clock):
     service = build(db_url, clock)
     tick(service, clock, 30 * 60, every=120)  # hero-a's stall alert is firing
     api = client(service)
-    assert api.post("/api/silences", json=SILENCE).status_code == 401
+    none = api.post("/api/silences", json=SILENCE)
+    assert none.status_code == 401 and "Bearer" in none.json()["error"], "no token: says how to send one"
     wrong = api.post("/api/silences", json=SILENCE, headers=bearer("not-it"))
     assert wrong.status_code == 401 and wrong.headers["www-authenticate"].startswith("Bearer")
-    assert "Bearer" in wrong.json()["error"]
+    assert "the API token sent is not this server's" in wrong.json()["error"], "a wrong one: says so"
 
     made = api.post("/api/silences", json=SILENCE, headers=bearer())
     assert made.status_code == 201, made.text

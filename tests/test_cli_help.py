@@ -54,3 +54,17 @@ def test_bracketed_notes_and_paragraphs_read_as_written():
     assert "must be migrated first with herowatch db upgrade." in serve
     add = flat(help_of("silence", "add"))
     assert "[default: your user name]" in add and "[env HEROWATCH_URL, default http://127.0.0.1:8080]" in add
+
+
+def test_demo_help_counts_the_runs_the_demo_runs():
+    from importlib import resources
+
+    from monitor.config.loader import parse_config
+
+    demo = parse_config(resources.files("monitor.config").joinpath("demo.yaml").read_text(), "demo.yaml")
+    names = [w.name for w in demo.watch]
+    assert len(names) == 3 and sum("grpo" in n for n in names) == 1, names  # one RL (GRPO) run
+    for args in (["--help"], ["demo", "--help"]):
+        text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "80"}).output.replace("│", " ").split())
+        assert "three simulated runs (two pretraining, one RL)" in text, text
+        assert "two simulated hero runs" not in text

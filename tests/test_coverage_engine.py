@@ -90,7 +90,7 @@ def test_a_run_with_an_unknown_loss_name_warns_once_and_resolves(db_url, clock):
     message = text[text.index("FIRING WARNING watching_blind") :]
     assert "no value of train/loss" in message and "loss_spike" in message
     assert "the run logs 'objective'" in message
-    assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total}" in message
+    assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total" in message
 
     with service.sessions() as s:
         cov = expand(s.get(Run, "hero-7b").stats["coverage"])

@@ -68,5 +68,31 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     )
     assert "on a clock 90x faster than real time" in " ".join(err.split())
     assert "RESOLVED CRITICAL progress_stalled run=hero-demo-7b" in out
+    resolved = out[out.index("RESOLVED CRITICAL progress_stalled") :].splitlines()
+    assert resolved[1].startswith("  now: ") and "no new step" not in resolved[1], resolved[:3]
+    assert resolved[2].startswith("  was: ") and "no new step for" in resolved[2], "the past, said as past"
+    stamped = [line for line in err.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d\d:", line)]
+    assert all("(simulated time, 90x)" in line for line in stamped), f"a real-time log line: {stamped}"
     assert "hero-demo-healthy" not in out, "the healthy run raised nothing"
     assert "Traceback" not in err
+
+
+def test_the_demos_own_log_lines_carry_its_simulated_time():
+    import io
+    import logging
+
+    from alerts.clock import ManualClock
+    from monitor.cli.demo_text import simulated_log_times
+
+    root = logging.getLogger()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    saved = root.handlers[:]
+    root.handlers = [handler]
+    try:
+        simulated_log_times(ManualClock(1_780_000_000.0), 30)
+        logging.getLogger("monitor.engine.scheduling").warning("job health is still running")
+    finally:
+        root.handlers = saved
+    line = stream.getvalue().strip()
+    assert line.startswith("2026-05-28 20:26:40 UTC (simulated time, 30x) WARNING"), line

@@ -107,6 +107,7 @@ def test_every_failure_says_what_to_do(live):  # noqa: F811
     assert r.exit_code == 1 and "needs its API token: export HEROWATCH_API_TOKEN" in r.output
     r = cli(live, "add", "run=hero-a", token="wrong-token")
     assert r.exit_code == 1 and "refused (401)" in r.output
+    assert "the API token sent is not this server's" in r.output and "needs the API token" not in r.output
     r = cli(live, "add", "run hero-a")
     assert r.exit_code == 2 and "bad matcher 'run hero-a'" in r.output
     r = cli(live, "add", "run=hero-a", "-d", "soon")
@@ -172,3 +173,13 @@ def test_matchers_split_the_same_way_in_the_dashboard_box_and_on_the_command_lin
         'severity!="info"',
     ], "a comma inside quotes belongs to the value"
     assert split_matchers('comment="a \\"quoted, word\\""') == ['comment="a \\"quoted, word\\""']
+
+
+def test_a_silence_on_a_run_nobody_watches_is_made_with_a_note(live):  # noqa: F811
+    live.tick(60)
+    r = cli(live, "add", "run=no-such-run", "-d", "1h")
+    assert r.exit_code == 0, r.output
+    assert "mutes 0 alerts now" in r.output
+    assert "note: no watched run is called 'no-such-run'" in " ".join(r.output.split()), r.output
+    r = cli(live, "add", "run=hero-a", "-d", "1h")
+    assert "note:" not in r.output, "a known run is silenced without a note"

@@ -37,7 +37,8 @@ from pydantic import Field, field_validator
 from alerts.clock import isoformat
 from alerts.durations import Duration
 from alerts.model import AlertState
-from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.base import CheckProblem, CheckReport, SendResult, retry_after
+from alerts.notifiers.http_check import http_look
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
 
@@ -47,6 +48,16 @@ API = "/api/v2/alerts"
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$")
 VALID_FOR = 4  # endsAt of a firing alert: this many resend intervals after each post
+
+
+def _status_fact(resp: httpx.Response) -> str | None:
+    try:
+        data = resp.json()
+        version = data["versionInfo"]["version"]
+        cluster = data.get("cluster", {}).get("status", "?")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return f"{resp.request.url.host}:{resp.request.url.port}: Alertmanager {version} (cluster {cluster})"
 
 
 def label_name(name: str) -> str:
@@ -77,6 +88,17 @@ class AlertmanagerNotifier:
 
     def __repr__(self) -> str:
         return f"AlertmanagerNotifier(urls={self.urls!r})"
+
+    def check(self) -> CheckReport:
+        """Does every Alertmanager answer ``GET /api/v2/status``? Nothing is posted."""
+        rep = CheckReport()
+        for url in self.urls:
+            resp = http_look(self._client, f"{url}/api/v2/status", rep, fact=_status_fact)
+            if resp is not None and resp.status_code >= 400:
+                rep.problems.append(
+                    CheckProblem(f"{url} answers HTTP {resp.status_code} to /api/v2/status", "check the URL")
+                )
+        return rep
 
     # ---- what is posted ----------------------------------------------------------------------------
     def alerts(self, view: GroupView, now: float) -> list[dict[str, Any]]:

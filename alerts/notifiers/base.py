@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from alerts.reachability import Cause
 from alerts.views import GroupView
 
 
@@ -66,6 +67,15 @@ class CheckProblem:
     what: str
     fix: str
     fatal: bool = True
+    cause: Cause | None = None  # set when the receiver could not be looked at (the network, the token)
+
+
+class MissingSecret(ValueError):
+    """A receiver cannot be built: the environment variable holding its secret is not set."""
+
+    def __init__(self, env: str, message: str) -> None:
+        super().__init__(message)
+        self.env = env
 
 
 @dataclass

@@ -30,7 +30,11 @@ class ConsoleNotifier:
         t = a.ended_at if a.state == AlertState.RESOLVED and a.ended_at else a.started_at
         when = isoformat(float(int(t)))  # whole seconds: for people
         head = f"[herowatch] {word} {a.severity.value.upper()} {a.alertname}"
-        parts = [f"{head} run={a.run_shown or '?'} at {when}{self._time_note}", f"  {a.summary}"]
+        parts = [f"{head} run={a.run_shown or '?'} at {when}{self._time_note}"]
+        if a.state == AlertState.RESOLVED:
+            parts += [f"  now: {a.resolved_reason or 'resolved'}", f"  was: {a.summary}"]
+        else:
+            parts.append(f"  {a.summary}")
         if a.state == AlertState.RESOLVED and a.ended_at is not None:
             parts.append(f"  lasted {format_duration(a.ended_at - a.started_at)}")
         if a.acked_by:

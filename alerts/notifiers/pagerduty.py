@@ -30,7 +30,8 @@ from pydantic import Field, field_validator, model_validator
 
 from alerts.clock import isoformat
 from alerts.durations import Duration
-from alerts.notifiers.base import SendResult, retry_after
+from alerts.notifiers.base import CheckReport, MissingSecret, SendResult, retry_after
+from alerts.notifiers.http_check import http_look
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
 from alerts.views import AlertView, GroupView, json_number
 
@@ -59,6 +60,14 @@ class PagerDutyNotifier:
 
     def __repr__(self) -> str:
         return f"PagerDutyNotifier(url={self.url!r})"
+
+    def check(self) -> CheckReport:
+        """Is the Events API reachable? A GET opens no incident; the routing key itself is only judged by
+        PagerDuty when an event is sent."""
+        rep = CheckReport()
+        if http_look(self._client, self.url, rep) is not None:
+            rep.facts.append("the routing key is judged by PagerDuty at the first event")
+        return rep
 
     @staticmethod
     def dedup_key(view: GroupView) -> str:
@@ -226,9 +235,10 @@ class PagerDutyReceiver(ReceiverConfig):
 def _build(config: PagerDutyReceiver, context: BuildContext) -> PagerDutyNotifier:
     key = context.secret(config.routing_key_env)
     if key is None:
-        raise ValueError(
+        raise MissingSecret(
+            config.routing_key_env,
             f"set the environment variable {config.routing_key_env} to the routing key of the PagerDuty "
-            "integration (Events API v2); the key never goes in the config"
+            "integration (Events API v2); the key never goes in the config",
         )
     return PagerDutyNotifier(key, url=config.url, timeout=config.timeout, client_url=context.external_url)
 

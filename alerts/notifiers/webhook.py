@@ -10,6 +10,7 @@ from pydantic import Field
 from alerts.durations import Duration
 from alerts.notifiers.base import CheckProblem, CheckReport, SendResult, retry_after
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
+from alerts.reachability import Cause, cause_of, fix_for
 from alerts.views import GroupView
 
 PERMANENT = {400, 401, 403, 404, 405, 410, 413, 422}
@@ -44,14 +45,20 @@ class WebhookNotifier:
             r = self._client.options(self.url)
         except httpx.TimeoutException:
             rep.problems.append(
-                CheckProblem(f"{self.url} does not answer in time", "check the URL and the network path")
+                CheckProblem(
+                    f"{self.url} does not answer in time",
+                    fix_for(Cause.TIMEOUT, self.url),
+                    cause=Cause.TIMEOUT,
+                )
             )
             return rep
         except httpx.HTTPError as exc:
+            cause = cause_of(exc) or Cause.UNREACHABLE
             rep.problems.append(
                 CheckProblem(
                     f"{self.url} cannot be reached ({type(exc).__name__})",
-                    "check the URL and the network path",
+                    fix_for(cause, self.url),
+                    cause=cause,
                 )
             )
             return rep

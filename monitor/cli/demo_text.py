@@ -4,9 +4,12 @@ and when, and how to act on it. Built from the demo config, so it never disagree
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 import textwrap
+from datetime import UTC, datetime
 
+from alerts.clock import Clock
 from monitor.config.schema import WatchConfig
 from monitor.durations import format_duration
 
@@ -21,6 +24,23 @@ INCIDENT_WORDS = {
     "crash": "crash",
     "reward_collapse": "reward collapse",
 }
+
+
+class _SimulatedTime(logging.Formatter):
+    """Log lines stamped with the demo's simulated clock, said so: every time the demo prints is simulated."""
+
+    def __init__(self, clock: Clock, note: str) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+        self.clock, self.note = clock, note
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
+        moment = datetime.fromtimestamp(self.clock.time(), tz=UTC)
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC ") + self.note
+
+
+def simulated_log_times(clock: Clock, speed: float) -> None:
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_SimulatedTime(clock, clock_note(speed)))
 
 
 def clock_note(speed: float) -> str:

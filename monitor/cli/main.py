@@ -36,9 +36,11 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.add_typer(alert_app, name="alert")
 app.add_typer(slack_app, name="slack")
-app.command("replay", help="Run the rule engine over a recorded trace (see docs/trace-format.md).")(
-    replay_command
-)
+app.command(
+    "replay",
+    help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
+    "docs/examples/llmc-gpt2-124m.jsonl).",
+)(replay_command)
 
 log = logging.getLogger("herowatch")
 
@@ -68,24 +70,9 @@ def _settings(database_url: str | None = None, listen: str | None = None):  # no
 
 
 def _load(config: Path):  # noqa: ANN202
-    from monitor.config.loader import load_config
-    from monitor.config.references import reference_problems
-    from monitor.config.yamlpos import add_lines
-    from monitor.service import build_layouts, build_rules, matcher_problems
+    from monitor.cli.loading import load
 
-    cfg = load_config(config, references=False)
-    problems = reference_problems(cfg) + matcher_problems(cfg)
-    rules = None
-    try:
-        rules = build_rules(cfg, config.parent, str(config))
-        build_layouts(cfg, rules, config.parent, str(config))  # run kinds and panels
-    except ConfigError as exc:
-        if exc.path != str(config):  # a rule file's own problems, with its own lines
-            raise
-        problems += exc.problems
-    if problems:  # every problem of the config at once, each with its line, in the file's order
-        raise add_lines(ConfigError(str(config), problems), config.read_text(encoding="utf-8"))
-    return cfg, rules
+    return load(config)
 
 
 @app.command("check-config")
@@ -111,6 +98,13 @@ def check_config(
     )
     for w in cfg.watch:
         typer.echo(f"  {w.name}: {', '.join(w.targets())} every {w.poll_interval:g}s")
+    from monitor.cli.loading import unset_secrets
+
+    notes = unset_secrets(cfg)  # the file is valid; this environment could not run it
+    for note in notes:
+        typer.echo(f"  note: {note}")
+    if notes:
+        typer.echo("  (`herowatch doctor` checks every source and receiver before you trust them)")
     if explain:
         from monitor.cli.explain import explain as lines
 
@@ -122,14 +116,16 @@ def doctor(
     config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
     as_json: bool = typer.Option(False, "--json", help="one JSON document instead of the report"),
 ) -> None:
-    """Check a set-up before trusting it: connect to every source and receiver as `serve` would.
+    """Check a set-up before trusting it: look at every source and receiver as `serve` would.
 
-    W&B: the entity and project answer, the runs the watch picks up, each run's keys against every
-    rule's inputs (with the detected trainer profile). Prometheus: each query per run, and why one
-    matches no series. Slack: the token, the bot's membership of the channel, the scopes it lacks, and
-    whether the buttons and /herowatch can reach herowatch (Socket Mode connects, or the HTTP endpoint).
-    Webhooks: reachable (nothing is posted). Exit 0 when everything the watched runs need is there,
-    1 when a run would be watched blind or a receiver cannot deliver, 2 for an unusable config.
+    Each is reported ok, warn, FAIL (a problem found) or ???? (could not check, with the cause:
+    connection refused, timeout, DNS, TLS, auth, missing secret). W&B: the runs the watch picks up,
+    each run's keys against every rule's inputs. Prometheus: each query per run. Slack: the token,
+    the channel, the scopes, the buttons' way in. Webhooks, Alertmanager, PagerDuty: reachable.
+    Nothing is posted.
+
+    Exit 0 ready; 1 a problem found; 2 an unusable config; 3 something could not be checked.
+    --json: ok, exit, problems, warnings, unchecked, items (level, subject, what, fix, cause), runs.
     """
     try:
         cfg, rules = _load(config)
@@ -212,11 +208,12 @@ def demo(
         None, "--database-url", help="database for the demo [default: a fresh demo.db in the data folder]"
     ),
 ) -> None:
-    """Run herowatch on two simulated hero runs, on a simulated clock. No account or network needed.
+    """Run herowatch on three simulated runs (two pretraining, one RL) on a fast clock. No account needed.
 
-    One run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop, source outage)
-    every 5 simulated hours, 10 real minutes at the default 30x: acknowledge, silence and watch each
-    resolve on the dashboard. The first alert prints here within about a minute.
+    One pretraining run loops through incidents (stall, loss spike, NaN, OOM kill, throughput drop,
+    source outage) every 5 simulated hours, 10 real minutes at the default 30x; the RL run's policy
+    collapses once a loop: acknowledge, silence and watch each resolve on the dashboard. The first
+    alert prints here within about a minute.
     """
     from alerts.clock import ScaledClock
     from alerts.notifiers.console import ConsoleNotifier
@@ -248,7 +245,9 @@ def demo(
         login = "log in with your HEROWATCH_API_TOKEN"
     text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
     cfg = parse_config(text, "<demo config>")
-    service = build_service(cfg, settings, ScaledClock(speed), speed=speed, auto_migrate=True)
+    clock = ScaledClock(speed)
+    demo_text.simulated_log_times(clock, speed)  # herowatch's own log lines carry the demo's time too
+    service = build_service(cfg, settings, clock, speed=speed, auto_migrate=True)
     service.socket_mode = None  # simulated runs: never answer a real Slack (SLACK_APP_TOKEN) from here
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))

@@ -106,6 +106,8 @@ def add(
     )
     if answer.speed != 1.0:
         typer.echo(_clock_note(answer.speed, seconds))
+    for note in s.get("notes") or ():
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
 
 
 @silence_app.command("query")

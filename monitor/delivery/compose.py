@@ -144,4 +144,5 @@ def _view(
         hints=hints,
         hints_window=window,
         run_title=run_title,
+        resolved_reason=str(ann.get("resolved_reason") or "") if a.state == AlertState.RESOLVED else "",
     )

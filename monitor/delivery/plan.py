@@ -6,7 +6,9 @@ told (after Alertmanager's notification log), not from which rows are due: rows 
 So a message that failed and is retried, or rows merged into it, can never lose an alert:
 
 - a firing alert that is not muted and was not announced yet: news (it makes the message notify:
-  ``open`` for the episode's first message, ``notify`` for a later one);
+  ``open`` for the episode's first message, ``notify`` for a later one), unless it joins an incident
+  the group already paged (``alerts.symptoms``: same run and symptom): then the message is updated to
+  show both views and notifies nobody;
 - a resolution: only of an alert that was announced, and only once (never "RESOLVED" for something
   nobody was told);
 - an acknowledgement of an announced alert: an ``update`` (the root shows who took it);
@@ -24,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from alerts.model import AlertState
+from alerts.symptoms import joins
 from alerts.views import Kind
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification
 from monitor.storage.statuses import NotificationKind
@@ -88,6 +91,12 @@ def plan(
     if not told:
         return min(why_not, key=list(DropReason).index, default=DropReason.NO_ALERTS)
     new = [a for a, m in told if a.state == AlertState.FIRING and m.announced_at is None]
+    # an alert of an incident already paged (same run and symptom, announced and still firing) joins
+    # its message: the message shows both views, nobody is paged twice (alerts.symptoms)
+    paged = [
+        a.labels or {} for a, m in members if a.state == AlertState.FIRING and m.announced_at is not None
+    ]
+    anew = [a for a in new if not joins(a.labels or {}, paged)]
     kind: Kind
     if mode is _Mode.REPEAT:
         kind = "repeat"
@@ -95,7 +104,7 @@ def plan(
         kind = "refresh"
     elif group.root_ref is None and not any(m.announced_at for _, m in members):
         kind = "open"
-    elif new:
+    elif anew:
         kind = "notify"
     else:
         kind = "update"

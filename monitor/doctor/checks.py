@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
+from alerts.reachability import Cause, cause_in, fix_for
 from monitor.config.schema import Watch, WatchConfig
-from monitor.doctor.report import FAIL, OK, WARN, Report
+from monitor.doctor.receivers import check_receivers
+from monitor.doctor.report import FAIL, OK, UNCHECKED, WARN, Report
 from monitor.doctor.slack_doors import check_slack_doors
+from monitor.doctor.source_checks import Reach, check_for
 from monitor.engine.blind_watch import promised
 from monitor.engine.blindness import absent_watched, describe
 from monitor.engine.evaluator import Evaluator
@@ -21,6 +23,7 @@ from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
 from monitor.settings import Settings
 from monitor.sources.base import PollResult, Target
+from monitor.sources.prometheus_config import TOKEN_ENV
 from monitor.sources.registry import make_source
 
 Progress = Callable[[str], None]
@@ -50,20 +53,46 @@ def _poll(
         source.close()
 
 
+def _look(kind: str, watch: Watch, settings: Settings) -> Reach:
+    """The kind's own look before polling (``source_checks``); a kind without one is simply polled."""
+    check = check_for(kind)
+    if check is None:
+        return Reach()
+    try:
+        return check(watch.targets()[kind], settings)
+    except Exception as exc:  # noqa: BLE001 - a check that breaks is reported, not raised
+        return Reach(None, facts=[f"its look failed ({type(exc).__name__}: {exc}); polled anyway"])
+
+
 def check_watch(watch: Watch, rules: RuleSet, settings: Settings, report: Report, progress: Progress) -> None:
     results: dict[str, PollResult] = {}
     known: dict[str, dict[str, str]] = {}
     titles: dict[str, str] = {}
     names: dict[str, str] = {}  # run id -> its name at its source (what query templates get)
+    unseen: list[str] = []  # trackers that could not be read: the runs they would find are unknown
     targets = watch.targets()
     kinds = sorted(targets, key=lambda k: not targets[k].finds_runs)  # trackers first: they find runs
     for kind in kinds:
-        progress(f"watch {watch.name}: polling {kind}")
-        res = results[kind] = _poll(kind, watch, settings, known, names)
         subject = f"watch {watch.name}: {kind}"
-        if res.error:
-            report.add(FAIL, subject, f"cannot be read: {res.error}", _source_fix(kind))
+        progress(f"watch {watch.name}: looking at {kind}")
+        reach = _look(kind, watch, settings)
+        if reach.cause is not None:
+            report.add(UNCHECKED, subject, reach.what, reach.fix, str(reach.cause))
+            unseen.append(kind)
             continue
+        progress(f"watch {watch.name}: polling {kind}")
+        res = _poll(kind, watch, settings, known, names)
+        if res.error:
+            cause = cause_in(res.error)
+            if cause is not None:
+                report.add(
+                    UNCHECKED, subject, f"cannot be read: {res.error}", _source_fix(kind, cause), str(cause)
+                )
+            else:
+                report.add(FAIL, subject, f"cannot be read: {res.error}", _source_fix(kind, None))
+            unseen.append(kind)
+            continue
+        results[kind] = res
         for info in res.runs:
             known.setdefault(info.run, {k: str(v) for k, v in info.labels.items()})
         runs = sorted({i.run for i in res.runs} | set(res.cursors))
@@ -71,16 +100,24 @@ def check_watch(watch: Watch, rules: RuleSet, settings: Settings, report: Report
             titles.setdefault(info.run, info.display_name or info.name or info.run)
             if info.name:
                 names.setdefault(info.run, info.name)
-        if kind != "prometheus":
-            if runs:
-                listed = ", ".join(titles.get(r, r) for r in runs[:8]) + (
-                    f" and {len(runs) - 8} more" if len(runs) > 8 else ""
-                )
-                report.add(OK, subject, f"answers; {len(runs)} run(s) this watch picks up: {listed}")
-            else:
-                report.add(
-                    WARN, subject, "answers, but no run matches the watch's selector yet", _selector_fix(kind)
-                )
+        answered = "; ".join(reach.facts) or "answers"
+        if runs:
+            listed = ", ".join(titles.get(r, r) for r in runs[:8]) + (
+                f" and {len(runs) - 8} more" if len(runs) > 8 else ""
+            )
+            verb = "picks up" if targets[kind].finds_runs else "reads"
+            report.add(OK, subject, f"{answered}; {len(runs)} run(s) this watch {verb}: {listed}")
+        elif not targets[kind].finds_runs and unseen:
+            report.add(
+                UNCHECKED,
+                subject,
+                f"{answered}, but its per-run queries were not checked: no run is known, since "
+                f"{' and '.join(unseen)} could not be read",
+                f"fix {' and '.join(unseen)} first (above), then run doctor again",
+                "no run to check",
+            )
+        else:
+            report.add(WARN, subject, f"{answered}, but no run matches the watch yet", _selector_fix(kind))
     runs = sorted({r for res in results.values() for r in (*res.cursors, *(i.run for i in res.runs))})
     for run in runs:
         progress(f"watch {watch.name}: judging run {titles.get(run, run)}")
@@ -101,7 +138,12 @@ def check_run(
     logged = {k for res in results.values() for k in res.logged.get(run, ())}
     keys = sorted(set(vocab.keys(run)) | logged)
     cov = ev.coverage(run, now, frozenset(), promised(watch))
-    blind = describe(cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)))
+    blind = describe(
+        cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)), vocab.shapes(run)
+    )
+    unlogged = sorted(
+        {i.name for r in cov.rules for i in r.inputs if i.state == "unused" and i.name[:1] != "@"}
+    )
     profile = vocab.describe(run) or {}
     counts = _series_counts(results.get("prometheus"), run, gaps)
     report.runs[run] = {
@@ -113,6 +155,7 @@ def check_run(
         "keys": keys[:100],
         "series": counts,
         "gaps": gaps,
+        "unlogged": unlogged,
     }
     subject = f"run {title or run}"
     said = f"metric names: {profile.get('explain') or 'no sample'}"
@@ -131,6 +174,8 @@ def check_run(
     else:
         seen = sum(1 for r in cov.rules if r.state == "covered")
         report.add(OK, subject, f"{seen} rule(s) get their inputs; {said}")
+    if unlogged and cov.state != "warming":
+        report.add(OK, subject, "not logged (optional: shown, never paged): " + ", ".join(unlogged))
     if counts:
         report.add(OK if all(counts.values()) else WARN, subject, "series per query: " + _counts(counts))
 
@@ -163,45 +208,17 @@ def _blind_fix(text: str, gaps: dict[str, str]) -> str:
     return "log the missing inputs, or disable the rules for this watch (rules.disabled)"
 
 
-def _source_fix(kind: str) -> str:
+def _source_fix(kind: str, cause: Cause | None) -> str:
+    if cause is not None and cause != Cause.AUTH:
+        return fix_for(cause)
     return {
-        "wandb": "check WANDB_API_KEY, the entity and project (and WANDB_BASE_URL for a dedicated server)",
-        "prometheus": "check prometheus.url and HEROWATCH_PROMETHEUS_TOKEN",
+        "wandb": "check WANDB_API_KEY, the entity and project (and base_url for a dedicated server)",
+        "prometheus": f"check prometheus.url, its queries and {TOKEN_ENV}",
     }.get(kind, "check the source's settings")
 
 
 def _selector_fix(kind: str) -> str:
-    return "check tags, run_ids, name_pattern and states" if kind == "wandb" else ""
-
-
-# ---- receivers ------------------------------------------------------------------------------------
-def check_receivers(cfg: WatchConfig, settings: Settings, report: Report) -> None:
-    from monitor.service import build_notifiers
-
-    for r in cfg.receivers:
-        subject = f"receiver {r.name} ({r.kind})"
-        if r.kind == "dashboard":
-            report.add(OK, subject, "shown on the dashboard, never sent")
-            continue
-        try:
-            notifier = build_notifiers(_only(cfg, r.name), settings)[r.name]
-        except ValueError as exc:
-            report.add(FAIL, subject, str(exc), "see docs/deploy.md for the receiver's settings")
-            continue
-        check = getattr(notifier, "check", None)
-        if check is None:
-            report.add(WARN, subject, "this kind of receiver cannot be checked without sending")
-            continue
-        try:
-            got = check()
-        except Exception as exc:  # noqa: BLE001 - a check that breaks is reported
-            report.add(FAIL, subject, f"the check failed: {type(exc).__name__}: {exc}")
-            continue
-        for p in got.problems:
-            report.add(FAIL if p.fatal else WARN, subject, p.what, p.fix)
-        if got.ok:
-            report.add(OK, subject, "; ".join(got.facts) or "can deliver")
-
-
-def _only(cfg: WatchConfig, name: str) -> Any:
-    return cfg.model_copy(update={"receivers": [r for r in cfg.receivers if r.name == name]})
+    return {
+        "wandb": "check tags, run_ids, name_pattern and states",
+        "prometheus": "list the runs under prometheus.runs, or add a tracker (wandb) that finds them",
+    }.get(kind, "")

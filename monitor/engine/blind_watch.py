@@ -13,7 +13,17 @@ from sqlalchemy.orm import Session
 
 from alerts.model import Finding
 from monitor.config.schema import Watch
-from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding, watch_finding
+from monitor.engine.blindness import (
+    Blind,
+    absent_watched,
+    apply,
+    blind_rule,
+    causes,
+    describe,
+    open_causes,
+    run_findings,
+    watch_findings,
+)
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.coverage_stored import stored as stored_coverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -40,8 +50,8 @@ class BlindWatch:
         self.evaluator = evaluator
         self.vocabulary = vocabulary
         self._gaps: dict[str, dict[str, dict[str, str]]] = {}  # run -> source -> input -> why
-        self._blind: dict[str, Blind | None] = {}
-        self._finding: dict[str, Finding] = {}  # run or watch -> its latest watching_blind finding
+        self._blind: dict[str, list[Blind]] = {}  # run -> its blindness by cause
+        self._findings: dict[str, list[Finding]] = {}  # run or watch -> its latest watching_blind findings
         self._logged: dict[str, set[str]] = {}  # run -> keys its sources saw it log (read or not)
 
     def note_gaps(self, source: str, gaps: Mapping[str, Mapping[str, str]]) -> None:
@@ -66,48 +76,54 @@ class BlindWatch:
 
     def check_run(
         self, watch: Watch, run: str, now: float, unavailable: frozenset[str], kind: str | None = None
-    ) -> tuple[AlertEvent | None, RunCoverage, dict[str, Any]]:
-        """The run's coverage now, its ``watching_blind`` event (if its state changed) and what to store.
-        ``kind``: what the run is (rules of another kind's pack expect none of their metrics of it)."""
+    ) -> tuple[list[AlertEvent], RunCoverage, dict[str, Any]]:
+        """The run's coverage now, its ``watching_blind`` events (one alert per cause: each essential
+        input it misses, and the optional inputs that stopped) and what to store. ``kind``: what the run
+        is (rules of another kind's pack expect none of their metrics of it)."""
         cov = self.evaluator.coverage(run, now, unavailable, promised(watch), kind)
         keys = self.keys(run)
         gaps = self.gaps(run)
-        blind = describe(
-            cov, keys, gaps, self.vocabulary.renames(run), absent_watched(self.evaluator.detectors(run))
-        )
-        self._blind[run] = blind
-        finding = self._finding[run] = run_finding(blind, watch.name)
-        event = self.evaluator.apply(blind_rule(), run, finding, now)
+        renames = self.vocabulary.renames(run)
+        shapes = self.vocabulary.shapes(run)
+        silenced = absent_watched(self.evaluator.detectors(run))
+        blind = describe(cov, keys, gaps, renames, silenced, shapes)
+        by_cause = self._blind[run] = causes(cov, keys, gaps, renames, silenced, shapes)
+        findings = self._findings[run] = run_findings(by_cause, watch.name, open_causes(self.evaluator, run))
+        events = apply(self.evaluator, run, findings, now)
         stored = {
             **stored_coverage(cov),
             "summary": blind.text if blind is not None else None,
             "gaps": gaps,
             "keys": keys[:KEYS_STORED],
         }
-        return event, cov, stored
+        return events, cov, stored
 
     def check_watch(
         self, watch: Watch, runs: Iterable[str], states: Mapping[str, str | None], now: float
-    ) -> AlertEvent | None:
-        """The watch's ``watching_blind`` event, if most of its running runs are blind alike."""
+    ) -> list[AlertEvent]:
+        """The watch's ``watching_blind`` events: one alert per cause most of its running runs share."""
         running = [r for r in runs if states.get(r) not in TERMINAL_STATES]
-        blinds = [b for r in running if (b := self._blind.get(r)) is not None]
-        finding = self._finding[watch.name] = watch_finding(watch.name, len(running), blinds)
-        return self.evaluator.apply(blind_rule(), watch.name, finding, now)
+        blinds = [b for r in running for b in self._blind.get(r, ())]
+        findings = watch_findings(watch.name, len(running), blinds, open_causes(self.evaluator, watch.name))
+        self._findings[watch.name] = findings
+        return apply(self.evaluator, watch.name, findings, now)
 
     def refresh(self, s: Session, scope: str) -> None:
-        """Keep a firing ``watching_blind``'s text true as rules go blind or see again (run or watch)."""
+        """Keep each firing ``watching_blind``'s text true as rules go blind or see again (run or watch)."""
         rule = blind_rule()
-        finding = self._finding.get(scope)
-        if finding is None or not finding.active:
+        active = {f.extra_labels.get("input"): f for f in self._findings.get(scope, ()) if f.active}
+        if not active:
             return
-        alert = next((a for a in self.evaluator.open_alerts(scope) if a.key.rule.name == rule.name), None)
-        if alert is not None and alert.ref is not None:
-            text = self.evaluator.annotations(rule, scope, finding)
-            alerts_repo.refresh_annotations(s, alert.ref, text, finding.value, None)
+        for alert in self.evaluator.open_alerts(scope):
+            if alert.key.rule.name != rule.name or alert.ref is None:
+                continue
+            finding = active.get(alert.key.labels.get("input"))
+            if finding is not None:
+                text = self.evaluator.annotations(rule, scope, finding)
+                alerts_repo.refresh_annotations(s, alert.ref, text, finding.value, None)
 
     def forget(self, run: str) -> None:
         self._gaps.pop(run, None)
         self._blind.pop(run, None)
-        self._finding.pop(run, None)
+        self._findings.pop(run, None)
         self._logged.pop(run, None)

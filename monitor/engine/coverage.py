@@ -12,14 +12,18 @@ turns that, at ``now``, into a state per rule and input, learned from the run it
   or the input stopped for far longer than its own cadence (``STOP_FACTOR`` x its median gap, and at
   least twice its longest recent gap) while the run went on logging;
 - ``unknown``  every source that delivers the input cannot be read now (``source_unavailable`` says so);
-- ``unused``   the input is not expected of this run: the rule is optional (``expect: optional``) and
-  the run never logged it, or it is the step clock / state and no source of the watch provides them;
+- ``unused``   the input is not expected of this run: it is optional and the run never logged it, or
+  it is the step clock / state and no source of the watch provides them;
 - ``ended``    the run finished, crashed or was killed: nothing more is expected.
 
-Which inputs a run must send: a rule's metric with ``expect: always`` (the default) when a trainer's
-tracker feeds the run (a source promises its steps, or steps arrive: a Prometheus-only watch is not
-expected to send a loss), every alias a source of the watch promises to query (``promised``, e.g.
-Prometheus aliases), and the step clock and state when a source provides them. Pure: no I/O, no clock.
+Which inputs a run must send is what the packs declare important (``inputs:`` in a pack or rule file,
+``RuleSpec.importance``): an ``essential`` input (the training loss) when a trainer's tracker feeds the
+run (a source promises its steps, or steps arrive: a Prometheus-only watch is not expected to send a
+loss), an input essential ``where queried`` (the OOM and restart counters) when a source of the watch
+queries it (``promised``, e.g. its Prometheus aliases), a rule's metric that says ``expect: always``,
+and the step clock and state when a source provides them. Every other input is optional: never
+arriving is shown (``unused``), never blindness; stopping is blindness whatever the importance.
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class InputState:
     said: str | None  # the state in words; None: a covered input's, which its times say (``why``)
     silent_for: float | None = None  # blind: how long no value came (never: since the run's first data)
     idle: float = 0.0  # covered: how long ago its last value came
+    essential: bool = False  # blind: the run must send it (its never arriving is blindness too)
 
     @property
     def why(self) -> str:
@@ -125,12 +130,21 @@ def covered_why(idle: float) -> str:
     return f"last value {_ago(round(idle))} ago"
 
 
-def _expected(name: str, expect: str, promised: frozenset[str], tracked: bool) -> str:
-    """``tracked``: a trainer's tracker feeds the run (a source promises the step counter, or steps came):
-    without one, nothing sends the trainer's metrics, and a rule on them expects nothing of the run."""
-    if name in SPECIAL or name in promised:
+def _expected(
+    name: str, expect: str | None, importance: str | None, promised: frozenset[str], tracked: bool
+) -> str:
+    """What a run must send of input ``name``: ``always`` (never arriving is blindness), ``periodic`` or
+    ``optional`` (judged once it came). ``importance``: what the packs declare of the input (essential,
+    queried: essential where a source queries it, None: optional); ``expect``: the rule's own say, if
+    any. ``tracked``: a trainer's tracker feeds the run (a source promises the step counter, or steps
+    came): without one, nothing sends the trainer's metrics, and a rule on them expects nothing."""
+    if name in SPECIAL:
         return "always" if name in promised else "optional"
-    return expect if tracked or expect != "always" else "optional"
+    if importance == "queried" and expect != "always":
+        return "always" if name in promised else "optional"
+    if importance == "essential" or expect == "always":
+        return "always" if tracked or name in promised else "optional"
+    return "periodic" if expect == "periodic" else "optional"
 
 
 def _input_state(
@@ -161,8 +175,13 @@ def _input_state(
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
         silent = now - ref.first
-        return InputState(name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent)
+        return InputState(
+            name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent, essential=True
+        )
     limit = seen.limit()
+    if limit is not None and ref is not None and ref.gaps:
+        # a row after a long pause (an eval logged after its own pause) is no sign the others stopped
+        limit = max(limit, 2.0 * max(ref.gaps))
     idle = now - seen.last
     if (
         name not in SPECIAL
@@ -177,6 +196,7 @@ def _input_state(
             last,
             count,
             f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
+            essential=expect == "always",
         )
     return InputState(name, "covered", last, count, None, idle=idle)
 
@@ -195,6 +215,12 @@ class Plan:
 def plan(
     rules: Iterable[tuple[Any, frozenset[str]]], promised: frozenset[str], tracked: bool, run_kind: str | None
 ) -> Plan:
+    rules = list(rules)
+    importance: dict[str, str] = {}  # an input is as important as the most any pack declares it
+    for spec, _ in rules:
+        for name, level in spec.importance.items():
+            if importance.get(name) != "essential":
+                importance[name] = level
     inputs, out = {}, []
     for spec, feeds in rules:
         if not feeds:
@@ -202,7 +228,7 @@ def plan(
         other_kind = bool(run_kind and run_kind != "other" and spec.for_kind and spec.for_kind != run_kind)
         idx = []
         for name in sorted(feeds):
-            expect = _expected(name, spec.expect, promised, tracked)
+            expect = _expected(name, spec.expect, importance.get(name), promised, tracked)
             if other_kind and not name.startswith("@"):
                 expect = "optional"
             idx.append(inputs.setdefault((name, expect, spec.for_), len(inputs)))

@@ -304,8 +304,7 @@ class Engine:
             if skew is not None:
                 events.append(skew)
             blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable, run.kind)
-            if blind is not None:
-                events.append(blind)
+            events.extend(blind)
             run.stats = {**run.stats, "coverage": coverage}
             self.recorder.record(s, events, now)
             self.recorder.refresh(s, run_id, now)
@@ -315,9 +314,9 @@ class Engine:
                 self.adoption.save_state(s, [run_id], now, writes.states)
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self.memory.states(), now)
-        self.recorder.record(s, [blind] if blind is not None else [], now)
+        self.recorder.record(s, blind, now)
         self.blind.refresh(s, watch.name)
-        report.events.extend([blind] if blind is not None else [])
+        report.events.extend(blind)
         for kind, res in results.items():
             if not res.error:
                 self.memory.cursors_read(kind, res.cursors, writes)

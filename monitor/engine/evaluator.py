@@ -340,10 +340,10 @@ class Evaluator:
         """Firing alerts of a run with their annotations rendered from the detector's view at ``now``
         (Prometheus re-renders annotations at every evaluation: the text stays true)."""
         rr = self._runs.get(run)
-        out = []
-        if rr is None:
-            return out
-        for slot in rr.live.values():
+        out: list[tuple[OpenAlert, Finding, Mapping[str, str]]] = []
+        for slot in rr.live.values() if rr is not None else ():
+            if slot.rule.momentary:  # a blip keeps the text it fired with (RuleSpec.momentary)
+                continue
             finding = slot.det.evaluate(now)
             for fp in slot.open:
                 alert = self._open.get(fp)

@@ -3,8 +3,10 @@
 
 A run key looks related to a canonical name when a trainer profile maps it there (``lm loss`` ->
 ``train/loss``), or when one of its words is a word of that name or a known synonym of it (``objective``
-for a loss, ``gnorm`` for a gradient norm, ``tps`` for tokens per second). The fix is then a watch's
-``metrics:`` mapping, or the ``metrics_profile`` whose trainer logs such keys.
+for a loss, ``gnorm`` for a gradient norm, ``tps`` for tokens per second), and its values have the
+right shape (``monitor.profiles.shape``: never a counter such as ``restarts_total`` for a gauge such as a
+grad norm). The fix is then a watch's ``metrics:`` mapping, or the ``metrics_profile`` whose trainer
+logs such keys.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from monitor.profiles.profile import PROFILES, trainer_profiles
+from monitor.profiles.profile import CANONICAL, PROFILES, trainer_profiles
+from monitor.profiles.shape import Shape, fits
 
 # Words that say what a canonical name measures. A run key sharing one looks related to it.
 SYNONYMS: dict[str, frozenset[str]] = {
@@ -42,9 +45,14 @@ def words(key: str) -> set[str]:
     return set(_WORD.findall(key.lower().replace("grad_norm", "gradnorm").replace("grad-norm", "gradnorm")))
 
 
-def related(canonical: str, keys: Iterable[str]) -> list[str]:
-    """The run's keys that look like ``canonical``, most likely first (a profile's mapping, then words)."""
-    keys = list(dict.fromkeys(keys))
+def related(canonical: str, keys: Iterable[str], shapes: Mapping[str, Shape] | None = None) -> list[str]:
+    """The run's keys that look like ``canonical``, most likely first (a profile's mapping, then words),
+    of the right shape (``shape.fits``: never a counter for a gauge, a loss-like series for a loss;
+    ``shapes``: what the run's values look like, where known). Left out rather than wrong."""
+    shapes = shapes or {}
+    keys = [  # a key that is the canonical name of something else stands for that, never for this
+        k for k in dict.fromkeys(keys) if k not in CANONICAL and fits(canonical, k, shapes.get(k))
+    ]
     mapped = {k for p in PROFILES.values() for k, c in p.keys.items() if c == canonical}
     wanted = (words(canonical) - GENERIC) | SYNONYMS.get(canonical, frozenset())
     scored = []
@@ -80,12 +88,12 @@ def _yaml_key(key: str) -> str:
     return key if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_/.\-]*", key) else "'" + key.replace("'", "''") + "'"
 
 
-def hint(missing: Iterable[str], keys: Iterable[str]) -> Hint:
-    """The fix for ``missing`` canonical inputs given the keys the run logs."""
+def hint(missing: Iterable[str], keys: Iterable[str], shapes: Mapping[str, Shape] | None = None) -> Hint:
+    """The fix for ``missing`` canonical inputs given the keys the run logs (and their ``shapes``)."""
     keys = list(dict.fromkeys(keys))
     mapping: dict[str, str] = {}
     for name in missing:
-        found = related(name, [k for k in keys if k not in mapping])
+        found = related(name, [k for k in keys if k not in mapping], shapes)
         if found:
             mapping[found[0]] = name
     best, best_n = None, 0

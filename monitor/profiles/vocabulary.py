@@ -14,6 +14,7 @@ from typing import Any
 
 from monitor.profiles.detect import Detection, detect
 from monitor.profiles.profile import PROFILES
+from monitor.profiles.shape import Shape, Shapes
 from monitor.profiles.translate import Translation, translation
 from monitor.samples import Sample
 
@@ -26,7 +27,7 @@ def choices() -> list[str]:
 
 
 class _Run:
-    __slots__ = ("choice", "custom", "seen", "detection", "translation", "fast")
+    __slots__ = ("choice", "custom", "seen", "detection", "translation", "fast", "shapes")
 
     def __init__(self, choice: str, custom: Mapping[str, str] | None = None) -> None:
         self.choice = choice
@@ -35,10 +36,13 @@ class _Run:
         self.detection: Detection | None = None
         self.translation: Translation = translation(None if choice == AUTO else choice, self.custom)
         self.fast: set[str] = set()  # keys already seen that pass unchanged: a sample of only these is done
+        self.shapes = Shapes()  # what the run's keys look like (their first values), for suggestions
 
     def learn(self, keys: Iterable[str]) -> None:
         """New keys seen: judge the run's trainer again (auto only)."""
+        keys = list(keys)
         self.seen.update(keys)
+        self.shapes.learn(keys)
         if self.choice != AUTO:
             return
         found = detect(self.seen)
@@ -51,9 +55,13 @@ class _Run:
     def apply(self, sample: Sample) -> Sample:
         metrics = sample.metrics
         if not metrics or self.fast.issuperset(metrics):
+            if self.shapes.busy and metrics:
+                self.shapes.add(metrics)
             return sample  # the common case: one set lookup per key
         if not self.seen.issuperset(metrics):
             self.learn(metrics)
+        if self.shapes.busy:
+            self.shapes.add(metrics)
         self.fast |= self.translation.plain(metrics)
         return self.translation.sample(sample)
 
@@ -117,6 +125,11 @@ class Vocabulary:
         state = self._runs.get(run)
         return sorted(state.seen) if state is not None else []
 
+    def shapes(self, run: str) -> Mapping[str, Shape]:
+        """What the run's keys look like, as logged (``monitor.profiles.shape``)."""
+        state = self._runs.get(run)
+        return state.shapes.view() if state is not None else {}
+
     def renames(self, run: str) -> dict[str, str]:
         """Run key -> the name the rules see it under, for the keys the run's translation renames."""
         state = self._runs.get(run)
@@ -146,6 +159,9 @@ def describe(choice: str, detection: Detection | None, seen: Iterable[str] = ())
     return {
         "name": d.profile,
         "trainer": PROFILES[d.profile].trainer if d.profile else None,
+        # a profile that renames nothing (herowatch's own names) says nothing of the trainer: any run
+        # logging those names matches it, a GRPO run as much as a Levanter one
+        "renames": bool(d.profile) and any(k != v for k, v in PROFILES[d.profile].keys.items()),
         "how": "detected",
         "confidence": d.confidence,
         "keys": list(d.markers),

@@ -16,7 +16,7 @@ from monitor.config.yamlpos import format_loc, load_with_positions, problems_fro
 from monitor.config.yamlsize import read_yaml_file
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.panels import Layout, Layouts, Panel, RunKind
-from monitor.rules.spec import RuleSpec
+from monitor.rules.spec import Importance, RuleSpec
 
 
 class PackInhibitRule(BaseModel):
@@ -29,9 +29,26 @@ class PackInhibitRule(BaseModel):
     equal: list[str] = ["run"]
 
 
+class PackInputs(BaseModel):
+    """How important a pack's inputs are (docs/rules.md, "Inputs and their importance"). An essential
+    input a run never sends is paged once (``watching_blind``); any input not listed is optional: shown
+    where a run does not log it, paged by nobody. Any input that stops pages, whatever its importance.
+    The step clock and the run state are essential wherever a source provides them."""
+
+    model_config = ConfigDict(extra="forbid")
+    essential: list[str] = []  # every run a trainer's tracker feeds sends these (the training loss)
+    essential_where_queried: list[str] = []  # essential where a source of the watch queries them
+
+    def importance(self) -> dict[str, Importance]:
+        out: dict[str, Importance] = {name: "queried" for name in self.essential_where_queried}
+        out.update({name: "essential" for name in self.essential})
+        return out
+
+
 class _RuleList(BaseModel):
     model_config = ConfigDict(extra="forbid")
     rules: list[dict[str, Any]]
+    inputs: PackInputs = PackInputs()
     inhibit_rules: list[PackInhibitRule] = []
     run_kind: RunKind | None = None  # what the pages show of a run (monitor.rules.panels)
     panels: list[Panel] = []
@@ -133,7 +150,10 @@ def parse_rules(text: str, path: str) -> list[RuleSpec]:
         specs.append(spec)
     if problems:
         raise ConfigError(path, problems)
-    return specs
+    importance = doc.inputs.importance()
+    if not importance:
+        return specs
+    return [s if s.importance else s.model_copy(update={"importance": importance}) for s in specs]
 
 
 TEST_SUFFIX = "_test.yaml"  # a pack's rule tests sit next to it: hero.yaml, hero_test.yaml

@@ -42,7 +42,7 @@ def rule_hash(rule: Any) -> str:
     if hit is not None and hit[0] is rule:
         return hit[1]
     # ``expect`` says what coverage expects of a run, not how the detector computes: not in the hash
-    digest = hashlib.sha256(rule.model_dump_json(exclude={"expect"}).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(rule.model_dump_json(exclude={"expect", "importance"}).encode()).hexdigest()[:16]
     if len(_HASHES) >= _HASHES_MAX:
         _HASHES.clear()
     _HASHES[id(rule)] = (rule, digest)

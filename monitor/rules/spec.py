@@ -10,6 +10,7 @@ from alerts.model import Severity
 from monitor.durations import Duration
 
 OWN_KINDS: set[str] = set()  # the kinds of herowatch's own rules (``RuleSpec.own``)
+Importance = Literal["essential", "queried"]
 
 
 class RuleSpec(BaseModel):
@@ -33,11 +34,18 @@ class RuleSpec(BaseModel):
     for_: Duration = Field(default=0.0, alias="for")
     keep_firing_for: Duration = 0.0
     severity: Severity = Severity.WARNING
-    expect: Literal["always", "periodic", "optional"] = Field(
-        default="always",
-        description="whether every run must send the rule's inputs: always (a run that never does is "
-        "watched blind: watching_blind says so), periodic (at evals or saves: judged once it has come), "
-        "optional (only runs that log it; judged once it has come)",
+    expect: Literal["always", "periodic", "optional"] | None = Field(
+        default=None,
+        description="whether every run must send the rule's inputs; unset (the default): as important as "
+        "its pack or rule file declares them (inputs: essential), else optional. always (a run that never "
+        "does is watched blind: watching_blind says so), periodic (at evals or saves: judged once it has "
+        "come), optional (only runs that log it; judged once it has come)",
+    )
+    importance: dict[str, Importance] = Field(
+        default_factory=dict,
+        description="the declared importance of inputs (set from its pack's or rule file's inputs:): "
+        "essential (every run its trainer's tracker feeds must send it) or queried (essential where a "
+        "source of the watch queries it, e.g. Prometheus); any other input is optional",
     )
     for_kind: str | None = Field(
         default=None,
@@ -53,6 +61,12 @@ class RuleSpec(BaseModel):
         if not v or not all(c.isalnum() or c in "_-" for c in v):
             raise ValueError("rule names use letters, digits, '_' and '-'")
         return v
+
+    @property
+    def momentary(self) -> bool:
+        """Its alert tells of one moment (a one-step blip), not of a condition that goes on: the text it
+        fired with stays (re-rendering it would describe the next blip: step 130, 137, 143...)."""
+        return False
 
     def raw(self) -> dict[str, Any]:
         """The rule as a plain dict again, for applying overrides and re-validating."""

@@ -93,6 +93,10 @@ class SpikeSpec(RuleSpec):
         "moved from its worst since the start (0.5: half of what the run gained is given back)",
     )
 
+    @property
+    def momentary(self) -> bool:
+        return self.mode == "point"
+
     @model_validator(mode="after")
     def _blip_is_info(self) -> SpikeSpec:
         if self.mode == "point" and self.severity is not Severity.INFO:

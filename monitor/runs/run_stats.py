@@ -16,6 +16,22 @@ from monitor.runs.goodput import Goodput
 
 LATEST = ("train/loss", "throughput/tokens_per_second", "throughput/mfu", "grad/norm/total", "eval/loss")
 RATE_WINDOW = 64  # steps over which the step rate is measured
+STALE_GAPS = 3  # a value is stale once this many of its usual gaps have passed without a new one
+
+
+def stale_ages(stats: dict[str, Any], now: float, at_least: float) -> dict[str, float]:
+    """Metric -> age in seconds of each latest value older than its cadence allows: ``STALE_GAPS`` of its
+    usual gaps, and never less than ``at_least`` (the poll interval's worth of delay)."""
+    out: dict[str, float] = {}
+    every = stats.get("every") or {}
+    for key, t in (stats.get("latest_at") or {}).items():
+        gap = every.get(key)
+        if gap is None:
+            continue
+        age = now - float(t)
+        if age > max(STALE_GAPS * float(gap), at_least):
+            out[key] = age
+    return out
 
 
 class RunStats:
@@ -29,6 +45,8 @@ class RunStats:
         self._unseen = set(keys)
         self.recent: deque[tuple[float, int]] = deque(maxlen=RATE_WINDOW)  # (t, step) of new steps
         self.latest: dict[str, float | None] = {}
+        self.latest_at: dict[str, float] = {}  # when each latest value was logged
+        self.every: dict[str, float] = {}  # a smoothed gap between two values of each key: its cadence
         self.first_seen: float | None = None
         self.last_step: int | None = None
         self.goodput = Goodput()
@@ -49,6 +67,11 @@ class RunStats:
             if key in metrics:
                 v = metrics[key]
                 self.latest[key] = v if math.isfinite(v) else None
+                before = self.latest_at.get(key)
+                if before is not None and t > before:
+                    gap = t - before
+                    self.every[key] = gap if key not in self.every else 0.8 * self.every[key] + 0.2 * gap
+                self.latest_at[key] = t
                 if key in self._unseen:
                     self._unseen.discard(key)
                     self.seen.add(key)
@@ -72,6 +95,8 @@ class RunStats:
             "target_step": self.target_step,
             "eta_seconds": eta,
             "latest": dict(self.latest),
+            "latest_at": dict(self.latest_at),
+            "every": dict(self.every),
             "first_seen": self.first_seen,
             "recent": [list(x) for x in self.recent],
             "goodput": self.goodput.to_dict(),
@@ -91,6 +116,8 @@ class RunStats:
         rs._unseen -= rs.seen
         rs.recent.extend((float(t), int(s)) for t, s in data.get("recent", []))
         rs.latest = dict(data.get("latest") or {})
+        rs.latest_at = {str(k): float(v) for k, v in (data.get("latest_at") or {}).items()}
+        rs.every = {str(k): float(v) for k, v in (data.get("every") or {}).items()}
         rs.first_seen = data.get("first_seen")
         rs.last_step = rs.recent[-1][1] if rs.recent else None
         rs.goodput = Goodput.from_dict(data.get("goodput"))

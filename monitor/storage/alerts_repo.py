@@ -80,6 +80,8 @@ def record_change(session: Session, change: AlertChange, alert_id: int | None, n
         row.annotations = dict(change.annotations)
         row.value, row.threshold = change.value, change.threshold
         row.step = change.step
+    if tr.to_state is AlertState.RESOLVED:  # what is true now, beside the text it fired with
+        row.annotations = {**(row.annotations or {}), "resolved_reason": tr.reason}
     if change.hints is not None:
         row.hints = dict(change.hints)
     row.updated_at = now

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from alerts.model import AlertState
-from monitor.engine.blindness import Blind, absent_watched, blind_rule, describe, run_finding
+from monitor.engine.blindness import Blind, absent_watched, apply, causes, describe, open_causes, run_findings
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.source_health import DEFAULT_AFTER
@@ -91,9 +91,8 @@ class Replayer:
         else:
             blind, events = frozenset(), self._ev.evaluate(run, now)
         if now >= self._coverage_at.get(run, -math.inf):
-            cov, said, event = self._check_coverage(run, now, blind)
-            if event is not None:
-                events.append(event)
+            cov, said, found = self._check_coverage(run, now, blind)
+            events += found
             # judged often while it changes (a young run), rarely while it does not: it costs ~0.3 ms
             base = COVERAGE_TICKS * self.interval
             key = (cov.state, said.reason if said else None)  # which inputs are missing, not for how long
@@ -106,16 +105,21 @@ class Replayer:
 
     def _check_coverage(
         self, run: str, now: float, unavailable: frozenset[str]
-    ) -> tuple[RunCoverage, Blind | None, AlertEvent | None]:
-        """The run's coverage and ``watching_blind``, as the live engine judges them after a poll."""
+    ) -> tuple[RunCoverage, Blind | None, list[AlertEvent]]:
+        """The run's coverage and ``watching_blind`` (one alert per cause), as the live engine judges
+        them after a poll."""
         ev = self._ev
         cov = ev.coverage(run, now, unavailable)
         voc = self.vocabulary
         keys = voc.keys(run) if voc is not None else []
         renames = voc.renames(run) if voc is not None else {}
-        blind = describe(cov, keys, None, renames, absent_watched(ev.detectors(run)))
+        shapes = voc.shapes(run) if voc is not None else {}
+        silenced = absent_watched(ev.detectors(run))
+        blind = describe(cov, keys, None, renames, silenced, shapes)
         watch = self._scope.get(run, "trace")
-        return cov, blind, ev.apply(blind_rule(), run, run_finding(blind, watch), now)
+        by_cause = causes(cov, keys, None, renames, silenced, shapes)
+        findings = run_findings(by_cause, watch, open_causes(ev, run))
+        return cov, blind, apply(ev, run, findings, now)
 
     # ---- feeding ---------------------------------------------------------------------------
     def feed(self, sample: Sample) -> None:
@@ -317,9 +321,9 @@ class Replayer:
         for run, summary in self.summaries.items():
             clock = self._clocks[run]
             summary.stats = self._ev.stats(run)
-            summary.coverage, summary.blind, event = self._check_coverage(run, clock.t, frozenset())
-            if event is not None:
-                self._record(run, [event])
+            summary.coverage, summary.blind, found = self._check_coverage(run, clock.t, frozenset())
+            if found:
+                self._record(run, found)
         self.events.sort(key=lambda e: e.t)  # stable: each run's events stay in order
         return self.events
 

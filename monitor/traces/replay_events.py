@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from alerts.model import AlertState
+from alerts.symptoms import SYMPTOM, joins
 from monitor.engine.blindness import Blind
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent
@@ -32,6 +33,7 @@ class ReplayEvent:
     summary: str
     reason: str
     fingerprint: str
+    symptom: str | None = None  # the symptom label: alerts of one run and symptom are one incident
 
     def to_json(self) -> dict[str, Any]:
         value = self.value
@@ -91,7 +93,25 @@ def to_replay_event(ev: AlertEvent) -> ReplayEvent:
         summary=ev.annotations.get("summary", ""),
         reason=ev.finding.reason,
         fingerprint=ev.key.fingerprint,
+        symptom=ev.key.labels.get(SYMPTOM),
     )
+
+
+def pages(events: Iterable[ReplayEvent]) -> list[ReplayEvent]:
+    """The firings that would notify someone, as delivery decides (one receiver grouping by run):
+    warnings and criticals, but for an alert that joins an incident already paged and still firing
+    (``alerts.symptoms``: same run and symptom, at least as severe), whose message is updated instead."""
+    firing: dict[str, dict[str, str]] = {}  # fingerprint -> labels, of the announced alerts still firing
+    out = []
+    for e in events:
+        labels = {"run": e.run, "severity": e.severity, **({SYMPTOM: e.symptom} if e.symptom else {})}
+        if e.state == AlertState.RESOLVED:
+            firing.pop(e.fingerprint, None)
+        elif e.state == AlertState.FIRING and e.severity != "info":
+            if not joins(labels, firing.values()):
+                out.append(e)
+            firing[e.fingerprint] = labels
+    return out
 
 
 class RunClock:
@@ -120,3 +140,7 @@ class ReplayResult:
     def firing(self, severity: str | None = None) -> list[ReplayEvent]:
         firing = [e for e in self.events if e.state == AlertState.FIRING]
         return [e for e in firing if severity is None or e.severity == severity]
+
+    def pages(self) -> list[ReplayEvent]:
+        """The firings that would notify someone, as delivery decides (``pages``)."""
+        return pages(self.events)

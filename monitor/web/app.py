@@ -127,7 +127,7 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, overview, pages
+    from monitor.web.dashboard import docs_pages, forms, history, overview, pages
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -136,6 +136,7 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.state.sparks = SparkCache()
     app.state.overview_generations = Generations()  # the last few versions of the overview's list
     app.include_router(overview.router)
+    app.include_router(history.router)
     app.include_router(pages.router)
     app.include_router(forms.router)
     app.include_router(docs_pages.router)

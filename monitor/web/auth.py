@@ -184,6 +184,20 @@ def bearer_ok(request: Request, settings: Settings) -> bool:
     return scheme.lower() == "bearer" and token_matches(settings, value.strip())
 
 
+WRONG_TOKEN = (
+    "the API token sent is not this server's: check HEROWATCH_API_TOKEN (a typo, an old token, or another "
+    "herowatch?)"
+)
+
+
+def no_token_or_wrong(request: Request, needed: str) -> HTTPException:
+    """401 that says which: no token was sent (``needed`` says how to send one), or the one sent is wrong."""
+    scheme, _, value = (request.headers.get("authorization") or "").partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return unauthorized(WRONG_TOKEN)
+    return unauthorized(needed)
+
+
 def unauthorized(message: str) -> HTTPException:
     return HTTPException(401, message, headers={"WWW-Authenticate": 'Bearer realm="herowatch"'})
 
@@ -193,7 +207,9 @@ async def require_write(request: Request, ctx: ApiContext = Depends(context)) ->
     if token_of(ctx.settings) is None:
         raise HTTPException(403, NO_TOKEN)
     if not bearer_ok(request, ctx.settings):
-        raise unauthorized("this needs the API token: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'")
+        raise no_token_or_wrong(
+            request, "this needs the API token: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'"
+        )
 
 
 def may_read(request: Request, ctx: ApiContext) -> bool:
@@ -211,7 +227,9 @@ async def require_read(request: Request, ctx: ApiContext = Depends(context)) -> 
         raise HTTPException(
             403, "reads are protected (HEROWATCH_PROTECT_READS) but no HEROWATCH_API_TOKEN is set"
         )
-    raise unauthorized("reads are protected: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'")
+    raise no_token_or_wrong(
+        request, "reads are protected: send 'Authorization: Bearer <HEROWATCH_API_TOKEN>'"
+    )
 
 
 GATES = (require_read, require_write)

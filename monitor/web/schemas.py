@@ -94,6 +94,11 @@ class MetricsProfileOut(BaseModel):
     )
     confidence: float | None = Field(default=None, description="detected: 0..1")
     keys: list[str] = Field(default_factory=list, description="the marker keys that identified it")
+    renames: bool = Field(
+        default=True,
+        description="detected: whether the profile renames any key "
+        "(false: the run logs herowatch's own names, which say nothing of its trainer)",
+    )
     explain: str = ""
 
 
@@ -140,6 +145,11 @@ class RunOut(BaseModel):
     last_step_at: str | None
     last_seen_at: str | None
     last_polled_at: str | None
+    stale: dict[str, float] = Field(
+        default_factory=dict,
+        description="metric -> age in seconds of each latest value older than the run's cadence allows "
+        "(three of its usual gaps): shown as stale, with its age, never as now",
+    )
     source_error: str | None
     restarts: int
     active_alerts: dict[str, int] = Field(description="firing alerts by severity")
@@ -150,6 +160,10 @@ class RunOut(BaseModel):
     )
     blind_rules: list[str] = Field(
         default_factory=list, description="rules that get no data from this run (watched blind)"
+    )
+    unlogged_inputs: list[str] = Field(
+        default_factory=list,
+        description="optional inputs this run never logged (their rules are not counted; nobody is paged)",
     )
     goodput: GoodputSummary | None
 
@@ -239,7 +253,8 @@ class AlertOut(BaseModel):
     severity: str
     state: str
     labels: dict[str, str]
-    summary: str
+    summary: str = Field(description="what it fired with (for a resolved alert: the past)")
+    resolved_reason: str | None = Field(None, description="a resolved alert: why it ended, true now")
     description: str | None
     runbook_url: str | None
     value: float | None
@@ -351,6 +366,10 @@ class SilenceOut(BaseModel):
     comment: str
     created_at: str
     muting: int = Field(description="pending or firing alerts it mutes now")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="when created: what its maker should know (a run matcher that names no watched run)",
+    )
 
 
 class RuleOut(BaseModel):

@@ -39,6 +39,28 @@ def run_matchers(s: Session, matchers: Sequence[str]) -> list[str]:
     return out
 
 
+def unknown_runs(s: Session, matchers: Sequence[str]) -> list[str]:
+    """What to tell the person of a silence on a run herowatch does not know (a typo, or a run not yet
+    started): it is made, and mutes nothing until such a run appears."""
+    notes = []
+    for text in matchers:
+        try:
+            m = Matcher.parse(text)
+        except ValueError:
+            continue
+        if (
+            m.name == "run"
+            and m.op == "="
+            and views.get_run(s, m.value) is None
+            and not views.lookup_runs(s, m.value)
+        ):
+            notes.append(
+                f"no watched run is called {m.value!r} (nor has that id): this silence mutes nothing "
+                "until one does (GET /api/runs lists the runs)"
+            )
+    return notes
+
+
 def create_from(s: Session, body: SilenceIn, now: float) -> Silence:
     """A silence from an API body or a dashboard form (the same on-call action as Slack and the CLI)."""
     return create_silence(

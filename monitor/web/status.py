@@ -20,6 +20,7 @@ from monitor.durations import format_duration
 from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
 from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
+from monitor.runs.run_stats import stale_ages
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
 from monitor.web.context import STALE_POLLS, ApiContext
@@ -74,6 +75,7 @@ def alert_out(
         state=a.state,
         labels={k: str(v) for k, v in (a.labels or {}).items()},
         summary=ann.get("summary") or a.rule,
+        resolved_reason=(ann.get("resolved_reason") or None) if a.state == AlertState.RESOLVED else None,
         description=ann.get("description"),
         runbook_url=(ann.get("runbook_url") or "").replace("{runbooks}", "/runbooks") or None,
         value=num(a.value),
@@ -163,6 +165,21 @@ def blind_rules(stats: dict[str, Any]) -> list[str]:
     ]
 
 
+def unlogged_inputs(stats: dict[str, Any]) -> list[str]:
+    """The optional inputs the run has never logged (``unused`` in its stored coverage): shown, not paged."""
+    cov = expand(stats.get("coverage")) if isinstance(stats, dict) else None
+    if cov is None:
+        return []
+    names = {
+        str(i.get("name"))
+        for r in cov.get("rules") or ()
+        if isinstance(r, dict)
+        for i in r.get("inputs") or ()
+        if isinstance(i, dict) and i.get("state") == "unused" and not str(i.get("name")).startswith("@")
+    }
+    return sorted(names)
+
+
 def assess(
     run: Run,
     alerts: Sequence[AlertOut],
@@ -176,9 +193,18 @@ def assess(
     firing = sorted((a for a in alerts if a.state == AlertState.FIRING), key=alert_order)
     loud = [a for a in firing if a.severity in ("critical", "warning")]
     if loud:
+        # the headline is the worst alert nobody has yet: an acknowledged warning never hides a critical
+        loud.sort(key=lambda a: (a.acknowledged or a.silenced, alert_order(a)))
         worst = loud[0]
-        more = f" (+{len(loud) - 1} more)" if len(loud) > 1 else ""
+        handled = sum(1 for a in loud[1:] if a.acknowledged or a.silenced)
+        more = (
+            f" (+{len(loud) - 1} more" + (f", {handled} handled" if handled else "") + ")"
+            if len(loud) > 1
+            else ""
+        )
         muted = " — silenced" if all(a.silenced for a in loud) else ""
+        if worst.acknowledged and not worst.silenced:
+            muted += f" — acknowledged by {worst.acked_by}"
         since = epoch_of(worst.fired_at)
         age = f" (firing {ago(now - since)})" if since is not None else ""
         return Verdict(worst.severity, f"{worst.summary}{age}{more}{muted}")
@@ -270,6 +296,8 @@ def run_fields(
         "silenced_alerts": sum(1 for a in alerts if a.silenced),
         "metrics_profile": stats.get("metrics_profile"),
         "blind_rules": blind_rules(stats),
+        "unlogged_inputs": unlogged_inputs(stats),
+        "stale": stale_ages(stats, now, 2 * interval),
     }
 
 

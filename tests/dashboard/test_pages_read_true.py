@@ -61,11 +61,11 @@ def test_counts_agree_between_the_overview_and_the_alerts_page_after_an_ack(live
     scene(live)
     page.goto(live.url + "/")
     counts = page.locator(".summary .alert-counts")
-    expect(counts).to_contain_text("0 firing, 1 acknowledged, 0 pending, 1 silenced")
+    expect(counts).to_contain_text("0 firing, 1 acknowledged, 0 pending, 0 info, 1 silenced")
     expect(page.locator(".firing h2")).to_have_text(["Acknowledged 1"])  # not "Firing now"
     expect(page.locator(".firing li.alert")).to_contain_text("acked by bob")
     page.goto(live.url + "/alerts")
-    for key, n in (("firing", 0), ("acknowledged", 1), ("pending", 0), ("silenced", 1)):
+    for key, n in (("firing", 0), ("acknowledged", 1), ("pending", 0), ("info", 0), ("silenced", 1)):
         expect(page.locator(f"#group-{key} h2 .n")).to_have_text(str(n))
         expect(page.locator(f"#group-{key} li.alert")).to_have_count(n)
 

@@ -55,18 +55,23 @@ class Trainer(threading.Thread):
     log one step's loss ``blip[run]`` times as high (a one-step blip, as a bad batch makes)."""
 
     def __init__(
-        self, wandb: WandbStandin, runs: list[str], names: dict[str, tuple[str, str]] | None = None
+        self,
+        wandb: WandbStandin,
+        runs: list[str],
+        names: dict[str, tuple[str, str | None]] | None = None,
+        every: float = STEP,
     ) -> None:
         super().__init__(daemon=True)
         self.wandb, self.runs, self.hung, self.stop = wandb, runs, set(), threading.Event()
+        self.every = every
         self.blip: dict[str, float] = {}
         self.held: dict[str, list[dict]] = {}  # run -> rows logged but not delivered yet (hold/release)
         self.step = dict.fromkeys(runs, 0)
         self.values = real_losses()
-        self.names = names or {}  # run -> the keys it logs its loss and grad norm under
+        self.names = names or {}  # run -> the keys it logs its loss and grad norm (or None) under
 
     def run(self) -> None:
-        while not self.stop.wait(STEP):
+        while not self.stop.wait(self.every):
             self.wandb.clock = time.time()
             for r in self.runs:
                 if r in self.hung:
@@ -76,7 +81,9 @@ class Trainer(threading.Thread):
                 loss, gnorm = self.values[s % len(self.values)]
                 loss *= self.blip.pop(r, 1.0)
                 lk, gk = self.names.get(r, ("train/loss", "grad/norm/total"))
-                row = {"_step": s, "_timestamp": time.time(), lk: loss, gk: gnorm}
+                row = {"_step": s, "_timestamp": time.time(), lk: loss}
+                if gk is not None:  # None: the run logs no grad norm (many trainers do not by default)
+                    row[gk] = gnorm
                 if r in self.held:
                     self.held[r].append(row)
                 else:
@@ -269,8 +276,9 @@ def live_stack(
     tmp: Path,
     runs: list[str],
     db_url: str,
-    names: dict[str, tuple[str, str]] | None = None,
+    names: dict[str, tuple[str, str | None]] | None = None,
     pods: list[str] | None = None,
+    every: float = STEP,
 ) -> Iterator[Stack]:
     stack = Stack(tmp, runs, db_url)
     with (
@@ -293,7 +301,7 @@ def live_stack(
         )
         stack.prometheus = prom
         prom.start()
-        stack.trainer = Trainer(wandb, runs, names)
+        stack.trainer = Trainer(wandb, runs, names, every)
         stack.trainer.start()
         try:
             yield stack

@@ -180,3 +180,79 @@ def step_change(at: float, factor: float) -> Callable[[float], float]:
 
 def swing(amplitude: float, period: float) -> Callable[[float], float]:
     return lambda x: 1.0 + amplitude * math.sin(2 * math.pi * x / period)
+
+
+@cache
+def llmc_val_losses() -> dict[int, float]:
+    """The llm.c run's real validation loss at each eval step."""
+    with open(real_file("llmc_gpt2_124m_steps.csv"), newline="") as fh:
+        return {int(r["step"]): float(r["loss"]) for r in csv.DictReader(fh) if r["kind"] == "val"}
+
+
+MEGATRON = {
+    "train/loss": "lm loss",
+    "grad/norm/total": "grad-norm",
+    "optim/learning_rate": "learning-rate",
+    "eval/loss": "lm loss validation",
+}
+HUGGINGFACE = {
+    "train/loss": "train/loss",
+    "grad/norm/total": "train/grad_norm",
+    "optim/learning_rate": "train/learning_rate",
+    "eval/loss": "eval/loss",
+}
+
+
+def as_trainer(
+    scenario: Scenario,
+    samples: list[Sample],
+    names: dict[str, str],
+    eval_shift: Callable[[int], float] | None = None,
+) -> list[Sample]:
+    """The scenario's rows under a trainer's key names (canonical -> the trainer's), with the llm.c run's
+    real validation loss logged at the end of each eval pause (``eval_shift(step)`` added to it)."""
+    out = [
+        Sample(s.t, s.run, s.step, {names.get(k, k): v for k, v in s.metrics.items()}, s.state, s.source)
+        for s in samples
+    ]
+    for step, loss in llmc_val_losses().items():
+        if step not in scenario.step_at:
+            continue
+        start, length = scenario.pauses.get(step, (scenario.step_at[step], 0.0))
+        value = loss + (eval_shift(step) if eval_shift is not None else 0.0)
+        out.append(
+            Sample(start + length, scenario.run, step, {names["eval/loss"]: value}, "running", "wandb")
+        )
+    return sorted(out, key=lambda s: s.t)
+
+
+def with_tokens_per_second(samples: list[Sample], tokens: float = 524_288.0) -> list[Sample]:
+    """The rows with tokens/s as a trainer logs it: the batch's tokens over the step's own time (the
+    steps right after a pause, whose time is the pause's, log none)."""
+    out: list[Sample] = []
+    prev: tuple[int, float] | None = None
+    for s in samples:
+        if s.step is not None and s.metrics:
+            if prev is not None and s.step == prev[0] + 1 and s.t - prev[1] < 30.0:
+                tps = tokens / (s.t - prev[1])
+                s = Sample(
+                    s.t, s.run, s.step, {**s.metrics, "throughput/tokens_per_second": tps}, s.state, s.source
+                )
+            prev = (s.step, s.t)
+        out.append(s)
+    return out
+
+
+def renamed(samples: list[Sample], rename: dict[str, str], drop: tuple[str, ...] = ()) -> list[Sample]:
+    """The rows with keys renamed (a trainer's own names) and some dropped (what it does not log)."""
+    return [
+        Sample(
+            s.t,
+            s.run,
+            s.step,
+            {rename.get(k, k): v for k, v in s.metrics.items() if not k.startswith(drop)},
+            s.state,
+            s.source,
+        )
+        for s in samples
+    ]

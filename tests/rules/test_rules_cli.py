@@ -313,5 +313,5 @@ def test_replay_of_an_unknown_vocabulary_prints_the_blind_rules(tmp_path: Path):
     flat = " ".join(tail.split())
     assert "watching blind: no value of train/loss" in flat and "loss_spike" in flat
     assert "the run logs 'objective'" in flat
-    assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total}" in flat
+    assert "map them with metrics: {objective: train/loss, gnorm: grad/norm/total" in flat
     assert all(len(line) <= 80 for line in out.splitlines())

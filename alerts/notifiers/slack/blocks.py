@@ -115,8 +115,8 @@ def _value_vs_threshold(a: AlertView) -> str:
 def _alert_line(a: AlertView) -> str:
     bits = [f"{_STATE_ICON.get(a.state, ':grey_question:')} *{esc(a.alertname)}* {esc(a.state)}"]
     if a.summary:
-        bits[0] += f" — {esc(a.summary)}"
-    if a.value is not None:
+        bits[0] += f" — {esc(a.said_now)}"
+    if a.value is not None and a.state != AlertState.RESOLVED:  # a resolved alert's value is of the past
         bits.append(_value_vs_threshold(a))
     if a.step is not None:
         bits.append(f"step {num(a.step)}")
@@ -171,7 +171,7 @@ def headline(view: GroupView, alert: AlertView) -> str:
     """One line for notifications and screen readers, about ``alert``."""
     word = "RESOLVED" if alert.state == AlertState.RESOLVED else _badge(view, alert)[1]
     run = f" on {view.where}" if view.run else ""
-    text = f"{word}: {alert.alertname}{run} — {alert.summary}".rstrip(" —")
+    text = f"{word}: {alert.alertname}{run} — {alert.said_now}".rstrip(" —")
     if alert.value is not None and alert.state != AlertState.RESOLVED:
         text += f" (value {num(alert.value)}"
         if alert.threshold is not None:
@@ -195,7 +195,9 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
         }
     ]
     what = f"*{esc(lead.summary)}*"
-    if lead.description:
+    if lead.state == AlertState.RESOLVED:  # what is true now first; what it fired with as past
+        what = f"*Now: {esc(lead.resolved_reason or 'resolved')}*\nWas: {esc(lead.summary)}"
+    if lead.description and lead.state != AlertState.RESOLVED:
         what += f"\n{esc(lead.description)}"
     if view.resolved:
         ends = [a.ended_at for a in view.alerts if a.ended_at]

@@ -18,6 +18,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from alerts.notifiers.base import CheckProblem, CheckReport
+from alerts.reachability import Cause, cause_of, fix_for
 
 REINSTALL = "add it under OAuth & Permissions > Bot Token Scopes in the Slack app, then reinstall the app"
 
@@ -45,12 +46,19 @@ def check_slack(client: WebClient, channel: str, plots: bool) -> CheckReport:
             CheckProblem(
                 f"Slack refuses the token ({err})",
                 "set SLACK_BOT_TOKEN to the app's Bot User OAuth Token (xoxb-...)",
+                cause=Cause.AUTH,
             )
         )
         return rep
     except (SlackClientError, OSError) as exc:
+        cause = cause_of(exc) or Cause.UNREACHABLE
+        url = client.base_url
         rep.problems.append(
-            CheckProblem(f"Slack cannot be reached: {type(exc).__name__}: {exc}", "check the network path")
+            CheckProblem(
+                f"Slack's Web API at {url} cannot be reached: {type(exc).__name__}: {exc}",
+                fix_for(cause, url, "SLACK_BOT_TOKEN", client.timeout),
+                cause=cause,
+            )
         )
         return rep
     bot, user_id = auth.get("user") or "?", auth.get("user_id") or "?"

@@ -53,7 +53,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web import SlackResponse
 
 from alerts.durations import Duration
-from alerts.notifiers.base import CheckReport, SendResult
+from alerts.notifiers.base import CheckReport, MissingSecret, SendResult
 from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.notifiers.slack.blocks import EVENT_TYPE, Message, metadata_for, reply_message, root_message
 from alerts.notifiers.slack.check import check_slack
@@ -99,8 +99,9 @@ class SlackNotifier:
     ) -> None:
         token = token or os.environ.get("SLACK_BOT_TOKEN")
         if not token:
-            raise ValueError(
-                "a Slack receiver needs a bot token: set SLACK_BOT_TOKEN (never put it in the config)"
+            raise MissingSecret(
+                "SLACK_BOT_TOKEN",
+                "a Slack receiver needs a bot token: set SLACK_BOT_TOKEN (never put it in the config)",
             )
         if not channel:
             raise ValueError("a Slack receiver needs a channel id, e.g. C0123456789")

@@ -17,6 +17,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from alerts.notifiers.base import CheckProblem, CheckReport
+from alerts.reachability import Cause, cause_of, fix_for
 
 NEW_TOKEN = (
     "create an app-level token under Basic Information > App-Level Tokens with the scope connections:write "
@@ -40,13 +41,15 @@ def check_socket_mode(app_token: str, api_url: str, timeout: float = 10.0) -> Ch
             "not_allowed_token_type": "SLACK_APP_TOKEN is not an app-level token (not_allowed_token_type)",
             "missing_scope": "the app-level token lacks connections:write (missing_scope)",
         }.get(err, f"apps.connections.open answers {err}")
-        rep.problems.append(CheckProblem(what, NEW_TOKEN))
+        rep.problems.append(CheckProblem(what, NEW_TOKEN, cause=Cause.AUTH))
         return rep
     except (SlackClientError, OSError) as exc:
+        cause = cause_of(exc) or Cause.UNREACHABLE
         rep.problems.append(
             CheckProblem(
                 f"Slack's Web API cannot be reached: {type(exc).__name__}: {exc}",
-                "allow HTTPS to slack.com (through a proxy: set HTTPS_PROXY)",
+                f"{fix_for(cause, api_url)}; allow HTTPS to slack.com (through a proxy: set HTTPS_PROXY)",
+                cause=cause,
             )
         )
         return rep

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from monitor.delivery.oncall import ActionError, ack_alert
 from monitor.delivery.plots import plot_for
 from monitor.storage import runs_repo, views
+from monitor.web import alert_history as hist
 from monitor.web import status
 from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.conditional import Encoded, answer, current, encoded, json_bytes, memo
@@ -24,8 +25,11 @@ ACTIVE = ("active", "pending", "firing")
 @router.get(
     "/api/alerts",
     response_model=list[AlertOut],
-    summary="Alert instances, newest first",
-    description="Filters combine. `state=active` means pending or firing. Only pending and firing alerts "
+    summary="Alert instances, newest first; with from, to, rule or cursor: the history, page by page",
+    description="Filters combine. With `from`, `to`, `rule` or `cursor` the answer is the history: every "
+    "alert active in that time range (times as ISO 8601, epoch seconds, or a duration ago such as `24h`), "
+    'newest start first, `limit` per page; the next page is in the `Link` header (`rel="next"`) and '
+    "`X-Next-Cursor`. `state=active` means pending or firing. Only pending and firing alerts "
     "can be silenced: `silenced=true` lists those an active silence mutes now. Pending and firing alerts "
     "are served from the status snapshot (at most one poll interval old); every answer carries an `ETag` "
     "and a request with `If-None-Match` gets `304 Not Modified` while nothing has changed.",
@@ -44,7 +48,43 @@ async def list_alerts(
     silenced: bool | None = None,
     acknowledged: bool | None = None,
     limit: int = Query(200, ge=1, le=5000),
+    start: str | None = Query(
+        None,
+        alias="from",
+        max_length=64,
+        description="history: alerts active at or after this time (ISO 8601, epoch seconds, or 24h ago)",
+    ),
+    end: str | None = Query(
+        None, alias="to", max_length=64, description="history: ... and started by this time"
+    ),
+    rule: str | None = Query(
+        None, max_length=2000, description="history: these rules only (comma-separated)"
+    ),
+    cursor: str | None = Query(None, max_length=40, description="history: the next page (X-Next-Cursor)"),
 ) -> Response:
+    if start or end or rule or cursor:  # the history: by start time, a page at a time
+        ctx = request.app.state.ctx
+        now = ctx.now()
+        t0, t1 = hist.when(start, now, "from"), hist.when(end, now, "to")
+        if t0 is not None and t1 is not None and t1 < t0:
+            raise HTTPException(400, "to: before from")
+        found, more = await run_in_threadpool(
+            lambda: hist.history(
+                ctx,
+                start=t0,
+                end=t1,
+                rules=hist.rules_of(rule),
+                run=run,
+                state=state if state != "inactive" else None,
+                severity=severity,
+                after=hist.cursor_of(cursor),
+                limit=limit,
+            )
+        )
+        variant = "alerts-history|" + str(sorted(request.query_params.multi_items()))
+        return answer(
+            request, encoded(variant, json_bytes(AlertOut, found)), headers=hist.next_headers(request, more)
+        )
     if silenced is True and state in (None, "resolved", "inactive"):
         state = state or "active"  # only active alerts can be silenced
     key = ("api/alerts", state, severity, run, silenced, acknowledged, limit)

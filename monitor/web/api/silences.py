@@ -13,7 +13,7 @@ from monitor.storage import views
 from monitor.web.auth import CredentialsFirst, require_read, require_write
 from monitor.web.context import ApiContext, clock_header, context
 from monitor.web.schemas import ErrorOut, SilenceIn, SilenceOut, db_id
-from monitor.web.silences import create_from, run_matchers, silence_out
+from monitor.web.silences import create_from, run_matchers, silence_out, unknown_runs
 
 router = APIRouter(tags=["silences"], dependencies=[Depends(clock_header)], route_class=CredentialsFirst)
 MUTATION_ERRORS = {401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 422: {"model": ErrorOut}}
@@ -81,10 +81,11 @@ def post_silence(body: SilenceIn, ctx: ApiContext = Depends(context)) -> Silence
     now = ctx.now()
     with ctx.sessions.begin() as s:
         try:
+            notes = unknown_runs(s, body.matchers)
             row = create_from(s, body, now)
         except ActionError as exc:
             raise HTTPException(exc.status, exc.message) from None
-        return silence_out(row, now, ctx.silences, views.active_alerts(s))
+        return silence_out(row, now, ctx.silences, views.active_alerts(s)).model_copy(update={"notes": notes})
 
 
 @router.delete(

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from alerts.model import AlertState
+from alerts.model import AlertState, Severity
 from monitor.rules.panels import OTHER
 from monitor.storage import raster_read, runs_repo, views
 from monitor.web import status
@@ -46,11 +46,15 @@ def guard(request: Request, ctx: ApiContext, fragment: bool = False) -> Response
     return Response("login needed", status_code=401) if fragment else to_login(request)
 
 
+CHART_RANGES = ("1h", "6h", "24h", "7d")  # the run charts' time-range picker (static/run_charts.js reads it)
+
+
 # ---- alert groups: the same words and counts on every page ----------------------------------------
 ALERT_GROUPS = (
     ("firing", "Firing"),  # firing, nobody has it yet, not silenced: the ones that need someone
     ("acknowledged", "Acknowledged"),  # firing or pending, someone has it
     ("pending", "Pending"),
+    ("info", "Info"),  # info alerts, firing or pending: worth knowing, never a page
     ("silenced", "Silenced"),
 )
 
@@ -61,6 +65,8 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
     for a in active:
         if a.silenced:
             groups["silenced"].append(a)
+        elif a.severity == Severity.INFO:
+            groups["info"].append(a)
         elif a.acknowledged:
             groups["acknowledged"].append(a)
         elif a.state == AlertState.FIRING:
@@ -188,7 +194,9 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )
     axis = "step" if request.query_params.get("axis") == "step" else "time"
-    return page(request, ctx, "run.html", axis=axis, **values)
+    chosen = request.query_params.get("range", "")
+    span = chosen if chosen in CHART_RANGES else ""
+    return page(request, ctx, "run.html", axis=axis, span=span, ranges=CHART_RANGES, **values)
 
 
 @router.get("/fragments/runs/{run_id:path}", response_class=HTMLResponse)

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from monitor.durations import format_duration
 
@@ -118,4 +119,16 @@ class Renderer:
             e = epoch(t)
             return "—" if e is None else datetime.fromtimestamp(e, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
-        return self.env.get_template(template).render(now=now, ago=ago, utc=utc, **values)
+        def at(t: str | float | None) -> Markup:
+            """Relative and absolute: "11m ago (20:52 UTC)", the day added when it is not today's."""
+            e = epoch(t)
+            if e is None:
+                return Markup("—")
+            moment = datetime.fromtimestamp(e, tz=UTC)
+            same_day = moment.date() == datetime.fromtimestamp(now, tz=UTC).date()
+            short = moment.strftime("%H:%M UTC" if same_day else "%Y-%m-%d %H:%M UTC")
+            return Markup('<time datetime="{}" title="{}">{}</time> <span class="abs">({})</span>').format(
+                moment.strftime("%Y-%m-%dT%H:%M:%SZ"), utc(e), ago(e), short
+            )
+
+        return self.env.get_template(template).render(now=now, ago=ago, utc=utc, at=at, **values)

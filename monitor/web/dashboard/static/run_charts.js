@@ -24,7 +24,10 @@
                startup: "rgba(107,114,128,0.13)" };
   var STEP_INCRS = [];  // whole steps only: 1, 2, 5, 10, 20, 50, ...
   for (var p = 1; p <= 1e9; p *= 10) STEP_INCRS.push(p, 2 * p, 5 * p);
-  var axis = new URLSearchParams(window.location.search).get("axis") === "step" ? "step" : "time";
+  var query = new URLSearchParams(window.location.search);
+  var axis = query.get("axis") === "step" ? "step" : "time";
+  var SPANS = { "1h": 3600, "6h": 6 * 3600, "24h": 86400, "7d": 7 * 86400 };  // the range picker's choices
+  var span = axis === "time" ? SPANS[query.get("range")] || 0 : 0;
 
   // ---- numbers: the same decimals for every tick of an axis, the same suffix (k, M, G) ------------
   function decimalsFor(step) {
@@ -44,7 +47,7 @@
       return vals.map(function (v) { return v == null ? "" : v === 0 ? "0" : v.toExponential(1); });
     }
     var sc = scaleOf(big), d = decimalsFor((incr || 1) / sc[0]);
-    return vals.map(function (v) { return v == null ? "" : (v / sc[0]).toFixed(d) + sc[1]; });
+    return vals.map(function (v) { return v == null ? "" : v === 0 ? "0" : (v / sc[0]).toFixed(d) + sc[1]; });
   }
   function num(v) {
     if (v == null || !isFinite(v)) return "—";
@@ -63,6 +66,7 @@
   function timeRange(u, min, max) {  // up to now, so a stall still going on shows as one
     var lo = min, hi = Math.max(max, data.now || max);
     data.bands.forEach(function (b) { lo = Math.min(lo, b.from); });
+    if (span) lo = Math.max(lo, hi - span);  // the picked range: the last hour, day, ... up to now
     return [lo, hi > lo ? hi : lo + 60];
   }
 
@@ -103,7 +107,22 @@
       ctx.font = (11 * dpr) + "px system-ui, sans-serif";
       ctx.textAlign = "left";  // uPlot leaves its last axis' alignment on the context
       ctx.textBaseline = "alphabetic";
+      var boxes = [];  // every label drawn: [x0, y0, x1, y1] in canvas pixels (the browser tests read them)
+      function clear(b) {
+        return !boxes.some(function (o) { return b[0] < o[2] && o[0] < b[2] && b[1] < o[3] && o[1] < b[3]; });
+      }
+      function label(text, x, y) {  // the text's box, baseline at y; drawn only where no other label is
+        var b = [x, y - 11 * dpr, x + ctx.measureText(text).width, y + 3 * dpr];
+        if (!clear(b)) return false;
+        ctx.fillText(text, x, y);
+        boxes.push(b);
+        return true;
+      }
+      var said = {};
       lines.forEach(function (l) {  // reference lines: dashed, labelled at their left end (markers crowd the right)
+        var key = l.label + "|" + l.value + "|" + l.axis;
+        if (said[key]) return;  // the same line declared twice is drawn and labelled once
+        said[key] = true;
         var y = u.valToPos(l.value, l.axis === "right" ? "y2" : "y", true);
         if (!isFinite(y) || y < top || y > top + height) return;
         ctx.strokeStyle = REF;
@@ -115,7 +134,9 @@
         ctx.stroke();
         ctx.setLineDash([]);
         ctx.fillStyle = REF;
-        ctx.fillText(l.label + " " + num(l.value), left + 4 * dpr, y - 4 * dpr);
+        var text = l.label + " " + num(l.value), x = left + 4 * dpr;
+        // a line close to another: its label moves right along the line, else below it
+        while (!label(text, x, y - 4 * dpr) && x < right - 40 * dpr) x += 60 * dpr;
       });
       bands.forEach(function (b) {
         var x0 = Math.max(left, u.valToPos(b.from, "x", true));
@@ -124,32 +145,42 @@
         ctx.fillStyle = BAND[b.kind] || BAND.startup;
         ctx.fillRect(x0, top, x1 - x0, height);
         ctx.fillStyle = ink;
-        if (x1 - x0 > ctx.measureText(b.label).width + 6 * dpr) ctx.fillText(b.label, x0 + 3 * dpr, top + height - 6 * dpr);
+        if (x1 - x0 > ctx.measureText(b.label).width + 6 * dpr) label(b.label, x0 + 3 * dpr, top + height - 6 * dpr);
       });
-      var rows = [-Infinity, -Infinity, -Infinity];  // right edge of the last label in each row
-      markers.map(function (m) { return { m: m, x: u.valToPos(axis === "time" ? m.t : m.step, "x", true) }; })
+      // markers: every line is drawn; markers too close for their own label share one: "loss_jump +2"
+      var placed = markers.map(function (m) { return { m: m, x: u.valToPos(axis === "time" ? m.t : m.step, "x", true) }; })
         .filter(function (p) { return isFinite(p.x) && p.x >= left && p.x <= right; })
-        .sort(function (a, b) { return a.x - b.x; })
-        .forEach(function (p) {
-          var m = p.m, x = p.x, color = MARK[m.kind] || ink;
-          ctx.strokeStyle = color;
-          ctx.fillStyle = color;
-          ctx.lineWidth = 1.5 * dpr;
-          ctx.setLineDash(m.kind === "restart" ? [5 * dpr, 4 * dpr] : []);
-          ctx.beginPath();
-          ctx.moveTo(x, top);
-          ctx.lineTo(x, top + height);
-          ctx.stroke();
-          var label = String(m.label), w = ctx.measureText(label).width;
-          var lx = x + 4 * dpr + w > right ? x - 4 * dpr - w : x + 4 * dpr;
-          for (var r = 0; r < rows.length; r++) {  // a free row, else no label (the line stays)
-            if (lx > rows[r] + 4 * dpr) {
-              ctx.fillText(label, lx, top + (12 + 13 * r) * dpr);
-              rows[r] = lx + w;
-              break;
-            }
-          }
-        });
+        .sort(function (a, b) { return a.x - b.x; });
+      var groups = [];
+      placed.forEach(function (p) {
+        var m = p.m, color = MARK[m.kind] || ink;
+        ctx.strokeStyle = color;
+        ctx.lineWidth = 1.5 * dpr;
+        ctx.setLineDash(m.kind === "restart" ? [5 * dpr, 4 * dpr] : []);
+        ctx.beginPath();
+        ctx.moveTo(p.x, top);
+        ctx.lineTo(p.x, top + height);
+        ctx.stroke();
+        var last = groups[groups.length - 1];
+        if (last && p.x < last.right + 6 * dpr) last.members.push(p);
+        else groups.push({ members: [p], right: p.x + 4 * dpr + ctx.measureText(String(m.label)).width });
+        var g = groups[groups.length - 1];
+        g.right = Math.max(g.right, g.members[0].x + 4 * dpr + ctx.measureText(groupText(g)).width);
+      });
+      ctx.setLineDash([]);
+      function groupText(g) {
+        var names = [];
+        g.members.forEach(function (p) { if (names.indexOf(String(p.m.label)) < 0) names.push(String(p.m.label)); });
+        return names[0] + (g.members.length > 1 ? " +" + (g.members.length - 1) : "");
+      }
+      groups.forEach(function (g) {
+        var first = g.members[0], text = groupText(g), w = ctx.measureText(text).width;
+        ctx.fillStyle = MARK[first.m.kind] || ink;
+        var lx = first.x + 4 * dpr + w > right ? first.x - 4 * dpr - w : first.x + 4 * dpr;
+        for (var r = 0; r < 3; r++) if (label(text, lx, top + (12 + 13 * r) * dpr)) break;
+      });
+      u.labelBoxes = boxes;
+      u.markerGroups = groups.map(function (g) { return { text: groupText(g), count: g.members.length }; });
       ctx.restore();
     }] } };
   }
