@@ -32,6 +32,7 @@ from monitor.engine import blindness
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
+from monitor.reports import schedule as report_schedule
 from monitor.rules.loader import (
     RuleSet,
     check_overrides,
@@ -242,11 +243,9 @@ class Service:
         self.scheduler.start()
         if self.socket_mode is not None:
             self.socket_mode.start(self.scheduler)
-        log.info(
-            "herowatch started: %d watches, database %s",
-            len(self.config.watch),
-            self.settings.redacted_database_url(),
-        )
+        report_schedule.install(self)  # scheduled reports, once per period across replicas
+        url = self.settings.redacted_database_url()
+        log.info("herowatch started: %d watches, database %s", len(self.config.watch), url)
 
     def _singleton(self, name: str, ttl: float) -> bool:
         """Work one replica does at a time (reminders, heartbeat): held by lease across replicas."""

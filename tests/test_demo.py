@@ -58,6 +58,20 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
         runs = {r["display_name"]: r for r in get(f"http://127.0.0.1:{port}/api/runs")}
         assert runs["hero-demo-healthy"]["health"] == "ok"
         assert (tmp_path / "herowatch" / "demo.db").exists(), "the demo keeps its data in the data folder"
+        # /reports: last week's attempts of the demo's runs, played in the background, make a real report
+        report: dict = {}
+        until = time.monotonic() + 180
+        while time.monotonic() < until:
+            report = get(f"http://127.0.0.1:{port}/api/report")
+            if len(report["runs"]) == 3 and min(r["watched_hours"] for r in report["runs"]) > 24:
+                break
+            time.sleep(2)
+        names = sorted(r["name"] for r in report["runs"])
+        assert names == ["hero-demo-7b-lastweek", "hero-demo-healthy-lastweek", "qwen-7b-grpo-lastweek"], (
+            report
+        )
+        assert min(r["watched_hours"] for r in report["runs"]) > 24 and report["gpu_totals"] is not None
+        assert report["pages"] and report["incidents"] and report["recurring"] is not None
     finally:
         proc.terminate()
         out, err = proc.communicate(timeout=30)

@@ -66,11 +66,9 @@ def test_every_command_over_http(db_url, clock, monkeypatch):
     )
     r = post(client, command("silence hero-a 90m disk swap", "1.3.a"), clock.time())
     assert r.json()["text"].startswith("Silenced hero-a for 1h30m"), r.json()
-    assert (
-        post(client, command("report", "1.4.a"), clock.time())
-        .json()["text"]
-        .startswith("No weekly report yet")
-    )
+    report = post(client, command("report", "1.4.a"), clock.time()).json()["text"]
+    assert report.startswith("herowatch report: the last 7 days") and "\n• Goodput " in report, report
+    assert "stall of sim:hero-a/hero-a" in report, "the costliest incident of the week"
     assert "/herowatch ack" in post(client, command("", "1.5.a"), clock.time()).json()["text"]
     with service.sessions() as s:
         [silence] = s.scalars(select(Silence))

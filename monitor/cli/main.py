@@ -14,6 +14,7 @@ from monitor import __version__
 from monitor.cli.alert import alert_app
 from monitor.cli.db import db_app
 from monitor.cli.replay import replay_command
+from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
 from monitor.cli.slack import slack_app
@@ -41,6 +42,7 @@ app.command(
     help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
     "docs/examples/llmc-gpt2-124m.jsonl).",
 )(replay_command)
+app.command("report")(report_command)
 
 log = logging.getLogger("herowatch")
 
@@ -217,7 +219,7 @@ def demo(
     """
     from alerts.clock import ScaledClock
     from alerts.notifiers.console import ConsoleNotifier
-    from monitor.cli import demo_text
+    from monitor.cli import demo_history, demo_text
     from monitor.config.loader import parse_config
     from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
@@ -252,6 +254,7 @@ def demo(
     service.claim_database(held=lock)
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login), err=True)
+    demo_history.start(cfg, settings)  # last week's runs, for /reports, played in the background
     _serve(service, settings, host, port)
 
 

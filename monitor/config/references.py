@@ -43,4 +43,10 @@ def reference_problems(cfg: WatchConfig) -> list[Problem]:
     walk(cfg.route, "route")
     if cfg.watchdog and cfg.watchdog.receiver not in known:
         problems.append(Problem(None, "watchdog.receiver", unknown(cfg.watchdog.receiver)))
+    watches = {w.name for w in cfg.watch}
+    for i, rep in enumerate(cfg.reports):
+        if rep.receiver not in known:
+            problems.append(Problem(None, f"reports[{i}].receiver", unknown(rep.receiver)))
+        if rep.watch is not None and rep.watch not in watches:
+            problems.append(Problem(None, f"reports[{i}].watch", f"{rep.watch!r} is not a watch"))
     return problems

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -18,6 +19,7 @@ from pydantic import (
 
 from alerts.notifiers.console import ConsoleReceiver
 from alerts.notifiers.registry import ReceiverConfig, validate_receiver
+from monitor.config.cadence import parse_every
 from monitor.durations import Duration
 from monitor.sources.registry import SourceTarget
 from monitor.sources.registry import kinds as source_kinds
@@ -50,6 +52,15 @@ class WatchBase(Strict):
     poll_interval: Duration = 15.0
     labels: dict[str, str] = Field(default_factory=dict)
     target_step: int | None = Field(default=None, ge=1, description="the run's last step, for an ETA")
+    gpus: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="GPUs per run, for the report's GPU-hours",
+    )
+    run_gpus: dict[str, Annotated[int, Field(ge=1, le=10_000_000)]] = Field(
+        default_factory=dict, description="run id or name -> its GPUs, where runs of the watch differ"
+    )
     unavailable_after: Duration = Field(
         default=120.0,
         description="a source failing this long raises source_unavailable (its rules pause at once)",
@@ -185,6 +196,36 @@ class ServerConfig(Strict):
     )
 
 
+class ReportSchedule(Strict):
+    """A report sent on a schedule: ``every: "mon 09:00"`` (weekly) or ``"09:00"`` (daily)."""
+
+    every: str = Field(description='"mon 09:00" (a week, sent at that time) or "09:00" (a day)')
+    timezone: str = "UTC"
+    receiver: str
+    watch: str | None = Field(default=None, description="only this watch's runs (default: all)")
+    name: str | None = Field(default=None, description="default: receiver, every and watch")
+
+    @field_validator("every")
+    @classmethod
+    def _every(cls, v: str) -> str:
+        parse_every(v)
+        return v
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {v!r} (use an IANA name such as UTC or Europe/Berlin)"
+            ) from None
+        return v
+
+    def key(self) -> str:
+        return self.name or f"{self.receiver}|{self.every}|{self.timezone}|{self.watch or '*'}"
+
+
 class WatchConfig(Strict):
     watch: list[Watch] = Field(default_factory=list)
     rules: RulesConfig = Field(default_factory=RulesConfig)
@@ -195,3 +236,4 @@ class WatchConfig(Strict):
     )
     watchdog: WatchdogConfig | None = None
     server: ServerConfig = Field(default_factory=ServerConfig)
+    reports: list[ReportSchedule] = Field(default_factory=list, description="reports sent on a schedule")

@@ -46,7 +46,7 @@ from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source
-from monitor.storage import runs_repo
+from monitor.storage import goodput_repo, runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails
@@ -289,6 +289,7 @@ class Engine:
             for sample in samples:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
+            goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
             run.source_error = errors
             events = self.evaluator.evaluate(run_id, now, unavailable, settling)
             # the run's figures are known up to the last poll its own source answered, not to this one
@@ -296,6 +297,7 @@ class Engine:
             run.stats = {
                 **stats.snapshot(now, known),
                 "metrics_profile": self.vocabulary.describe(run_id),
+                "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
                 **page_facts(self.layouts, self.drawn, self.evaluator, run, watch, stats),
             }
             skew = self.evaluator.apply(

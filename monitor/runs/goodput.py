@@ -31,6 +31,8 @@ import statistics
 from collections import deque
 from typing import Any
 
+from monitor.runs.goodput_ledger import Ledger
+
 SLOW_FACTOR = 5.0  # a gap longer than this x the expected time is not normal cadence
 STALL_AFTER = 300.0  # seconds lost in one gap: below, a pause (overhead); above, a stall (incident)
 MIN_INCIDENT = 60.0  # a startup is listed as an incident only when it lost at least this
@@ -64,6 +66,9 @@ class Goodput:
         self.steps_redone = 0
         self._median: float | None = None
         self._stale = 0
+        # What the engine writes durably after each poll (``drain``): where each second went, slot by
+        # slot, and every incident (the in-memory list above keeps only the newest).
+        self.ledger = Ledger()
 
     # ---- the cadence -------------------------------------------------------------------------
     def cadence(self) -> float | None:
@@ -96,6 +101,7 @@ class Goodput:
             }
         )
         del self.incidents[:-MAX_INCIDENTS]
+        self.ledger.incident(self.incidents[-1], self.last_step)
 
     # ---- observations ------------------------------------------------------------------------
     def observe(self, t: float, step: int | None = None, state: str | None = None) -> None:
@@ -104,6 +110,11 @@ class Goodput:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
+        before, acct = dict(self.totals), self.acct
+        self._observe(t, step, state)
+        self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
+
+    def _observe(self, t: float, step: int | None, state: str | None) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
         elif state in ENDED_STATES:
@@ -180,6 +191,7 @@ class Goodput:
             self._incident("stall", self.acct, t, lost, at_step)
         else:
             self.totals["paused"] += lost
+            self.ledger.pause(self.acct, t, lost, at_step)
             self._interval(gap / steps)  # recurring pauses are the run's cadence too; the median holds
 
     def _close_restart(self, t: float, step: int | None) -> None:
@@ -201,6 +213,11 @@ class Goodput:
         self.mode, self.since, self.acct = "running", None, t
 
     # ---- the report --------------------------------------------------------------------------
+    def open_stretch(self, now: float) -> tuple[float | None, dict[str, float], dict[str, Any] | None]:
+        """Not accounted yet: (from when, seconds per bucket up to ``now``, the ongoing incident)."""
+        add, ongoing = self._open(now)
+        return self.acct, add, ongoing
+
     def _open(self, now: float) -> tuple[dict[str, float], dict[str, Any] | None]:
         """The still-open stretch [acct, now], classified without changing anything."""
         add = dict.fromkeys(BUCKETS, 0.0)

@@ -335,3 +335,46 @@ class LoginSession(Base):
     created_at: Mapped[float] = mapped_column(EpochTime)
     expires_at: Mapped[float] = mapped_column(EpochTime)
     revoked_at: Mapped[float | None] = mapped_column(EpochTime)
+
+
+class GoodputSlot(Base):
+    """A run's wall time in one quarter hour (``monitor.runs.goodput_ledger``): seconds per bucket."""
+
+    __tablename__ = "goodput_slots"
+    __table_args__ = (Index("ix_goodput_slots_slot", "slot"),)
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    slot: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds, a multiple of 900
+    bucket: Mapped[str] = mapped_column(String(16), primary_key=True)  # productive, paused, stalled, ...
+    seconds: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class GoodputEvent(Base):
+    """A goodput incident (stall, restart, down, startup) or pause of a run, once it ended."""
+
+    __tablename__ = "goodput_events"
+    __table_args__ = (Index("ix_goodput_events_run_start", "run_id", "start"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(16))
+    start: Mapped[float] = mapped_column(Float)  # epoch seconds
+    end: Mapped[float] = mapped_column(Float)
+    seconds_lost: Mapped[float] = mapped_column(Float)
+    step: Mapped[int | None] = mapped_column(BigInteger)  # the step it ended with (a restart: resumed at)
+    before_step: Mapped[int | None] = mapped_column(BigInteger)  # the last step before it began
+    steps_redone: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ReportSent(Base):
+    """A scheduled report's period, claimed by the replica that sends it (``monitor.reports.schedule``):
+    one row per schedule and period, so every period goes out once across replicas and restarts."""
+
+    __tablename__ = "reports_sent"
+
+    schedule: Mapped[str] = mapped_column(String(200), primary_key=True)
+    period_start: Mapped[float] = mapped_column(Float, primary_key=True)  # epoch seconds
+    claimed_by: Mapped[str] = mapped_column(String(200))
+    claimed_at: Mapped[float] = mapped_column(Float)
+    sent_at: Mapped[float | None] = mapped_column(Float)
+    error: Mapped[str | None] = mapped_column(Text)

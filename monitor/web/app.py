@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, fleet, health, metrics, runs, silences, slack
+from monitor.web.api import alerts, fleet, health, metrics, report, runs, silences, slack
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
@@ -54,6 +54,10 @@ TAGS = [
     {"name": "runs", "description": "Watched runs: health, progress, goodput, series, timeline"},
     {"name": "alerts", "description": "Alert instances; acknowledging"},
     {"name": "silences", "description": "Muting alerts by label matchers for a while"},
+    {
+        "name": "reports",
+        "description": "The hero-run report: where the GPU-hours went, incidents, alert quality",
+    },
     {"name": "rules", "description": "The loaded rules"},
     {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
     {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
@@ -98,7 +102,16 @@ def create_app(
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = SlackReplays()
     errors.install(app)
-    for module in (health, fleet, runs, alerts, silences, metrics, slack):  # fleet before runs: its path
+    for module in (
+        health,
+        fleet,
+        runs,
+        alerts,
+        silences,
+        report,
+        metrics,
+        slack,
+    ):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)
     settings = ctx.settings
@@ -127,7 +140,7 @@ def _end_stale_sessions(ctx: ApiContext) -> None:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    from monitor.web.dashboard import docs_pages, forms, history, overview, pages
+    from monitor.web.dashboard import docs_pages, forms, history, overview, pages, reports_page
     from monitor.web.dashboard.charts import SparkCache
     from monitor.web.dashboard.overview_changes import Generations
     from monitor.web.dashboard.templating import Renderer
@@ -140,4 +153,5 @@ def _mount_dashboard(app: FastAPI) -> None:
     app.include_router(pages.router)
     app.include_router(forms.router)
     app.include_router(docs_pages.router)
+    app.include_router(reports_page.router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")

@@ -85,11 +85,9 @@ def test_a_click_and_every_command_over_socket_mode(tmp_path):
             in timeline(hw, c["run"])
         )
 
-        # /herowatch report (the status of every run until the weekly report exists), help, and nonsense
+        # /herowatch report (the last 7 days in brief), help, and nonsense
         report = it.answer(it.slack.command("report"))["text"]
-        assert (
-            report.startswith("No weekly report yet; the status of every run: 4 runs") and "hero-d" in report
-        )
+        assert report.startswith("herowatch report: the last 7 days") and "over 4 run(s)" in report, report
         assert "/herowatch silence <run> <duration> <reason>" in it.answer(it.slack.command("help"))["text"]
         huh = it.answer(it.slack.command("reboot hero-a"))["text"]
         assert huh.startswith("`reboot` is not a /herowatch command") and "/herowatch status" in huh

@@ -1,0 +1,73 @@
+"""The demo's past week, for ``/reports``: while the demo runs, its simulated runs' previous attempts are
+played through the real engine over the last full week (the report's default period), on a manual
+clock, in the background: goodput, incidents, the pages the rules raised.
+
+They are their own watches and runs (``<watch>-lastweek``, ``<run>-lastweek``), so the live demo and
+the past never share a run; their runs are marked finished at the end of the week. Nobody is told
+about the past: its notifications go to a console nobody reads.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+
+from alerts.clock import ManualClock, SystemClock
+from alerts.notifiers.console import ConsoleNotifier
+from monitor.config.schema import WatchConfig
+from monitor.reports.period import last_full_week, zone
+from monitor.settings import Settings
+
+POLL = 300.0  # seconds of simulated time between polls of the past (the rules see every sample)
+SUFFIX = "-lastweek"
+PAUSE = 0.01  # real seconds between polls of the past
+log = logging.getLogger(__name__)
+
+
+def past_config(cfg: WatchConfig) -> WatchConfig:
+    """The demo's watches as last week's: renamed, each simulated run under its own name."""
+    watches = []
+    for w in cfg.watch:
+        sim = w.sim.model_copy(update={"run": (w.sim.run or w.name) + SUFFIX}) if w.sim is not None else None
+        watches.append(w.model_copy(update={"name": w.name + SUFFIX, "sim": sim}))
+    return cfg.model_copy(update={"watch": watches, "reports": [], "watchdog": None})
+
+
+def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = None) -> None:
+    """Play the last full week of the demo's runs' previous attempts into the database."""
+    from sqlalchemy import update
+
+    from monitor.service import build_service
+    from monitor.storage.models import Run
+
+    week = last_full_week(SystemClock().time(), zone("UTC"))
+    clock = ManualClock(week.start - 3600.0)
+    service = build_service(past_config(cfg), settings, clock, auto_migrate=True)
+    service.dispatcher.notifiers = {
+        n: ConsoleNotifier(stream=io.StringIO()) for n in service.dispatcher.notifiers
+    }
+    service.engine.resume()
+    try:
+        while clock.time() < week.end and not (stop and stop.is_set()):
+            clock.advance(min(POLL, week.end - clock.time()))
+            for name in service.engine.watches:
+                service.engine.poll(name)
+            service.dispatcher.run_once()
+            time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
+        with service.sessions.begin() as s:  # last week's attempts are over
+            s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state="finished"))
+    except Exception:  # the past is a nicety: the live demo goes on without it
+        log.exception("could not play the demo's last week")
+    finally:
+        service.engine.close()
+        for src in service.sources.values():
+            src.close()
+        service.db.dispose()
+
+
+def start(cfg: WatchConfig, settings: Settings) -> threading.Thread:
+    thread = threading.Thread(target=play, args=(cfg, settings), name="demo-history", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,122 @@
+"""The report as Markdown, for a wiki page or a Slack post (GitHub-flavoured tables)."""
+
+from __future__ import annotations
+
+from monitor.reports import words as w
+from monitor.reports.model import BADPUT, Report
+
+MAX_PAGES = 60  # rows of the page table; the rest are counted
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def summary_lines(r: Report) -> list[str]:
+    """The headline: goodput, GPU-hours lost and to what, the costliest incident, the noisiest rule."""
+    t, g = r.totals, r.gpu_totals
+    lines = [f"Goodput {w.pct(t.ratio())} of {w.hours(t.total())} watched over {len(r.runs)} run(s)."]
+    lost = sorted(((getattr(t, b), b) for b in BADPUT), reverse=True)
+    parts = [f"{w.BUCKET_WORDS[b]} {w.hours(h)}" for h, b in lost if h > 0]
+    if g is not None:
+        lines.append(f"Lost {w.gpu_hours(g.badput())}: " + ", ".join(parts) + ".")
+    elif parts:
+        lines.append(f"Lost {w.hours(t.badput())}: " + ", ".join(parts) + ". (hours only: no GPU count)")
+    if r.costliest:
+        c = r.costliest[0]
+        cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
+        rules = f" ({', '.join(c.rules)})" if c.rules else " (no page)"
+        lines.append(f"Costliest: {c.kind} of {c.run} at {w.when(c.start, r.timezone)}, {cost}{rules}.")
+    for rec in r.recurring[:3]:
+        lines.append(f"Recurring: {rec.summary} ({rec.run}).")
+    noisy = [q for q in r.quality if q.noise and q.noise_share and q.noise_share >= 0.5]
+    if noisy:
+        q = max(noisy, key=lambda q: q.noise)
+        lines.append(
+            f"Noisiest rule: {q.rule}, {q.noise} of {q.pages} pages gone within minutes without an ack."
+        )
+    return lines
+
+
+def render(r: Report) -> str:
+    tz = r.timezone
+    out = [f"# herowatch report: {r.period.label}", ""]
+    out += [f"- {line}" for line in summary_lines(r)]
+    out += [
+        "",
+        f"_{r.gpu_note}. Generated {w.when(r.generated_at, tz)} {tz}._",
+        "",
+        "## Where the time went",
+        "",
+    ]
+    out.append(
+        "| run | watched | goodput | vs. before | "
+        + " | ".join(w.BUCKET_WORDS[b] for b in BADPUT)
+        + " | GPUs |"
+    )
+    out.append("|---" * (5 + len(BADPUT)) + "|")
+    for run in r.runs:
+        cells = [
+            run.name or run.run,
+            w.hours(run.watched_hours),
+            w.pct(run.goodput),
+            w.pct(run.previous_goodput),
+            *(
+                w.gpu_hours(getattr(run.gpu_hours, b)) if run.gpu_hours else w.hours(getattr(run.hours, b))
+                for b in BADPUT
+            ),
+            f"{run.gpus} ({run.gpus_from})" if run.gpus else "hours only",
+        ]
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if r.not_accounted:
+        out += ["", f"Not accounted in this period (no goodput ledger): {', '.join(r.not_accounted)}."]
+    out += [
+        "",
+        "## Progress",
+        "",
+        "| run | steps made | tokens | ETA at start | ETA at end |",
+        "|---|---|---|---|---|",
+    ]
+    for run in r.runs:
+        tokens = f"{run.tokens_made:.3g}" if run.tokens_made else "—"
+        steps = f"{run.steps_made:,}" if run.steps_made is not None else "—"
+        etas = (w.hours(run.eta_start_hours), w.hours(run.eta_end_hours))
+        out.append(f"| {_cell(run.name or run.run)} | {steps} | {tokens} | {etas[0]} | {etas[1]} |")
+    out += ["", "## Costliest incidents", ""]
+    for c in r.costliest or []:
+        cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
+        out.append(
+            f"1. **{c.kind}** of {_cell(c.run)}, {w.when(c.start, tz)} to {w.when(c.end, tz)}: "
+            f"{w.hours(c.lost_hours)} lost ({cost}); pages: {', '.join(c.rules) or 'none'}"
+        )
+    if not r.costliest:
+        out.append("None.")
+    out += ["", "## Recurring causes", ""]
+    out += [f"- {_cell(x.summary)} on {_cell(x.run)}" for x in r.recurring] or ["None."]
+    out += ["", "## Pages", ""]
+    out.append("| fired | run | rule | detect | ack | by | resolve | badput |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    for p in r.pages[:MAX_PAGES]:
+        cost = w.gpu_hours(p.badput_gpu_hours) if p.badput_gpu_hours is not None else w.hours(p.badput_hours)
+        out.append(
+            f"| {w.when(p.fired_at, tz)} | {_cell(p.run)} | {_cell(p.rule)} | {w.dur(p.detect_seconds)} | "
+            f"{w.dur(p.ack_seconds)} | {_cell(p.acked_by or '—')} | {w.dur(p.resolve_seconds)} | {cost} |"
+        )
+    if len(r.pages) > MAX_PAGES:
+        out.append(f"\n…and {len(r.pages) - MAX_PAGES} more (the JSON has them all).")
+    out += ["", "## Alert quality", "", "| rule | pages | acknowledged | likely noise | median detect |"]
+    out.append("|---|---|---|---|---|")
+    for q in r.quality:
+        out.append(
+            f"| {_cell(q.rule)} | {q.pages} | {w.pct(q.acked_share)} | {w.pct(q.noise_share)} | "
+            f"{w.dur(q.median_detect_seconds)} |"
+        )
+    out += ["", "## Blind time", ""]
+    out += [f"- {_cell(b.run)}: {_cell(b.input)} unseen for {w.hours(b.hours)}" for b in r.blind] or ["None."]
+    out += ["", "## Silences", ""]
+    out += [
+        f"- {_cell(', '.join(x.matchers))} by {_cell(x.created_by)}: {w.hours(x.hours)}"
+        + (f" ({_cell(x.comment)})" if x.comment else "")
+        for x in r.silences
+    ] or ["None."]
+    return "\n".join(out) + "\n"

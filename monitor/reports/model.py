@@ -1,0 +1,145 @@
+"""The report as typed records: what the JSON, the Markdown, the page and the Slack post show."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
+BADPUT = BUCKETS[1:]
+GpuBasis = Literal["setting", "fleet", "none"]
+
+
+class Period(BaseModel):
+    start: float = Field(description="epoch seconds, included")
+    end: float = Field(description="epoch seconds, excluded")
+    label: str = Field(description="e.g. 'week of 2026-11-23 (Mon 00:00 UTC) to 2026-11-30'")
+
+
+class Hours(BaseModel):
+    """Hours per goodput bucket (productive is the goodput; the others are badput)."""
+
+    productive: float = 0.0
+    paused: float = 0.0
+    stalled: float = 0.0
+    restarting: float = 0.0
+    down: float = 0.0
+    rework: float = 0.0
+
+    def total(self) -> float:
+        return sum(getattr(self, b) for b in BUCKETS)
+
+    def badput(self) -> float:
+        return sum(getattr(self, b) for b in BADPUT)
+
+    def ratio(self) -> float | None:
+        t = self.total()
+        return self.productive / t if t > 0 else None
+
+    def times(self, k: float) -> Hours:
+        return Hours(**{b: getattr(self, b) * k for b in BUCKETS})
+
+
+class RunReport(BaseModel):
+    run: str
+    name: str | None
+    watch: str
+    watched_hours: float = Field(description="wall time herowatch accounted in the period")
+    goodput: float | None = Field(description="productive share of watched time (ETTR)")
+    hours: Hours
+    gpus: int | None = Field(description="GPUs the GPU-hours are counted with; None: hours only")
+    gpus_from: GpuBasis = Field(description="setting: the watch's gpus:, fleet: fleet members, none")
+    gpu_hours: Hours | None
+    steps_made: int | None = Field(description="steps gained in the period (from the stored series)")
+    tokens_made: float | None = Field(description="tokens in the period, when the run logs a token count")
+    eta_start_hours: float | None = Field(description="time to the target step at the start of the period")
+    eta_end_hours: float | None = Field(description="... and at its end")
+    previous: Hours | None = Field(description="the period before, for comparison")
+    previous_goodput: float | None
+
+
+class Page(BaseModel):
+    """An alert that fired in the period, with what it cost."""
+
+    alert_id: int
+    run: str
+    rule: str
+    severity: str
+    symptom_at: float = Field(description="the last step before a hang, else the first bad sample")
+    fired_at: float
+    detect_seconds: float
+    acked_at: float | None
+    acked_by: str | None
+    ack_seconds: float | None
+    resolved_at: float | None
+    resolve_seconds: float | None = Field(description="from the symptom to the resolution")
+    badput_hours: float = Field(description="goodput lost in the incidents it overlapped")
+    badput_gpu_hours: float | None
+    noise: bool = Field(description="resolved within the noise window without an acknowledgement")
+
+
+class Incident(BaseModel):
+    """A goodput incident (a stall, restart, downtime or slow start) and the pages that named it."""
+
+    run: str
+    kind: str
+    start: float
+    end: float
+    step: int | None
+    steps_redone: int
+    lost_hours: float
+    lost_gpu_hours: float | None
+    rules: list[str]
+
+
+class Recurring(BaseModel):
+    rule: str
+    run: str
+    count: int
+    every_seconds: float | None = Field(description="median time between consecutive pages")
+    during_saves: int = Field(description="how many fell during a checkpoint save")
+    summary: str = Field(description='e.g. "oom_kills: 9 times, every ~3 h, each during a checkpoint save"')
+
+
+class RuleQuality(BaseModel):
+    rule: str
+    pages: int
+    acked: int
+    acked_share: float | None
+    noise: int = Field(description="resolved within the noise window without an ack")
+    noise_share: float | None
+    median_detect_seconds: float | None
+
+
+class Blind(BaseModel):
+    run: str
+    input: str
+    hours: float
+
+
+class Silenced(BaseModel):
+    matchers: list[str]
+    created_by: str
+    comment: str
+    hours: float = Field(description="hours of the period it was in force")
+
+
+class Report(BaseModel):
+    period: Period
+    previous: Period
+    generated_at: float
+    timezone: str
+    watch: str | None
+    gpu_note: str = Field(description="how GPU-hours were counted, in words")
+    runs: list[RunReport]
+    totals: Hours
+    gpu_totals: Hours | None = Field(description="over the runs with a GPU count")
+    pages: list[Page]
+    costliest: list[Incident] = Field(description="the three costliest incidents")
+    incidents: list[Incident]
+    recurring: list[Recurring]
+    quality: list[RuleQuality]
+    blind: list[Blind]
+    silences: list[Silenced]
+    not_accounted: list[str] = Field(description="runs without any goodput ledger in the period")

@@ -1,0 +1,152 @@
+"""Scheduled reports (``reports:`` in the watch config): each schedule's due period is sent once across
+replicas and restarts.
+
+Every ``CHECK_EVERY`` seconds each replica looks at every schedule: the period of its latest send time
+(``cadence``) is claimed in ``reports_sent`` (one replica wins), built, sent, and marked sent. A period
+without any goodput data (before herowatch watched anything) is not sent. A send that failed, or a
+replica that died while sending, leaves the claim unmarked: another try takes it over after ``STALE``.
+
+Receivers: Slack posts the summary as a message and uploads the pictures (PNG) in its thread; a webhook
+gets the report's JSON; any other kind (console) has the Markdown logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from sqlalchemy.orm import Session, sessionmaker
+
+from alerts.clock import Clock
+from monitor.config.cadence import parse_every
+from monitor.config.schema import ReportSchedule, WatchConfig
+from monitor.reports import markdown, png
+from monitor.reports.cadence import latest_fire, period_of
+from monitor.reports.make import make
+from monitor.reports.model import Report
+from monitor.reports.period import zone
+from monitor.storage import goodput_repo, report_repo, reports_sent
+
+if TYPE_CHECKING:
+    from monitor.service import Service
+
+log = logging.getLogger(__name__)
+CHECK_EVERY = 30.0  # seconds (of the service's clock)
+STALE = 600.0  # a claim not marked sent for this long is tried again
+
+
+class ReportJob:
+    def __init__(
+        self, cfg: WatchConfig, sessions: sessionmaker[Session], clock: Clock, env: dict[str, str]
+    ) -> None:
+        self.cfg = cfg
+        self.sessions = sessions
+        self.clock = clock
+        self.env = env
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.receivers = {r.name: r for r in cfg.receivers}
+
+    def run_once(self) -> int:
+        """Send what is due; returns how many reports went out."""
+        sent = 0
+        for sched in self.cfg.reports:
+            try:
+                sent += self._one(sched)
+            except Exception:  # one schedule's trouble (the database, a receiver) must not stop the others
+                log.exception("scheduled report %s failed", sched.key())
+        return sent
+
+    def _one(self, sched: ReportSchedule) -> int:
+        now = self.clock.time()
+        tz = zone(sched.timezone)
+        every = parse_every(sched.every)
+        period = period_of(every, tz, latest_fire(every, tz, now))
+        key = sched.key()
+        with self.sessions() as s:
+            ids = [r.id for r in report_repo.runs(s, sched.watch, None)]
+            first = goodput_repo.first_slot(s, ids)
+        if first is None or first >= period.end:
+            return 0  # nothing was watched then: no report to send
+        with self.sessions.begin() as s:
+            if not reports_sent.claim(s, key, period.start, self.worker, now, STALE):
+                return 0
+        try:
+            with self.sessions() as s:
+                report = make(s, self.cfg, period, now=now, tz=tz.key, watch=sched.watch)
+            self._send(sched, report)
+        except Exception as exc:
+            with self.sessions.begin() as s:
+                reports_sent.mark_failed(s, key, period.start, f"{type(exc).__name__}: {exc}")
+            raise
+        with self.sessions.begin() as s:
+            reports_sent.mark_sent(s, key, period.start, self.worker, self.clock.time())
+        log.info("scheduled report %s: %s sent to %s", key, period.label, sched.receiver)
+        return 1
+
+    def _send(self, sched: ReportSchedule, r: Report) -> None:
+        receiver = self.receivers[sched.receiver]
+        kind = getattr(receiver, "kind", "")
+        if kind == "slack":
+            self._slack(receiver, r)
+        elif kind == "webhook":
+            resp = httpx.post(
+                str(receiver.url),
+                content=r.model_dump_json(),
+                timeout=float(receiver.timeout),
+                headers={"content-type": "application/json"},
+            )
+            resp.raise_for_status()
+        else:
+            log.info("herowatch report for %s:\n%s", sched.receiver, markdown.render(r))
+
+    def _slack(self, receiver: Any, r: Report) -> None:
+        from slack_sdk import WebClient
+        from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler, ServerErrorRetryHandler
+
+        client = WebClient(
+            token=self.env.get("SLACK_BOT_TOKEN", ""),
+            base_url=receiver.base_url or WebClient.BASE_URL,
+            timeout=int(receiver.timeout),
+            retry_handlers=[
+                RateLimitErrorRetryHandler(max_retry_count=2),
+                ServerErrorRetryHandler(max_retry_count=2),
+            ],
+        )
+        head = f"herowatch report: {r.period.label}"
+        lines = markdown.summary_lines(r)
+        link = self.cfg.server.external_url
+        more = f"\n<{link.rstrip('/')}/reports|The whole report>" if link else ""
+        text = head + "\n" + "\n".join(f"• {x}" for x in lines) + more
+        blocks = [
+            {"type": "header", "text": {"type": "plain_text", "text": head[:150]}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": text.split("\n", 1)[1][:2900]}},
+        ]
+        answer = client.chat_postMessage(channel=receiver.channel, text=text[:3000], blocks=blocks)
+        ts = answer["ts"]
+        pictures = (
+            ("goodput.png", "Where the hours went", png.goodput_png(r)),
+            ("incidents.png", "Incident timeline", png.timeline_png(r)),
+        )
+        for filename, title, data in pictures:
+            client.files_upload_v2(
+                channel=receiver.channel,
+                thread_ts=ts,
+                file=data,
+                filename=filename,
+                title=title,
+                alt_txt=f"{title}, {r.period.label}",
+            )
+
+
+def install(service: Service) -> None:
+    """Add the scheduled reports' job to a started service's scheduler (when it has schedules)."""
+    from monitor.engine.scheduling import add_interval_job
+
+    if not service.config.reports:
+        return
+    env = {**os.environ, **service.settings.secret_env()}
+    job = ReportJob(service.config, service.sessions, service.clock, env)
+    add_interval_job(service.scheduler, "reports", job.run_once, CHECK_EVERY / service.speed, first_in=1.0)

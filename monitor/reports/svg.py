@@ -1,0 +1,138 @@
+"""The report's pictures as inline SVG (a self-contained HTML file carries them): goodput as stacked
+bars per run, the incident timeline (a lane per run, coloured by cause), and a loss curve with the
+incidents shaded. Text from runs and rules is escaped; sizes are bounded (lanes and points capped)."""
+
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+from monitor.reports import words as w
+from monitor.reports.model import BUCKETS, Incident, Report
+
+MAX_LANES = 40
+LEFT = 180
+
+
+def _svg(width: int, height: int, body: list[str], title: str) -> Markup:
+    return Markup(
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+        f'role="img" aria-label="{escape(title)}" font-family="sans-serif" font-size="12">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>"
+    )
+
+
+def _label(run) -> str:
+    text = run.name or run.run
+    return text if len(text) <= 26 else text[:25] + "…"
+
+
+def legend(keys: tuple[str, ...], x: int, y: int) -> list[str]:
+    out, pos = [], x
+    for k in keys:
+        out.append(f'<rect x="{pos}" y="{y - 10}" width="12" height="12" fill="{w.COLORS[k]}"/>')
+        word = w.BUCKET_WORDS.get(k, k)
+        out.append(f'<text x="{pos + 16}" y="{y}">{escape(word)}</text>')
+        pos += 24 + 7 * len(word)
+    return out
+
+
+def goodput_bars(r: Report, width: int = 900) -> Markup:
+    runs = r.runs[:MAX_LANES]
+    height = 40 + 26 * max(1, len(runs))
+    body = legend(BUCKETS, LEFT, 16)
+    span = width - LEFT - 70
+    for i, run in enumerate(runs):
+        y = 30 + 26 * i
+        body.append(f'<text x="{LEFT - 8}" y="{y + 14}" text-anchor="end">{escape(_label(run))}</text>')
+        total, x = run.hours.total() or 1.0, float(LEFT)
+        for b in BUCKETS:
+            h = max(0.0, getattr(run.hours, b))
+            wd = span * h / total
+            if wd > 0:
+                tip = f"{w.BUCKET_WORDS[b]}: {w.hours(h)}"
+                body.append(
+                    f'<rect x="{x:.1f}" y="{y}" width="{wd:.1f}" height="18" fill="{w.COLORS[b]}">'
+                    f"<title>{escape(tip)}</title></rect>"
+                )
+            x += wd
+        body.append(f'<text x="{LEFT + span + 6}" y="{y + 14}">{w.pct(run.goodput)}</text>')
+    return _svg(width, height, body, "Goodput per run: where the watched hours went")
+
+
+def timeline(r: Report, width: int = 900) -> Markup:
+    runs = [run.run for run in r.runs[:MAX_LANES]]
+    lanes = {run: i for i, run in enumerate(runs)}
+    height = 56 + 22 * max(1, len(runs))
+    span, t0, t1 = width - LEFT - 20, r.period.start, r.period.end
+    body = legend(("stall", "restart", "down", "startup"), LEFT, 16)
+
+    def x(t: float) -> float:
+        return LEFT + span * (min(max(t, t0), t1) - t0) / (t1 - t0)
+
+    days = int((t1 - t0) // 86400)
+    for d in range(days + 1):
+        xd = x(t0 + d * 86400)
+        body.append(f'<line x1="{xd:.1f}" y1="26" x2="{xd:.1f}" y2="{height - 18}" stroke="#ddd"/>')
+        if d < days:
+            body.append(
+                f'<text x="{xd + 3:.1f}" y="{height - 4}" fill="#666">'
+                f"{w.when(t0 + d * 86400, r.timezone)[:10]}</text>"
+            )
+    for run in r.runs[:MAX_LANES]:
+        y = 30 + 22 * lanes[run.run]
+        body.append(f'<text x="{LEFT - 8}" y="{y + 12}" text-anchor="end">{escape(_label(run))}</text>')
+    for inc in r.incidents:
+        if inc.run not in lanes:
+            continue
+        y = 30 + 22 * lanes[inc.run]
+        a, b = x(inc.start), x(inc.end)
+        pages = ", ".join(inc.rules) or "no page"
+        tip = f"{inc.kind} {w.when(inc.start, r.timezone)}, {w.hours(inc.lost_hours)} lost; {pages}"
+        body.append(
+            f'<rect x="{a:.1f}" y="{y}" width="{max(2.0, b - a):.1f}" height="16" '
+            f'fill="{w.COLORS.get(inc.kind, "#333")}"><title>{escape(tip)}</title></rect>'
+        )
+    return _svg(width, height, body, "Incident timeline: a lane per run, coloured by cause")
+
+
+def loss_curve(
+    points: list[tuple[float, float]],
+    incidents: list[Incident],
+    t0: float,
+    t1: float,
+    title: str,
+    width: int = 900,
+) -> Markup:
+    height, top, bottom = 220, 20, 190
+    span = width - 70 - 20
+    body: list[str] = []
+
+    def x(t: float) -> float:
+        return 70 + span * (min(max(t, t0), t1) - t0) / (t1 - t0)
+
+    for inc in incidents:
+        a, b = x(inc.start), x(inc.end)
+        body.append(
+            f'<rect x="{a:.1f}" y="{top}" width="{max(2.0, b - a):.1f}" height="{bottom - top}" '
+            f'fill="{w.COLORS.get(inc.kind, "#333")}" opacity="0.25"><title>{escape(inc.kind)}</title></rect>'
+        )
+    ys = [v for _, v in points]
+    if ys:
+        lo, hi = min(ys), max(ys)
+        hi = hi if hi > lo else lo + 1.0
+
+        def y(v: float) -> float:
+            return bottom - (bottom - top) * (v - lo) / (hi - lo)
+
+        step = max(1, len(points) // 1500)
+        path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points[::step])
+        body.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="1.2"/>')
+        body.append(f'<text x="64" y="{top + 10}" text-anchor="end">{hi:.3g}</text>')
+        body.append(f'<text x="64" y="{bottom}" text-anchor="end">{lo:.3g}</text>')
+    else:
+        body.append(
+            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#666">no loss logged</text>'
+        )
+    body.append(f'<line x1="70" y1="{bottom}" x2="{70 + span}" y2="{bottom}" stroke="#999"/>')
+    body.append(f'<text x="70" y="{height - 8}" fill="#666">{escape(title)}</text>')
+    return _svg(width, height, body, title)

@@ -1,0 +1,65 @@
+"""The report's display words, shared by the Markdown, the HTML and the Slack summary."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from alerts.durations import format_duration
+
+BUCKET_WORDS = {
+    "productive": "goodput",
+    "paused": "paused (saves, evals)",
+    "stalled": "stalled",
+    "restarting": "restarting",
+    "down": "down",
+    "rework": "rework (steps redone)",
+}
+COLORS = {
+    "productive": "#2ca02c",
+    "paused": "#9edae5",
+    "stalled": "#d62728",
+    "restarting": "#ff7f0e",
+    "down": "#7f7f7f",
+    "rework": "#9467bd",
+    "startup": "#ffbb78",
+    "restart": "#ff7f0e",
+    "stall": "#d62728",
+}
+
+
+def hours(h: float | None) -> str:
+    if h is None or not math.isfinite(h):
+        return "—"
+    if abs(h) >= 100:
+        return f"{h:,.0f} h"
+    return f"{h:.1f} h" if abs(h) >= 1 else f"{h * 60:.0f} min"
+
+
+def gpu_hours(h: float | None) -> str:
+    return "—" if h is None else f"{h:,.0f} GPU·h"
+
+
+def pct(r: float | None) -> str:
+    return "—" if r is None else f"{r * 100:.1f}%"
+
+
+def dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return format_duration(round(seconds / 60) * 60 if seconds >= 60 else round(seconds), 2)
+
+
+def when(t: float | None, tz: str) -> str:
+    if t is None:
+        return "—"
+    return datetime.fromtimestamp(t, ZoneInfo(tz)).strftime("%a %d %b %H:%M")
+
+
+def delta(now: float | None, before: float | None) -> str:
+    """The change of a ratio against the period before, in percentage points."""
+    if now is None or before is None:
+        return ""
+    d = (now - before) * 100
+    return f" ({'+' if d >= 0 else ''}{d:.1f} pts)"
