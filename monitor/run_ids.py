@@ -8,7 +8,9 @@ scope it is unique in:
 - W&B: ``wandb:<entity>/<project>/<run id>`` (the 8-character id of the run URL);
 - Prometheus: ``prometheus:<watch>/<run>``: the run's series are what the watch's selectors select
   with ``{run}`` = the name (a run another source of the same watch found keeps that source's id);
-- the simulator: ``sim:<watch>/<run>``.
+- the simulator: ``sim:<watch>/<run>``;
+- TensorBoard: ``tensorboard:<logdir>/<run directory>``; MLflow: ``mlflow:<experiment>/<run id>``;
+  a run that pushes its own samples (``herowatch emit``): ``push:<watch>/<run name>``.
 
 Display names may repeat (an SFT and a pretraining run both called ``qwen-7b-v3``): ``title`` shows the
 display name, with the project where the name alone is ambiguous.

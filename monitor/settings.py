@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     slack_team_id: str | None = Field(
         default=None, description="the Slack workspace id (T...) whose button clicks are accepted"
     )
+    ingest_dir: Path = Field(
+        default_factory=lambda: data_dir() / "ingest",
+        description="where POST /api/ingest keeps what jobs push until the push source reads it (one "
+        "append-only file per run); put it on local disk of the host that serves the API and polls",
+    )
     max_body_api: int = Field(default=1 << 20, ge=1024, description="largest /api request body, bytes")
     max_body_form: int = Field(default=16 << 10, ge=1024, description="largest dashboard form body, bytes")
     max_body_slack: int = Field(

@@ -13,6 +13,7 @@ import typer
 from monitor import __version__
 from monitor.cli.alert import alert_app
 from monitor.cli.db import db_app
+from monitor.cli.emit import emit_app
 from monitor.cli.replay import replay_command
 from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
@@ -37,6 +38,7 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(silence_app, name="silence")
 app.add_typer(alert_app, name="alert")
 app.add_typer(slack_app, name="slack")
+app.add_typer(emit_app, name="emit")
 app.command(
     "replay",
     help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "

@@ -16,6 +16,7 @@ from monitor.doctor.receivers import check_receivers
 from monitor.doctor.report import FAIL, OK, UNCHECKED, WARN, Report
 from monitor.doctor.slack_doors import check_slack_doors
 from monitor.doctor.source_checks import Reach, check_for
+from monitor.doctor.source_hints import NO_RUNS_FIXES, SOURCE_FIXES
 from monitor.engine.blind_watch import promised
 from monitor.engine.blindness import absent_watched, describe
 from monitor.engine.evaluator import Evaluator
@@ -214,6 +215,7 @@ def _source_fix(kind: str, cause: Cause | None) -> str:
     return {
         "wandb": "check WANDB_API_KEY, the entity and project (and base_url for a dedicated server)",
         "prometheus": f"check prometheus.url, its queries and {TOKEN_ENV}",
+        **SOURCE_FIXES,
     }.get(kind, "check the source's settings")
 
 
@@ -221,4 +223,5 @@ def _selector_fix(kind: str) -> str:
     return {
         "wandb": "check tags, run_ids, name_pattern and states",
         "prometheus": "list the runs under prometheus.runs, or add a tracker (wandb) that finds them",
+        **NO_RUNS_FIXES,
     }.get(kind, "")

@@ -16,7 +16,8 @@ HUGGINGFACE = register(
         sources=(
             "huggingface/transformers: src/transformers/trainer.py (_maybe_log_save_evaluate, log)",
             "huggingface/transformers: src/transformers/integrations/integration_utils.py "
-            "(rewrite_logs, WandbCallback.on_log)",
+            "(rewrite_logs, WandbCallback.on_log; TensorBoardCallback.on_log writes the same train/ tags; "
+            "MLflowCallback.on_log logs the Trainer's own names: loss, grad_norm, learning_rate, eval_loss)",
         ),
         keys={
             "train/loss": "train/loss",

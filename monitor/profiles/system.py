@@ -32,3 +32,25 @@ WANDB_SYSTEM = register(
         "gpu_sm_active_ratio.",
     )
 )
+
+# MLflow's system metrics monitor (``mlflow.start_run(log_system_metrics=True)``): NVML and psutil
+# samples under ``system/`` (``system/node_<i>/`` when a node id is set), on their own step counter.
+_NODE = r"^system/(?:node_[^/]+/)?"
+MLFLOW_SYSTEM = register(
+    Profile(
+        name="mlflow_system",
+        trainer="MLflow system metrics",
+        sources=(
+            "mlflow/mlflow: mlflow/system_metrics/metrics/gpu_monitor.py (gpu_<i>_utilization_percentage, "
+            "gpu_<i>_memory_usage_percentage, gpu_<i>_power_usage_watts)",
+            "mlflow/mlflow: mlflow/system_metrics/system_metrics_monitor.py (system/, node_<i>/ prefixes)",
+        ),
+        patterns=(
+            Pattern(_NODE + r"gpu_\d+_utilization_percentage$", "gpu_utilization_ratio", "mean", 0.01),
+            Pattern(_NODE + r"gpu_\d+_memory_usage_percentage$", "gpu_memory_allocated_ratio", "max", 0.01),
+            Pattern(_NODE + r"gpu_\d+_power_usage_watts$", "gpu_power_watts", "sum"),
+        ),
+        overlay=True,
+        notes="NVML utilisation (time a kernel ran), as W&B's: gpu_utilization_ratio, not SM activity.",
+    )
+)

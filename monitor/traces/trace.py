@@ -7,6 +7,7 @@ and the field, never a traceback. ``TraceWriter``/``format_sample`` write the sa
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -15,9 +16,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from monitor.samples import NON_FINITE_WORDS, Sample
+from monitor.sources.registry import kinds as source_kinds
 
 STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted", "pending", "unknown"})
-SOURCES = frozenset({"wandb", "prometheus", "sim"})
+
+
+@functools.cache
+def _source_names() -> frozenset[str]:
+    """The registered source kinds (monitor.sources.registry): what a sample's ``source`` may say."""
+    return frozenset(source_kinds())
+
+
 KNOWN_FIELDS = ("t", "run", "step", "metrics", "state", "source", "labels", "source_error")
 _DECODER = json.JSONDecoder()
 
@@ -133,8 +142,8 @@ def _sample(obj: object) -> Sample:
     if state is not None and (type(state) is not str or state not in STATES):
         raise _Bad("state", f"expected one of {', '.join(sorted(STATES))}, got {_show(state)}")
     source = get("source")
-    if source is not None and (type(source) is not str or source not in SOURCES):
-        raise _Bad("source", f"expected one of {', '.join(sorted(SOURCES))}, got {_show(source)}")
+    if source is not None and (type(source) is not str or source not in _source_names()):
+        raise _Bad("source", f"expected one of {', '.join(sorted(_source_names()))}, got {_show(source)}")
     labels = get("labels")
     if labels is not None:
         if type(labels) is not dict or not all(type(v) is str for v in labels.values()):

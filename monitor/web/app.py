@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, fleet, health, metrics, report, runs, silences, slack
+from monitor.web.api import alerts, fleet, health, ingest, metrics, report, runs, silences, slack
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
@@ -60,6 +60,7 @@ TAGS = [
     },
     {"name": "rules", "description": "The loaded rules"},
     {"name": "health", "description": "Liveness, readiness, Prometheus metrics"},
+    {"name": "ingest", "description": "Jobs push their own samples (a push watch's ingest token)"},
     {"name": "slack", "description": "Slack's interactivity endpoint (signed by Slack, not the API token)"},
 ]
 
@@ -101,6 +102,8 @@ def create_app(
     app.state.registry = metrics.make_registry(ctx, app.state.snapshots)
     app.state.login_throttle = LoginThrottle()
     app.state.slack_replays = SlackReplays()
+    watches = ctx.service.config.watch if ctx.service is not None else []
+    app.state.ingest = ingest.IngestDoor.from_watches(watches, ctx.settings.ingest_dir)  # push watches' door
     errors.install(app)
     for module in (
         health,
@@ -111,6 +114,7 @@ def create_app(
         report,
         metrics,
         slack,
+        ingest,
     ):  # fleet before runs: its path
         app.include_router(module.router)
     _mount_dashboard(app)

@@ -118,7 +118,8 @@ class HeadlineOut(BaseModel):
 
 class RunOut(BaseModel):
     id: str = Field(
-        description="source-qualified: wandb:entity/project/run id, sim:watch/run, prometheus:watch/run"
+        description="source-qualified: wandb:entity/project/run id, sim:watch/run, prometheus:watch/run, "
+        "push:watch/run, tensorboard:watch/run dir, mlflow:experiment/run id"
     )
     watch: str
     source: str

@@ -33,7 +33,10 @@ ACTIVE = ("active", "pending", "firing")
     "can be silenced: `silenced=true` lists those an active silence mutes now. Pending and firing alerts "
     "are served from the status snapshot (at most one poll interval old); every answer carries an `ETag` "
     "and a request with `If-None-Match` gets `304 Not Modified` while nothing has changed.",
-    responses={304: {"description": "not modified since the ETag sent in If-None-Match"}},
+    responses={
+        304: {"description": "not modified since the ETag sent in If-None-Match"},
+        400: {"model": ErrorOut, "description": "from or to is not a time, or a cursor is not one of ours"},
+    },
     dependencies=[Depends(require_read)],
 )
 async def list_alerts(

@@ -1,0 +1,128 @@
+"""`herowatch emit run|started|exit|log`: a job script reports to a push watch (``POST /api/ingest``).
+
+The wrapper (``herowatch emit run -- python train.py ...``) reports ``started``, runs the command with
+its signals forwarded, reports its exit (the code, and ``signal N`` when a signal ended it), and exits
+with the command's own code: a crash is never recorded as a success by a wrapper that swallowed it.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import typer
+
+from monitor.cli.push_client import RUN_ENV, TOKEN_ENV, URL_ENV, Pusher, PushFailed
+from monitor.cli.style import typer_app
+
+emit_app = typer_app(
+    help="Report a job's life to a push watch of a running herowatch (POST /api/ingest).\n\n"
+    f"The server is `--url` (env `{URL_ENV}`, default `http://127.0.0.1:8080`), the run `--run` (env "
+    f"`{RUN_ENV}`); the watch's ingest token comes from `{TOKEN_ENV}` (never the API token).\n\n"
+    "Examples:\n\n"
+    "    herowatch emit run --run hero-70b -- torchrun train.py   # started, then the exit and its code\n"
+    "    herowatch emit started --run hero-70b\n"
+    "    herowatch emit log --run hero-70b --step 1200 train/loss=2.31\n"
+    "    herowatch emit exit --run hero-70b --code 137 --cause oom-killed\n",
+    no_args_is_help=True,
+)
+RUN_OPTION = typer.Option(None, "--run", help=f"the run's name [env {RUN_ENV}]")
+URL_OPTION = typer.Option(None, "--url", help=f"herowatch's address [env {URL_ENV}]")
+
+
+def _pusher(run: str | None, url: str | None, deadline: float = 60.0) -> Pusher:
+    try:
+        return Pusher(run, url=url, deadline=deadline)
+    except ValueError as exc:
+        typer.echo(f"herowatch emit: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _send(what: str, call) -> bool:  # noqa: ANN001 - a bound method of Pusher
+    try:
+        call()
+        return True
+    except PushFailed as exc:
+        typer.echo(f"herowatch emit: could not report {what}: {exc}", err=True)
+        return False
+
+
+@emit_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run_(
+    ctx: typer.Context,
+    run: str = RUN_OPTION,
+    url: str = URL_OPTION,
+) -> None:
+    """Run COMMAND (after `--`), reporting its start and its exit; exit with its code."""
+    command = list(ctx.args)
+    if not command:
+        typer.echo("herowatch emit run: give the command after --, e.g. -- python train.py", err=True)
+        raise typer.Exit(2)
+    hw = _pusher(run, url)
+    _send("the start", hw.started)
+    try:
+        child = subprocess.Popen(command)
+    except OSError as exc:
+        typer.echo(f"herowatch emit run: cannot start {command[0]!r}: {exc}", err=True)
+        _send("the exit", lambda: hw.exit(127, "exit"))
+        raise typer.Exit(127) from None
+    forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+    for sig in forwarded:  # the scheduler's signals are the job's: pass them on, report what they did
+        signal.signal(sig, lambda n, _f: child.send_signal(n))
+    code = child.wait()
+    for sig in forwarded:
+        signal.signal(sig, signal.SIG_DFL)
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        _send("the exit", lambda: hw.exit(128 - code, f"signal {-code}"))
+        typer.echo(f"herowatch emit run: {command[0]} was ended by {name}", err=True)
+        code = 128 - code
+    else:
+        _send("the exit", lambda: hw.exit(code, "exit"))
+    hw.close()
+    raise typer.Exit(code)
+
+
+@emit_app.command("started")
+def started(run: str = RUN_OPTION, url: str = URL_OPTION) -> None:
+    """The run (re)started: its state is running."""
+    hw = _pusher(run, url)
+    if not _send("the start", hw.started):
+        raise typer.Exit(1)
+
+
+@emit_app.command("exit")
+def exit_(
+    code: int = typer.Option(..., "--code", help="the job's exit code"),
+    cause: str = typer.Option("exit", "--cause", help="exit, oom-killed, or 'signal N'"),
+    run: str = RUN_OPTION,
+    url: str = URL_OPTION,
+) -> None:
+    """The run ended: 0 (cause exit) is finished; anything else pages run_crashed at once, with the code."""
+    hw = _pusher(run, url)
+    if not _send("the exit", lambda: hw.exit(code, cause)):
+        raise typer.Exit(1)
+
+
+@emit_app.command("log")
+def log_(
+    values: list[str] = typer.Argument(..., help="NAME=VALUE pairs, e.g. train/loss=2.31"),
+    step: int = typer.Option(None, "--step", help="the training step"),
+    run: str = RUN_OPTION,
+    url: str = URL_OPTION,
+) -> None:
+    """One sample: metrics at a step."""
+    metrics = {}
+    for pair in values:
+        name, sep, text = pair.rpartition("=")
+        try:
+            metrics[name] = float(text)
+        except ValueError:
+            name = ""
+        if not sep or not name:
+            typer.echo(f"herowatch emit log: {pair!r} is not NAME=NUMBER", err=True)
+            raise typer.Exit(2)
+    hw = _pusher(run, url)
+    hw.log(step, metrics)
+    if not _send("the sample", hw.flush):
+        raise typer.Exit(1)

@@ -1,0 +1,137 @@
+"""The importable push client: a job reports what only it knows to herowatch's ``POST /api/ingest``.
+
+    from monitor.cli.push_client import Pusher
+
+    hw = Pusher(run="pretrain-70b-r3")        # HEROWATCH_URL, HEROWATCH_INGEST_TOKEN from the environment
+    hw.started()
+    hw.log(step, {"train/loss": loss})        # batched: sent every ``batch`` samples or on flush()
+    hw.exit(code)                             # or hw.exit(137, cause="oom-killed"); flushes first
+
+Sending retries what can pass later (a refused connection, a timeout, 5xx, 429 after its Retry-After)
+until ``deadline`` seconds have gone, and raises :class:`PushFailed` with the reason after that: a
+job decides itself whether its training goes on without herowatch (``herowatch emit`` warns and goes
+on). A refusal (401, 403, 404, 422) is raised at once: retrying cannot help.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+URL_ENV = "HEROWATCH_URL"
+TOKEN_ENV = "HEROWATCH_INGEST_TOKEN"
+RUN_ENV = "HEROWATCH_RUN"
+DEFAULT_URL = "http://127.0.0.1:8080"
+BATCH = 1000  # samples per request: well under the server's 1 MiB body limit for ordinary rows
+
+
+class PushFailed(RuntimeError):
+    pass
+
+
+def _json_number(v: float) -> float | str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+class Pusher:
+    def __init__(
+        self,
+        run: str | None = None,
+        *,
+        url: str | None = None,
+        token: str | None = None,
+        batch: int = BATCH,
+        timeout: float = 10.0,
+        deadline: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.run = run or os.environ.get(RUN_ENV) or ""
+        if not self.run:
+            raise ValueError(f"say which run this is (run=..., or {RUN_ENV} in the environment)")
+        self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        self.token = token or os.environ.get(TOKEN_ENV) or ""
+        if not self.token:
+            raise ValueError(f"no ingest token: set {TOKEN_ENV} (the watch's push.token_env variable)")
+        self.batch, self.deadline, self.sleep = batch, deadline, sleep
+        self.buffer: list[dict[str, Any]] = []
+        self.client = httpx.Client(timeout=timeout)
+        self.requests = 0
+
+    def log(self, step: int | None, metrics: Mapping[str, float], t: float | None = None) -> None:
+        row: dict[str, Any] = {"t": time.time() if t is None else t, "metrics": {}}
+        if step is not None:
+            row["step"] = step
+        row["metrics"] = {k: _json_number(float(v)) for k, v in metrics.items()}
+        self.buffer.append(row)
+        if len(self.buffer) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        while self.buffer:
+            chunk, self.buffer = self.buffer[: self.batch], self.buffer[self.batch :]
+            try:
+                self._post({"run": self.run, "samples": chunk})
+            except PushFailed:
+                self.buffer = chunk + self.buffer  # kept: a later flush tries again
+                raise
+
+    def started(self) -> None:
+        self._post({"run": self.run, "events": [{"kind": "started", "t": time.time()}]})
+
+    def exit(self, code: int | None, cause: str = "exit") -> None:
+        """The job ended: ``code`` as the process returned it, ``cause`` ``exit``, ``oom-killed`` or
+        ``signal N``. Samples still buffered go first."""
+        self.flush()
+        event = {"kind": "exit", "t": time.time(), "exit_code": code, "cause": cause}
+        self._post({"run": self.run, "events": [event]})
+
+    def _post(self, body: dict[str, Any]) -> None:
+        end = time.monotonic() + self.deadline
+        headers = {"Authorization": f"Bearer {self.token}"}
+        wait, reason = 0.5, ""
+        while True:
+            self.requests += 1
+            try:
+                r = self.client.post(f"{self.url}/api/ingest", json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                if r.status_code < 300:
+                    return
+                reason = f"HTTP {r.status_code}: {_error(r)}"
+                if r.status_code == 429:
+                    wait = _retry_after(r, wait)
+                elif r.status_code < 500:
+                    raise PushFailed(f"herowatch at {self.url} refused the push: {reason}")
+            if time.monotonic() + wait > end:
+                raise PushFailed(
+                    f"could not push to herowatch at {self.url} for {self.deadline:.0f}s: {reason}"
+                )
+            self.sleep(wait)
+            wait = min(wait * 2, 10.0)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _error(r: httpx.Response) -> str:
+    try:
+        return str(r.json().get("error") or r.text[:200])
+    except ValueError:
+        return r.text[:200]
+
+
+def _retry_after(r: httpx.Response, default: float) -> float:
+    try:
+        return max(0.1, float(r.headers.get("retry-after", default)))
+    except ValueError:
+        return default

@@ -1,0 +1,56 @@
+"""Settings of a push watch: runs that report themselves (``POST /api/ingest``, ``herowatch emit``).
+
+The ingest token is not here: the config names the environment variable that holds it
+(``token_env``), one token per watch, never the API token. A job holding it can push samples for this
+watch's runs and nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import ConfigDict, Field, field_validator
+
+from monitor.sources.registry import SourceTarget, register
+
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
+
+
+class PushTarget(SourceTarget):
+    """What jobs push for this watch: each run they name is a run (``push:<watch>/<run>``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token_env: str = Field(
+        default="HEROWATCH_INGEST_TOKEN",
+        description="environment variable holding this watch's ingest token (at least 32 characters)",
+    )
+    rate: float = Field(default=1000.0, gt=0, le=1e6, description="samples per second a watch may push")
+    burst: int = Field(
+        default=20_000, ge=1, le=1_000_000, description="samples a watch may push at once above the rate"
+    )
+    max_runs: int = Field(default=1000, ge=1, le=100_000, description="runs a watch may push for")
+    read_bytes: int = Field(
+        default=8 << 20, ge=1 << 16, le=1 << 30, description="most bytes read per run and poll"
+    )
+
+    @field_validator("token_env")
+    @classmethod
+    def _env(cls, v: str) -> str:
+        if not _ENV_NAME.match(v):
+            raise ValueError("expected an environment variable name such as HERO_INGEST_TOKEN")
+        return v
+
+    def promises(self) -> frozenset[str]:
+        """A pushed run says its steps and its state (started, exit) itself."""
+        from monitor.samples import STATE, STEP
+
+        return frozenset({STEP, STATE})
+
+
+register(
+    "push",
+    PushTarget,
+    "monitor.sources.push_source:PushSource",
+    "runs that push their own samples (POST /api/ingest, `herowatch emit`) with a per-watch token",
+)

@@ -1,0 +1,130 @@
+"""The spool between the ingest door and the push source: one append-only JSON Lines file per run.
+
+``POST /api/ingest`` appends what a job pushed (already validated, in the trace format's line shape:
+``t``, ``run``, ``step``, ``metrics``, ``state``) and returns only once the lines are on disk; the push
+source reads each file from its byte cursor, whole lines only. A push is never lost between the two:
+not when herowatch restarts (the cursor is stored with the run), not when the poller is behind.
+
+Layout: ``<ingest_dir>/<watch>/<sha256(run)[:32]>.jsonl``: the file name never depends on what a job
+may send (a run name with ``/`` or 200 characters), the run's own name is in every line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SUFFIX = ".jsonl"
+
+
+def run_file(root: Path, watch: str, run: str) -> Path:
+    digest = hashlib.sha256(run.encode()).hexdigest()[:32]
+    return root / watch / f"{digest}{SUFFIX}"
+
+
+def _number(v: float) -> float | str:
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return v
+
+
+def line(t: float, run: str, step: int | None, metrics: Mapping[str, float], state: str | None) -> bytes:
+    """One spool line: strict JSON (non-finite values spelled as the trace format does)."""
+    row: dict[str, Any] = {"t": t, "run": run}
+    if step is not None:
+        row["step"] = step
+    if metrics:
+        row["metrics"] = {k: _number(v) for k, v in metrics.items()}
+    if state is not None:
+        row["state"] = state
+    return json.dumps(row, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+class SpoolWriter:
+    """Appends lines to run files; one writer per process (a lock per watch keeps lines whole)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _lock(self, watch: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(watch, threading.Lock())
+
+    def runs(self, watch: str) -> int:
+        folder = self.root / watch
+        return sum(1 for p in folder.iterdir() if p.suffix == SUFFIX) if folder.is_dir() else 0
+
+    def known(self, watch: str, run: str) -> bool:
+        return run_file(self.root, watch, run).exists()
+
+    def append(self, watch: str, run: str, lines: Iterable[bytes]) -> None:
+        """Write ``lines`` at the end of the run's file and sync them to disk before returning."""
+        path = run_file(self.root, watch, run)
+        data = b"".join(lines)
+        with self._lock(watch):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Whole lines read from one run file: the parsed rows and the offset after the last of them."""
+
+    rows: list[dict[str, Any]]
+    offset: int
+    more: bool  # the file holds more than was read this time
+
+
+def run_files(root: Path, watch: str) -> Iterator[tuple[str, Path, int]]:
+    """(file name, path, size) of every run file of the watch."""
+    folder = root / watch
+    if not folder.is_dir():
+        return
+    with os.scandir(folder) as entries:
+        for e in entries:
+            if e.name.endswith(SUFFIX) and e.is_file():
+                yield e.name, Path(e.path), e.stat().st_size
+
+
+def read_from(path: Path, offset: int, limit: int) -> Chunk:
+    """Whole lines from ``offset``, at most ``limit`` bytes (a longer first line is read whole)."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        data = f.read(limit)
+        end = data.rfind(b"\n")
+        while end < 0 and data:
+            extra = f.read(limit)  # a line longer than the limit: read on to its end
+            if not extra:
+                break
+            data += extra
+            end = data.rfind(b"\n")
+        more = bool(f.read(1))
+    if end < 0:
+        return Chunk([], offset, False)  # a line still being written: wait for its end
+    rows = []
+    for raw in data[: end + 1].splitlines():
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue  # never written by the door: skip, never stop reading the run
+        if isinstance(row, dict):
+            rows.append(row)
+    return Chunk(rows, offset + end + 1, more or end + 1 < len(data))

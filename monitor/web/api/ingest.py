@@ -1,0 +1,247 @@
+"""``POST /api/ingest``: a job pushes its own samples and events (``herowatch emit``, ``monitor.cli.emit``).
+
+The door of a ``push:`` watch. It takes a per-watch ingest token (the environment variable the watch's
+``push.token_env`` names; never the API token), checks the body once (the trace format's fields,
+bounded sizes, times near now), charges the watch's token bucket (``rate`` samples per second,
+``burst`` at once: 429 with Retry-After beyond), and appends the lines to the spool before it answers
+202: what was accepted is on disk, and the push source reads it on its next poll.
+
+Events are what only the job knows: ``started`` (state running), ``exit`` with the exit code and its
+cause (``exit``, ``oom-killed``, ``signal 9``): 0 is finished, anything else a failure with the
+``exit_code`` metric, so ``run_crashed`` pages at once and says why.
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+from monitor.samples import as_number
+from monitor.settings import MIN_TOKEN_CHARS
+from monitor.sources.push_config import PushTarget
+from monitor.sources.push_spool import SpoolWriter, line
+from monitor.web.schemas import ErrorOut
+
+MAX_SAMPLES = 5000  # per request; the body limit (HEROWATCH_MAX_BODY_API) bounds it too
+MAX_EVENTS = 100
+FUTURE = 300.0  # a time this far ahead of herowatch's clock is refused (a wrong clock, not a sample)
+PAST = 7 * 86400.0
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Value = float | int | bool | str | None
+
+
+class PushedSample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    t: float | None = Field(default=None, description="epoch seconds; default: when it arrived")
+    step: int | None = Field(default=None, ge=0)
+    metrics: dict[Name, Value] = Field(default_factory=dict, max_length=2000)
+    state: Literal["running", "finished", "crashed", "failed", "killed", "preempted", "pending"] | None = None
+
+    @field_validator("metrics")
+    @classmethod
+    def _numbers(cls, v: dict[str, Value]) -> dict[str, Value]:
+        for name, value in v.items():
+            if value is not None and as_number(value) is None:
+                raise ValueError(f"metric {name!r}: expected a number, null, 'NaN' or 'Infinity'")
+        return v
+
+
+class PushedEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["started", "exit"]
+    t: float | None = None
+    exit_code: int | None = Field(default=None, ge=-255, le=255, description="exit: the process's code")
+    cause: str | None = Field(
+        default=None, max_length=64, description="exit: 'exit', 'oom-killed' or 'signal N'"
+    )
+    step: int | None = Field(default=None, ge=0)
+
+
+class IngestBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    run: Name
+    samples: list[PushedSample] = Field(default_factory=list, max_length=MAX_SAMPLES)
+    events: list[PushedEvent] = Field(default_factory=list, max_length=MAX_EVENTS)
+
+
+class IngestOut(BaseModel):
+    run: str
+    accepted: int
+
+
+def signal_number(cause: str) -> int | None:
+    """``signal 9``, ``signal SIGKILL``, ``SIGKILL`` -> 9; None if ``cause`` names no signal."""
+    word = cause.removeprefix("signal").strip().upper()
+    if word.isdigit():
+        return int(word)
+    name = word if word.startswith("SIG") else f"SIG{word}"
+    return signal.Signals[name].value if name in signal.Signals.__members__ else None
+
+
+def exit_sample(event: PushedEvent) -> tuple[str, int | None]:
+    """The state and ``exit_code`` an exit event means (the code a shell would report: 128+N for a
+    signal N). Only 0 with cause ``exit`` is finished."""
+    code, cause = event.exit_code, (event.cause or "exit").strip().lower()
+    if cause == "oom-killed":
+        return "failed", code if code not in (None, 0) else 128 + signal.SIGKILL
+    if cause != "exit":
+        number = signal_number(cause)
+        if number is not None:
+            return ("killed" if number in (signal.SIGKILL, signal.SIGTERM) else "failed"), 128 + number
+        return "failed", code
+    if code is not None and code < 0:  # Python's returncode for "killed by signal -code"
+        code = 128 - code
+    return ("finished" if code == 0 else "failed"), code
+
+
+@dataclass
+class Bucket:
+    rate: float
+    burst: float
+    level: float
+    at: float
+
+    def take(self, n: int, now: float) -> float | None:
+        """Charge ``n`` samples; None if allowed, else seconds until they would be."""
+        self.level = min(self.burst, self.level + (now - self.at) * self.rate)
+        self.at = now
+        if n <= self.level:
+            self.level -= n
+            return None
+        return max(1.0, (n - self.level) / self.rate)
+
+
+@dataclass
+class IngestDoor:
+    """The push watches this process takes pushes for: token -> watch, and each watch's bucket."""
+
+    writer: SpoolWriter
+    targets: dict[str, PushTarget]  # watch -> its settings
+    tokens: dict[str, str] = field(default_factory=dict)  # watch -> its ingest token
+    buckets: dict[str, Bucket] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_watches(cls, watches: list, root, env: dict[str, str] | None = None) -> IngestDoor:
+        env = dict(os.environ) if env is None else env
+        door = cls(SpoolWriter(root), {})
+        for w in watches:
+            target = getattr(w, "push", None)
+            if target is None:
+                continue
+            door.targets[w.name] = target
+            token = env.get(target.token_env, "")
+            if len(token) >= MIN_TOKEN_CHARS:
+                door.tokens[w.name] = token
+        return door
+
+    def watch_of(self, request: Request) -> str:
+        auth = request.headers.get("authorization", "")
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise HTTPException(401, "send 'Authorization: Bearer <the watch's ingest token>'")
+        found = None
+        for watch, expected in self.tokens.items():  # compare with every token: no early exit to time
+            if hmac.compare_digest(token.encode(), expected.encode()):
+                found = watch
+        if found is None:
+            if not self.tokens:
+                raise HTTPException(403, "no push watch here has an ingest token set (push.token_env)")
+            raise HTTPException(401, "not an ingest token of any push watch")
+        return found
+
+    def charge(self, watch: str, n: int) -> float | None:
+        cfg = self.targets[watch]
+        now = time.monotonic()
+        with self.lock:
+            bucket = self.buckets.setdefault(watch, Bucket(cfg.rate, cfg.burst, cfg.burst, now))
+            return bucket.take(n, now)
+
+
+def _lines(body: IngestBody, now: float) -> list[bytes]:
+    out = []
+    for s in body.samples:
+        metrics = {k: math.nan if v is None else as_number(v) for k, v in s.metrics.items()}
+        out.append(line(s.t if s.t is not None else now, body.run, s.step, metrics, s.state))
+    for e in body.events:
+        t = e.t if e.t is not None else now
+        if e.kind == "started":
+            out.append(line(t, body.run, e.step, {}, "running"))
+        else:
+            state, code = exit_sample(e)
+            out.append(line(t, body.run, e.step, {} if code is None else {"exit_code": float(code)}, state))
+    return out
+
+
+class IngestTokenFirst(APIRoute):
+    """The ingest token is checked before FastAPI reads and validates the body (as
+    ``monitor.web.auth.CredentialsFirst`` does for the API token): a request without it gets its 401
+    whatever else is wrong with it. The watch it opens is handed on in ``request.state.watch``."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def token_first(request: Request) -> Response:
+            door: IngestDoor | None = getattr(request.app.state, "ingest", None)
+            if door is None or not door.targets:
+                raise HTTPException(404, "no watch here takes pushes (add a push: source to a watch)")
+            request.state.watch = door.watch_of(request)
+            return await handler(request)
+
+        return token_first
+
+
+router = APIRouter(tags=["ingest"], route_class=IngestTokenFirst)
+
+
+@router.post(
+    "/api/ingest",
+    status_code=202,
+    response_model=IngestOut,
+    summary="A job pushes its samples and events (a push watch's ingest token)",
+    responses={
+        401: {"model": ErrorOut, "description": "no ingest token, or not one of a push watch"},
+        403: {"model": ErrorOut, "description": "no push watch here has an ingest token set"},
+        404: {"model": ErrorOut, "description": "no watch here takes pushes"},
+        409: {"model": ErrorOut, "description": "the watch has as many pushed runs as it takes"},
+        413: {"model": ErrorOut, "description": "the body is larger than HEROWATCH_MAX_BODY_API"},
+        422: {"model": ErrorOut, "description": "the body is not a valid push (field by field)"},
+        429: {"model": ErrorOut, "description": "faster than the watch's push.rate: wait Retry-After"},
+    },
+)
+def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
+    """Append what a job pushed to its run's spool, on disk before the answer (202)."""
+    door: IngestDoor = request.app.state.ingest
+    watch: str = request.state.watch
+    now = request.app.state.ctx.now()
+    for item in [*body.samples, *body.events]:
+        if item.t is not None and not (now - PAST <= item.t <= now + FUTURE):
+            raise HTTPException(
+                422, f"t={item.t}: over 5 minutes ahead of or 7 days behind herowatch's clock"
+            )
+    target = door.targets[watch]
+    if not door.writer.known(watch, body.run) and door.writer.runs(watch) >= target.max_runs:
+        raise HTTPException(409, f"watch {watch} already has {target.max_runs} pushed runs (push.max_runs)")
+    n = len(body.samples) + len(body.events)
+    wait = door.charge(watch, n)
+    if wait is not None:
+        return JSONResponse(
+            {"error": f"watch {watch} pushes faster than its rate (push.rate, push.burst): retry later"},
+            status_code=429,
+            headers={"Retry-After": str(math.ceil(wait))},
+        )
+    door.writer.append(watch, body.run, _lines(body, now))
+    return IngestOut(run=body.run, accepted=n)
