@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from alerts.model import AlertState
+
 
 @dataclass(frozen=True)
 class GroupTiming:
@@ -56,7 +58,7 @@ def headline(alerts: Sequence[Mapping]) -> Mapping | None:
     return sorted(
         alerts,
         key=lambda a: (
-            a.get("state") != "firing",
+            a.get("state") != AlertState.FIRING,
             SEVERITY_ORDER.get(a.get("severity"), 9),
             a.get("started_at") or 0,
         ),

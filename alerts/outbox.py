@@ -9,12 +9,13 @@ idempotency key lets a notifier that can check (Slack) avoid a second post.
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from alerts.notifiers.base import Notifier, SendResult
 from alerts.views import GroupView
@@ -29,13 +30,21 @@ class ClaimedNotification:
     view: GroupView
 
 
+class SendStatus(enum.StrEnum):
+    """What became of one send."""
+
+    SENT = "sent"
+    RETRY = "retry"  # it failed and may succeed later: tried again after a backoff
+    FAILED = "failed"  # for good
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What became of one send, for the store to record."""
 
     id: int
     now: float
-    status: str  # sent | retry | failed
+    status: SendStatus
     ref: str | None = None  # sent: the receiver's reference
     next_attempt_at: float | None = None  # retry: when
     error: str | None = None  # retry, failed: why
@@ -53,6 +62,7 @@ class OutboxStore(Protocol):
     def mark_failed(self, id: int, now: float, error: str) -> None: ...
 
 
+@runtime_checkable
 class BatchRecorder(Protocol):
     """A store that can also record several outcomes at once (one transaction for all of them)."""
 
@@ -108,7 +118,7 @@ class Dispatcher:
         recorded at most that long after it; a crash before its record redelivers it, as a crash
         between a send and its record always has). Any other store records each send right after it."""
         sent = 0
-        record = getattr(self.store, "record", None)
+        record = self.store.record if isinstance(self.store, BatchRecorder) else None
         pending: list[Outcome] = []
         oldest = 0.0
         try:
@@ -116,7 +126,7 @@ class Dispatcher:
                 started = self.timer()
                 result = self._send(claimed)
                 outcome = self._outcome(claimed, result, self.timer() - started)
-                sent += outcome.status == "sent"
+                sent += outcome.status is SendStatus.SENT
                 if record is None:
                     self._record_one(outcome)
                     continue
@@ -136,10 +146,10 @@ class Dispatcher:
         attempts = claimed.attempts + 1
         retry = not result.ok and result.retry and attempts < self.policy.max_attempts
         if self.observer is not None:
-            outcome = "sent" if result.ok else ("retry" if retry else "failed")
+            outcome = SendStatus.SENT if result.ok else (SendStatus.RETRY if retry else SendStatus.FAILED)
             self.observer(claimed.view.receiver, took, outcome)
         if result.ok:
-            return Outcome(claimed.id, now, "sent", ref=result.ref)
+            return Outcome(claimed.id, now, SendStatus.SENT, ref=result.ref)
         error = result.error or "unknown error"
         if retry:
             delay = self.policy.delay(attempts, result.retry_after)
@@ -150,16 +160,16 @@ class Dispatcher:
                 result.error,
                 delay,
             )
-            return Outcome(claimed.id, now, "retry", next_attempt_at=now + delay, error=error)
+            return Outcome(claimed.id, now, SendStatus.RETRY, next_attempt_at=now + delay, error=error)
         log.error(
             "notification %s to %s failed for good: %s", claimed.id, claimed.view.receiver, result.error
         )
-        return Outcome(claimed.id, now, "failed", error=error)
+        return Outcome(claimed.id, now, SendStatus.FAILED, error=error)
 
     def _record_one(self, o: Outcome) -> None:
-        if o.status == "sent":
+        if o.status is SendStatus.SENT:
             self.store.mark_sent(o.id, o.now, o.ref)
-        elif o.status == "retry":
+        elif o.status is SendStatus.RETRY:
             self.store.mark_retry(o.id, o.now, o.next_attempt_at or o.now, o.error or "unknown error")
         else:
             self.store.mark_failed(o.id, o.now, o.error or "unknown error")

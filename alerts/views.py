@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from alerts.model import Severity
+from alerts.model import AlertState, Severity
 
 Kind = Literal["open", "notify", "update", "repeat", "refresh", "single"]
 NOTIFYING: frozenset[str] = frozenset({"open", "notify", "repeat", "single"})
@@ -85,7 +85,7 @@ class AlertView:
     id: str
     alertname: str
     severity: Severity
-    state: str  # firing | resolved | pending
+    state: AlertState
     labels: Mapping[str, str]
     summary: str
     started_at: float
@@ -107,9 +107,12 @@ class AlertView:
     @property
     def said_now(self) -> str:
         """The alert's text as of now: a resolved one says why it ended, and what it was as past."""
-        if self.state != "resolved":
+        if self.state != AlertState.RESOLVED:
             return self.summary
         return f"{self.resolved_reason or 'resolved'}; was: {self.summary}"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", AlertState(self.state))  # built from a plain string too
 
     @property
     def run(self) -> str | None:
@@ -125,7 +128,7 @@ class AlertView:
             "id": self.id,
             "alertname": self.alertname,
             "severity": self.severity.value,
-            "state": self.state,
+            "state": self.state.value,
             "labels": dict(self.labels),
             "summary": self.summary,
             "resolved_reason": self.resolved_reason,
@@ -151,7 +154,7 @@ class AlertView:
             id=str(d.get("id", "")),
             alertname=str(d["alertname"]),
             severity=Severity(d.get("severity", "warning")),
-            state=str(d.get("state", "firing")),
+            state=AlertState(d.get("state", "firing")),
             labels={str(k): str(v) for k, v in (d.get("labels") or {}).items()},
             summary=str(d.get("summary") or d["alertname"]),
             started_at=float(d["started_at"]),
@@ -217,11 +220,11 @@ class GroupView:
 
     @property
     def firing(self) -> list[AlertView]:
-        return [a for a in self.alerts if a.state == "firing"]
+        return [a for a in self.alerts if a.state == AlertState.FIRING]
 
     @property
     def resolved(self) -> bool:
-        return all(a.state == "resolved" for a in self.alerts)
+        return all(a.state == AlertState.RESOLVED for a in self.alerts)
 
     @property
     def status(self) -> str:
@@ -270,4 +273,4 @@ class GroupView:
 
 def lead_of(alerts: Sequence[AlertView]) -> AlertView:
     """Firing before resolved, then the most severe, then the oldest."""
-    return min(alerts, key=lambda a: (a.state != "firing", a.severity.rank, a.started_at))
+    return min(alerts, key=lambda a: (a.state != AlertState.FIRING, a.severity.rank, a.started_at))

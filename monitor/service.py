@@ -3,15 +3,14 @@ config + settings + clock, and nothing else does."""
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import Engine as DbEngine
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
@@ -23,6 +22,7 @@ from alerts.outbox import Dispatcher
 from alerts.routing import Matcher, Route
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import RouteConfig, WatchConfig
+from monitor.database_setup import DatabaseInUse, SchemaNotReady, lock_sqlite, prepare_database
 from monitor.delivery import reminders
 from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
@@ -46,13 +46,13 @@ from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
-from monitor.storage import migrate
-from monitor.storage.db import is_sqlite, make_engine, make_sessionmaker, normalise_url
+from monitor.storage.db import is_sqlite, make_sessionmaker
 from monitor.storage.leases import Leases
 from monitor.web.slack import socket_mode
 from monitor.web.slack.socket_mode import SocketMode
 
 log = logging.getLogger(__name__)
+__all__ = ["DatabaseInUse", "SchemaNotReady", "Service", "build_service", "lock_sqlite", "prepare_database"]
 
 
 def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
@@ -199,13 +199,15 @@ class Service:
     refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
     gc_policy: GcPolicy = field(default_factory=GcPolicy)
     socket_mode: SocketMode | None = None  # Slack's buttons and /herowatch over Socket Mode (SLACK_APP_TOKEN)
+    scheduler: BackgroundScheduler | None = field(default=None, init=False)  # set by ``start``
+    _lock_fd: int | None = field(default=None, init=False, repr=False)  # the SQLite file's lock, while held
 
     def claim_database(self, held: int | None = None) -> None:
         """SQLite is single-process: refuse to start when another herowatch uses the same file.
         ``held``: the lock already taken by :func:`lock_sqlite` (the demo takes it before touching files)."""
         if held is not None:
             self._lock_fd = held
-        if getattr(self, "_lock_fd", None) is None:
+        if self._lock_fd is None:
             self._lock_fd = lock_sqlite(self.settings.database_url)
 
     def start(self) -> None:
@@ -213,12 +215,12 @@ class Service:
         self.started_at = self.clock.time()
         self.engine.resume()
         watches = self.config.watch
-        self.scheduler = make_scheduler(workers=16 if len(watches) > 8 else 8)
+        self.scheduler = sched = make_scheduler(workers=16 if len(watches) > 8 else 8)
         spread = 0.0 if len(watches) <= 16 else min(0.02 * len(watches), 1.0)  # of an interval: stagger
         for i, w in enumerate(watches):
             real = w.poll_interval / self.speed
             add_interval_job(
-                self.scheduler,
+                sched,
                 f"poll:{w.name}",
                 # hands its results to the batch writer and returns (engine.batching): the next poll of
                 # the watch waits for that write, a failed write lets the watch go
@@ -229,17 +231,15 @@ class Service:
             )
         if watches:  # source health on its own clock (a stuck poll cannot delay it): one job for all
             every = min(min(w.poll_interval, 5.0) for w in watches) / self.speed
-            add_interval_job(self.scheduler, "health", self.engine.check_health, every)
-        add_interval_job(self.scheduler, "outbox", self.dispatcher.run_once, 1.0)
+            add_interval_job(sched, "health", self.engine.check_health, every)
+        add_interval_job(sched, "outbox", self.dispatcher.run_once, 1.0)
         planner = min([60.0, *(every / 2 for every in self.refresh.values())])  # a refresh is never late
-        add_interval_job(self.scheduler, "repeats", self.plan_repeats, planner / self.speed)
+        add_interval_job(sched, "repeats", self.plan_repeats, planner / self.speed)
         if self.config.watchdog:
-            add_interval_job(
-                self.scheduler, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed
-            )
+            add_interval_job(sched, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed)
         self.gc_policy.install()  # full collections skip the runs' long-lived state (engine.gc_policy)
         every = self.gc_policy.thaw_every
-        add_interval_job(self.scheduler, "gc", self.gc_policy.full_collection, every, first_in=every)
+        add_interval_job(sched, "gc", self.gc_policy.full_collection, every, first_in=every)
         self.scheduler.start()
         if self.socket_mode is not None:
             self.socket_mode.start(self.scheduler)
@@ -268,9 +268,8 @@ class Service:
     def stop(self) -> None:
         if self.socket_mode is not None:
             self.socket_mode.stop()  # first: no click may act while the rest shuts down
-        sched = getattr(self, "scheduler", None)
-        if sched is not None and sched.running:
-            sched.shutdown(wait=True)
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
         self.gc_policy.uninstall()
         try:
             saved = self.engine.checkpoint()  # every rule resumes where it was after the restart
@@ -281,59 +280,9 @@ class Service:
         for src in self.sources.values():
             src.close()
         self.db.dispose()
-        if getattr(self, "_lock_fd", None) is not None:
+        if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
-
-
-class SchemaNotReady(RuntimeError):
-    pass
-
-
-def lock_sqlite(database_url: str) -> int | None:
-    """Take the exclusive lock beside an SQLite database file (``<file>.lock``, holding our pid), or raise
-    :class:`DatabaseInUse` naming the holder. None for other databases. The lock lasts until the
-    returned descriptor is closed (or the process ends)."""
-    if not is_sqlite(database_url):
-        return None
-    path = make_url(normalise_url(database_url)).database
-    if not path or path == ":memory:":
-        return None
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-        os.close(fd)
-        raise DatabaseInUse(
-            f"another herowatch ({holder}) is using the SQLite database {path}. SQLite is "
-            "single-process: stop it, or run several replicas on PostgreSQL (HEROWATCH_DATABASE_URL)"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-    return fd
-
-
-class DatabaseInUse(RuntimeError):
-    pass
-
-
-def prepare_database(settings: Settings, auto_migrate: bool | None = None) -> DbEngine:
-    """An engine on a database at the current schema. The embedded SQLite default migrates itself;
-    a shared database (PostgreSQL) is migrated explicitly with ``herowatch db upgrade``."""
-    url = settings.database_url
-    if auto_migrate is None:
-        auto_migrate = is_sqlite(url)
-    if auto_migrate:
-        migrate.upgrade(url)
-    db = make_engine(url)
-    if not migrate.is_up_to_date(db):
-        db.dispose()
-        raise SchemaNotReady(
-            f"the database {settings.redacted_database_url()} is not at the current schema "
-            f"(head {migrate.head_revision()}); run `herowatch db upgrade` first"
-        )
-    return db
 
 
 def build_service(
@@ -362,7 +311,15 @@ def build_service(
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
     engine = Engine(
-        cfg.watch, sources, rules, enqueuer, sessions, clock, leases, speed=speed, layouts=layouts
+        watches=cfg.watch,
+        sources=sources,
+        rules=rules,
+        delivery=enqueuer,
+        sessions=sessions,
+        clock=clock,
+        leases=leases,
+        speed=speed,
+        layouts=layouts,
     )
     notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
@@ -370,7 +327,18 @@ def build_service(
     dispatcher = Dispatcher(outbox, notifiers, clock.time, worker=worker, observer=latency.observe)
     refresh = {name: every for name, n in notifiers.items() if (every := refresh_every(n)) is not None}
     service = Service(
-        cfg, settings, clock, db, sessions, engine, dispatcher, outbox, speed, sources, None, latency, refresh
+        config=cfg,
+        settings=settings,
+        clock=clock,
+        db=db,
+        sessions=sessions,
+        engine=engine,
+        dispatcher=dispatcher,
+        outbox=outbox,
+        speed=speed,
+        sources=sources,
+        send_latency=latency,
+        refresh=refresh,
     )
     service.socket_mode = socket_mode.for_service(service)  # None without SLACK_APP_TOKEN
     return service

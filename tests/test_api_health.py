@@ -118,6 +118,9 @@ def test_metrics_show_herowatch_health_and_per_run_gauges(db_url, clock):
         get("herowatch_outbox_oldest_age_seconds") == 0.0
         and get("herowatch_outbox_failed_notifications") == 0
     )
+    # why messages had nothing to tell, by reason (muted and never announced told apart)
+    assert get("herowatch_notifications_dropped_total", reason="muted") == 0
+    assert get("herowatch_notifications_dropped_total", reason="never announced") == 0
     assert get("herowatch_source_errors_total", source="sim") == 0.0, "a source's errors count from 0"
     sent = get(
         "herowatch_notification_send_duration_seconds_count",

@@ -14,6 +14,7 @@ from monitor.delivery import oncall, reminders
 from monitor.delivery.actor import Actor
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline as DeliveryPipeline
+from monitor.delivery.plan import DropReason
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Alert, AlertGroup, Notification, Silence
 
@@ -138,9 +139,10 @@ def test_a_silenced_alert_is_recorded_but_not_sent(pipe):
     got = pipe.at(40)
     assert [n.run for n in got] == ["hero-2"]
     with pipe.sessions() as s:
-        statuses = sorted(n.status for n in s.query(Notification))
-        assert statuses == ["dropped", "sent"]
+        statuses = sorted((n.status, n.last_error) for n in s.query(Notification))
+        assert statuses == [("dropped", "nothing to tell: muted"), ("sent", None)], "dropped, saying why"
         assert s.query(Alert).filter_by(run_id="hero-1").one().state == "firing", "still recorded and shown"
+    assert pipe.store.dropped == {DropReason.MUTED: 1}  # shown on /metrics
 
 
 def test_after_a_silence_expires_reminders_go_out_again(pipe):
@@ -274,6 +276,8 @@ def test_an_alert_resolved_before_its_first_send_is_never_announced_as_resolved(
     assert pipe.at(31) == [] and pipe.at(1000) == []
     with pipe.sessions() as s:
         assert sorted(n.status for n in s.query(Notification)) == ["dropped", "merged"]
+        dropped = s.query(Notification).filter_by(status="dropped").one()
+        assert dropped.last_error == "nothing to tell: never announced", "not muted: told apart"
 
 
 def test_info_is_recorded_never_sent_unless_a_route_asks_for_it(migrated_url):

@@ -36,6 +36,7 @@ from pydantic import Field, field_validator
 
 from alerts.clock import isoformat
 from alerts.durations import Duration
+from alerts.model import AlertState
 from alerts.notifiers.base import CheckProblem, CheckReport, SendResult, retry_after
 from alerts.notifiers.http_check import http_look
 from alerts.notifiers.registry import BuildContext, HttpUrl, ReceiverConfig, register
@@ -104,8 +105,8 @@ class AlertmanagerNotifier:
         """The group's alerts as Alertmanager's postable alerts. Two alerts with the same labels are one
         alert to Alertmanager: a firing one wins over a resolved one."""
         out: dict[frozenset[tuple[str, str]], dict[str, Any]] = {}
-        resolved = [a for a in view.alerts if a.state == "resolved"]
-        firing = [a for a in view.alerts if a.state == "firing" and not a.silenced]
+        resolved = [a for a in view.alerts if a.state == AlertState.RESOLVED]
+        firing = [a for a in view.alerts if a.state == AlertState.FIRING and not a.silenced]
         for a in [*resolved, *firing]:
             body = self._alert(a, view, now)
             out[frozenset(body["labels"].items())] = body
@@ -115,7 +116,7 @@ class AlertmanagerNotifier:
         labels = {**self.labels, **{label_name(k): v for k, v in a.labels.items()}}
         labels.update(alertname=a.alertname, severity=a.severity.value)
         starts = min(a.started_at, now)  # a demo clock runs ahead of the wall clock: never in the future
-        if a.state == "resolved":  # it has ended by now, whatever herowatch's clock says
+        if a.state == AlertState.RESOLVED:  # it has ended by now, whatever herowatch's clock says
             ends = max(min(a.ended_at if a.ended_at is not None else now, now), starts)
         else:  # a heartbeat holds until its next beat is due; an alert until the next re-send or three
             ends = max(now, starts) + (a.holds_for or VALID_FOR * self.refresh_every)

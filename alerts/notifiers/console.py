@@ -8,6 +8,7 @@ from typing import Literal, TextIO
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.notifiers.base import CheckProblem, CheckReport, SendResult
 from alerts.notifiers.registry import BuildContext, ReceiverConfig, register
 from alerts.views import AlertView, GroupView
@@ -26,15 +27,15 @@ class ConsoleNotifier:
 
     def _one(self, a: AlertView, kind: str) -> str:
         word = "STILL FIRING" if kind == "repeat" else a.state.upper()
-        t = a.ended_at if a.state == "resolved" and a.ended_at else a.started_at
+        t = a.ended_at if a.state == AlertState.RESOLVED and a.ended_at else a.started_at
         when = isoformat(float(int(t)))  # whole seconds: for people
         head = f"[herowatch] {word} {a.severity.value.upper()} {a.alertname}"
         parts = [f"{head} run={a.run_shown or '?'} at {when}{self._time_note}"]
-        if a.state == "resolved":
+        if a.state == AlertState.RESOLVED:
             parts += [f"  now: {a.resolved_reason or 'resolved'}", f"  was: {a.summary}"]
         else:
             parts.append(f"  {a.summary}")
-        if a.state == "resolved" and a.ended_at is not None:
+        if a.state == AlertState.RESOLVED and a.ended_at is not None:
             parts.append(f"  lasted {format_duration(a.ended_at - a.started_at)}")
         if a.acked_by:
             parts.append(f"  acknowledged by {a.acked_by}")

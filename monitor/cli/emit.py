@@ -73,7 +73,7 @@ def run_(
     for sig in forwarded:
         signal.signal(sig, signal.SIG_DFL)
     if code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        name = next((s.name for s in signal.Signals if s.value == -code), str(-code))
         _send("the exit", lambda: hw.exit(128 - code, f"signal {-code}"))
         typer.echo(f"herowatch emit run: {command[0]} was ended by {name}", err=True)
         code = 128 - code

@@ -19,7 +19,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from alerts.model import Severity
+from alerts.model import AlertState, Severity
 from monitor.cli.replay_view import print_report
 from monitor.config.errors import ConfigError
 from monitor.durations import parse_duration
@@ -227,7 +227,7 @@ def replay_command(
     else:
         print_report(events, replayer.summaries, {s.name: s for s in specs}, out.width, replayer.trace_end)
     if worst is not None:
-        bad = [e for e in events if e.state == "firing" and Severity(e.severity).rank <= worst.rank]
+        bad = [e for e in events if e.state == AlertState.FIRING and Severity(e.severity).rank <= worst.rank]
         if bad:
             err.print(
                 f"{len(bad)} alert{'s' if len(bad) != 1 else ''} at {worst.value} or worse fired",

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import typer
 
+from alerts.model import AlertState
 from monitor.durations import format_duration
 from monitor.rules.spec import RuleSpec
 from monitor.traces.replay import ReplayEvent, RunSummary
@@ -42,7 +43,7 @@ def value_text(e: ReplayEvent) -> str:
     if v is None:
         return ""
     if e.kind in _DURATION_KINDS:  # once resolved, its clock is back at 0: nothing worth showing
-        ok = math.isfinite(v) and e.state in ("pending", "firing")
+        ok = math.isfinite(v) and e.state in (AlertState.PENDING, AlertState.FIRING)
         return f"{format_duration(max(0.0, v))} {_DURATION_KINDS[e.kind]}" if ok else ""
     if e.kind in ("counter_increase", "restarts"):
         return f"+{v:g}" if e.kind == "counter_increase" else f"{v:g} restarts"
@@ -134,9 +135,9 @@ def print_report(
             line = f"  {clock}  {e.state:<8} {e.severity:<8} {e.rule:<{pad}}  {step:<11}"
             if len(line) + len(value_text(e)) <= width:  # else the text beneath has the value
                 line += value_text(e)
-            typer.secho(line.rstrip(), fg=_STYLE.get(e.severity) if e.state == "firing" else None)
+            typer.secho(line.rstrip(), fg=_STYLE.get(e.severity) if e.state == AlertState.FIRING else None)
             # firing: the alert's summary; resolved: what the rule says now (the summary is worded for a page)
-            said = e.summary if e.state in ("pending", "firing") else e.reason
+            said = e.summary if e.state in (AlertState.PENDING, AlertState.FIRING) else e.reason
             said = said.removeprefix(f"{e.run}: ")
             if said:
                 typer.echo(_wrap(said, width, " " * 12))

@@ -1,23 +1,7 @@
-"""Stage 3 of delivery, at claim time: a group's due rows become one message (a ``GroupView``) that
-shows the group's current state, or nothing.
-
-What is worth telling is decided from what each member alert is and what its receiver was already
-told (after Alertmanager's notification log), not from which rows are due: rows only say "look now".
-So a message that failed and is retried, or rows merged into it, can never lose an alert:
-
-- a firing alert that is not muted and was not announced yet: news (it makes the message notify:
-  ``open`` for the episode's first message, ``notify`` for a later one), unless it joins an incident
-  the group already paged (``alerts.symptoms``: same run and symptom): then the message is updated to
-  show both views and notifies nobody;
-- a resolution: only of an alert that was announced, and only once (never "RESOLVED" for something
-  nobody was told);
-- an acknowledgement of an announced alert: an ``update`` (the root shows who took it);
-- a reminder: the announced alerts that still fire, are not acknowledged and not muted;
-- a refresh (for a receiver that forgets what it is not re-told, e.g. Alertmanager): the announced
-  alerts that still fire and are not muted, acknowledged or not. It changes nothing and notifies nobody.
-
-Nothing worth telling: None (the rows are recorded as dropped, with the reason).
-"""
+"""Delivery's compose stage, at claim time: a group's due rows become one message (a ``GroupView``)
+that shows the group's current state, or a named reason why there is nothing to tell. What is worth
+telling is planned in ``plan`` (pure); this stage reads what the plan needs for all groups of a claim
+at once (their runs' titles and links) and builds the views, with a plot for a new lead alert."""
 
 from __future__ import annotations
 
@@ -28,20 +12,20 @@ from urllib.parse import quote
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from alerts.model import Severity
-from alerts.symptoms import joins
-from alerts.views import AlertView, GroupView, Hint, Kind
-from monitor.delivery.mute import Mutes
+from alerts.model import AlertState, Severity
+from alerts.views import AlertView, GroupView, Hint
+from monitor.delivery.claim import GroupBatch
+from monitor.delivery.plan import DropReason, Plan, plan
 from monitor.delivery.plots import plot_for
-from monitor.storage import groups_repo, runs_repo
-from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification, Run
+from monitor.delivery.told import Told
+from monitor.storage import runs_repo
+from monitor.storage.models import Alert, AlertGroup, Run
 
 
 @dataclass(frozen=True)
 class Composed:
     view: GroupView
-    announced: list[int]  # firing alerts this message tells of
-    resolved: list[int]  # resolutions it tells of
+    told: Told  # what it tells of which alerts (recorded once it is sent)
 
 
 @dataclass(frozen=True)
@@ -50,48 +34,42 @@ class Composer:
     actions: Mapping[str, bool] | None = None  # receiver -> show buttons
     runbooks: str = "/runbooks"  # what ``{runbooks}`` in a runbook link stands for (service.runbooks_base)
 
-    def compose(
-        self, s: Session, group: AlertGroup, rows: Sequence[Notification], mutes: Mutes, now: float
-    ) -> Composed | None:
-        return self.compose_many(s, [(group, rows)], mutes, now)[0]
-
     def compose_many(
-        self,
-        s: Session,
-        batch: Sequence[tuple[AlertGroup, Sequence[Notification]]],
-        mutes: Mutes,
-        now: float,
-    ) -> list[Composed | None]:
-        """``compose`` for several groups (each with its due rows) with a few queries for all of them:
-        their members, the titles of the runs shown, the runs linked to; then a plot per new lead alert."""
-        members = groups_repo.members_of(s, [g.id for g, _ in batch])
-        plans = [_plan(group, rows, members[group.id], mutes) for group, rows in batch]
-        titles = runs_repo.titles(s, (a.run_id for p in plans if p is not None for a in p.shown))
-        linked = {_linked_run(g, p.shown) for (g, _), p in zip(batch, plans, strict=True) if p is not None}
+        self, s: Session, batch: Sequence[GroupBatch], muted: Sequence[Mapping[int, str]], now: float
+    ) -> list[Composed | DropReason]:
+        """Each group's message (``muted``: each group's muted members, from the ``mute`` stage), with a
+        few queries for all of them: the titles of the runs shown, the runs linked to; then a plot per
+        new lead alert."""
+        plans = [plan(b.group, b.rows, b.members, m) for b, m in zip(batch, muted, strict=True)]
+        shown = [p for p in plans if isinstance(p, Plan)]
+        titles = runs_repo.titles(s, (a.run_id for p in shown for a in p.shown))
+        linked = {
+            _linked_run(b.group, p.shown) for b, p in zip(batch, plans, strict=True) if isinstance(p, Plan)
+        }
         linked.discard(None)
         runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(linked)))} if linked else {}
         return [
-            None if p is None else self._compose(s, group, rows[-1], p, mutes, now, titles, runs)
-            for (group, rows), p in zip(batch, plans, strict=True)
+            self._compose(s, b, p, m, now, titles, runs) if isinstance(p, Plan) else p
+            for b, p, m in zip(batch, plans, muted, strict=True)
         ]
 
     def _compose(
         self,
         s: Session,
-        group: AlertGroup,
-        carrier: Notification,
-        p: _Plan,
-        mutes: Mutes,
+        batch: GroupBatch,
+        p: Plan,
+        muted: Mapping[int, str],
         now: float,
         titles: Mapping[str, str],
         runs: Mapping[str, Run],
     ) -> Composed:
-        shown = [_view(a, mutes.reason(a.labels), self.runbooks, titles.get(a.run_id)) for a in p.shown]
+        group = batch.group
+        shown = [_view(a, muted.get(a.id), self.runbooks, titles.get(a.run_id)) for a in p.shown]
         lead_new = _lead(p.new) if p.new else None
         plot = plot_for(s, lead_new, now, titles.get(lead_new.run_id)) if lead_new is not None else None
         run_id = _linked_run(group, p.shown)
         view = GroupView(
-            key=carrier.idempotency_key,
+            key=batch.carrier.idempotency_key,
             receiver=group.receiver,
             kind=p.kind,
             group_key=group.group_key,
@@ -104,11 +82,12 @@ class Composer:
             plot=plot,
             episode=group.id,
         )
-        return Composed(
-            view,
-            announced=[a.id for a, _ in p.told if a.state == "firing"],
-            resolved=[a.id for a, _ in p.told if a.state == "resolved"],
+        told = Told(
+            p.kind,
+            announced=tuple(a.id for a, _ in p.told if a.state == AlertState.FIRING),
+            resolved=tuple(a.id for a, _ in p.told if a.state == AlertState.RESOLVED),
         )
+        return Composed(view, told)
 
     def _links(self, run: Run | None, plotted: Alert | None) -> dict[str, str]:
         links = {}
@@ -120,70 +99,6 @@ class Composer:
         if plotted is not None and base:  # the picture, served by the API (for receivers that link images)
             links["plot_url"] = f"{base}/api/alerts/{plotted.id}/plot.png"
         return links
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """What a group's message tells (decided from its members and rows alone, no I/O)."""
-
-    kind: Kind
-    told: list[tuple[Alert, GroupMember]]  # what is news
-    new: list[Alert]  # firing alerts never announced
-    shown: list[Alert]  # what the message shows: the announced and the told, firing or resolved
-
-
-def _plan(
-    group: AlertGroup,
-    rows: Sequence[Notification],
-    members: Sequence[tuple[Alert, GroupMember]],
-    mutes: Mutes,
-) -> _Plan | None:
-    repeat = all(r.kind == "repeat" for r in rows)  # a reminder alone; with news it is news
-    refresh = not repeat and all(r.kind in ("refresh", "repeat") for r in rows)
-    acked = {r.alert_id for r in rows if r.kind == "ack" and r.alert_id is not None}
-    send_resolved = bool((group.timing or {}).get("send_resolved", True))
-    told: list[tuple[Alert, GroupMember]] = []
-    for alert, member in members:
-        if mutes.reason(alert.labels) is not None:
-            continue
-        announced = member.announced_at is not None
-        if repeat:
-            news = alert.state == "firing" and announced and not alert.acked_at
-        elif refresh:
-            news = alert.state == "firing" and announced
-        elif alert.state == "firing":  # news until a sent message told of it
-            news = not announced or alert.id in acked
-        else:  # a resolution is news only for what was announced, once
-            news = (
-                alert.state == "resolved" and announced and member.resolved_sent_at is None and send_resolved
-            )
-        if news:
-            told.append((alert, member))
-    if not told:
-        return None
-    new = [a for a, m in told if a.state == "firing" and m.announced_at is None]
-    # an alert of an incident already paged (same run and symptom, announced and still firing) joins
-    # its message: the message shows both views, nobody is paged twice (alerts.symptoms)
-    paged = [a.labels or {} for a, m in members if a.state == "firing" and m.announced_at is not None]
-    anew = [a for a in new if not joins(a.labels or {}, paged)]
-    kind: Kind
-    if repeat:
-        kind = "repeat"
-    elif refresh:
-        kind = "refresh"
-    elif group.root_ref is None and not any(m.announced_at for _, m in members):
-        kind = "open"
-    elif anew:
-        kind = "notify"
-    else:
-        kind = "update"
-    told_ids = {a.id for a, _ in told}
-    shown = [
-        a
-        for a, m in members
-        if a.state in ("firing", "resolved") and (m.announced_at is not None or a.id in told_ids)
-    ]
-    return _Plan(kind, told, new, shown)
 
 
 def _linked_run(group: AlertGroup, shown: Sequence[Alert]) -> str | None:
@@ -229,5 +144,5 @@ def _view(
         hints=hints,
         hints_window=window,
         run_title=run_title,
-        resolved_reason=str(ann.get("resolved_reason") or "") if a.state == "resolved" else "",
+        resolved_reason=str(ann.get("resolved_reason") or "") if a.state == AlertState.RESOLVED else "",
     )

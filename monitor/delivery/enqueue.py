@@ -1,4 +1,5 @@
-"""Stage 1 of delivery, at the state change and in the engine's transaction: route, group, enqueue.
+"""Delivery's enqueue stage (0: before the outbox), at the state change and in the engine's transaction:
+route, group, enqueue.
 
 An alert that fires is routed (``alerts.routing.routes_for``: info goes only where a route asks for
 it), joins the open episode of its group for each receiver (a finished episode, all of whose alerts
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from alerts.grouping import GroupTiming, group_key, group_labels, next_send_at
+from alerts.model import AlertState
 from alerts.notifiers.registry import records_only
 from alerts.routing import Route, routes_for
 from monitor.storage import groups_repo, outbox_store
@@ -27,14 +29,14 @@ class Enqueuer:
     route: Route
     receiver_kinds: Mapping[str, str]  # receiver name -> kind (one without a notifier: recorded, never sent)
 
-    def on_transition(self, s: Session, alert: Alert, to_state: str, now: float) -> list[Notification]:
+    def on_transition(self, s: Session, alert: Alert, to_state: AlertState, now: float) -> list[Notification]:
         out = []
         for route in routes_for(self.route, alert.labels):
             if records_only(self.receiver_kinds.get(route.receiver)):
                 continue
             timing = route.timing
             key = group_key(route.receiver, alert.labels, route.group_by)
-            if to_state == "firing":
+            if to_state == AlertState.FIRING:
                 group = self._episode(s, key, route, alert.labels, now)
                 groups_repo.join(s, group.id, alert.id, now)
             else:

@@ -1,4 +1,4 @@
-"""Stage 2 of delivery, at claim time: is an alert muted? The one place that says so.
+"""Delivery's mute stage, at claim time: is an alert muted? The one place that says so.
 
 An alert is muted while an active silence matches its labels, or while another firing alert
 inhibits it (a crashed run is not also paged as stalled). A muted alert is recorded and shown, never
@@ -8,13 +8,14 @@ an acknowledged alert still gets its state changes, only no reminders (``compose
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.inhibition import InhibitIndex, InhibitRule
+from alerts.model import AlertState
 from alerts.silences import CompiledSilences, SilenceSpec, silenced_by
 from monitor.storage import views
 from monitor.storage.models import Alert
@@ -41,8 +42,14 @@ class Mutes:
         silences = views.active_silence_specs(s, now, compiled)
         firing = []
         if inhibit_rules:
-            firing = [dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == "firing"))]
+            firing = [
+                dict(a.labels) for a in s.scalars(select(Alert).where(Alert.state == AlertState.FIRING))
+            ]
         return cls(tuple(silences), tuple(firing), tuple(inhibit_rules), now)
+
+    def of(self, members: Iterable[tuple[Alert, object]]) -> dict[int, str]:
+        """The muted ones among a group's members: alert id -> why."""
+        return {a.id: why for a, _ in members if (why := self.reason(a.labels)) is not None}
 
     def reason(self, labels: Mapping[str, str]) -> str | None:
         """Why an alert with these labels is muted now, or None."""

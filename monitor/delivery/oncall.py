@@ -22,11 +22,13 @@ from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.silences import SilenceSpec
 from alerts.text import bad_character
 from monitor.delivery.actor import Actor
 from monitor.storage import audit_repo, groups_repo, outbox_store, views
 from monitor.storage.models import Alert, AlertGroup, AlertTransition, Silence
+from monitor.storage.statuses import NotificationKind
 
 MAX_SILENCE = 90 * 86400.0
 MAX_TEXT = 2000  # comments
@@ -120,10 +122,10 @@ def acknowledge(
                 f"ack:{alert.id}:{group.id}",
                 now,
                 receiver=group.receiver,
-                kind="ack",
+                kind=NotificationKind.ACK,
                 alert_id=alert.id,
                 group_id=group.id,
-                payload={"status": "firing"},
+                payload={"status": AlertState.FIRING},
             )
         done.append(alert)
     return done
@@ -147,7 +149,7 @@ def _note_on_timeline(s: Session, alert: Alert, text: str, now: float) -> None:
 
 def ack_run(s: Session, run_id: str, actor: Actor, comment: str | None, now: float) -> list[Alert]:
     """Acknowledge every firing alert of a run not yet taken; the ones acknowledged now."""
-    firing = [a for a in views.active_alerts(s, run_id) if a.state == "firing"]
+    firing = [a for a in views.active_alerts(s, run_id) if a.state == AlertState.FIRING]
     return acknowledge(s, firing, actor, comment, now)
 
 
@@ -290,7 +292,7 @@ def ack_group(s: Session, group: AlertGroup, alert_ids: Iterable[str], actor: Ac
     alerts = [
         a
         for a in groups_repo.alerts_of(s, group.id)
-        if a.state == "firing" and (not wanted or a.id in wanted)
+        if a.state == AlertState.FIRING and (not wanted or a.id in wanted)
     ]
     if not alerts:
         return Outcome("Nothing to acknowledge: the alerts have resolved.", 0)

@@ -1,33 +1,34 @@
-"""The notification pipeline, stage by stage (after Alertmanager's notify pipeline):
+"""The notification pipeline (after Alertmanager's notify pipeline), its stages in the order they run:
 
-1. enqueue (``enqueue``, in the engine's transaction): route, group, outbox row;
-2. claim (``storage.outbox_store``): due rows, one message per group at a time, with a lease; the
-   groups of a claim are locked and read together (a few statements for up to ``limit`` messages);
-3. mute (``mute``): silences and inhibition;
-4. compose (``compose``): the group's due rows into one ``GroupView``, or nothing worth telling;
-5. send (``alerts.outbox.Dispatcher`` -> a notifier), retried with backoff by the dispatcher;
-6. record (here): sent, with what it told of which alerts; a finished episode closes. A ``refresh``
-   (the same alerts told again to a receiver that forgets) leaves the group's timers alone. The
-   dispatcher hands over the outcomes of several sends at once (``record``: one transaction).
+0. enqueue (``enqueue``, in the engine's transaction): route, group, outbox row;
+1. claim (``claim``): due rows with a lease, one message per group at a time;
+2. mute (``mute``): which members are silenced or inhibited now;
+3. compose (``compose``, planned in ``plan``): each group's message, or a ``DropReason``;
+4. drop or send: a message is handed to the dispatcher (``alerts.outbox.Dispatcher`` -> a notifier,
+   retried with backoff), nothing to tell is recorded as dropped with its reason (``record.drops``);
+5. record (``record.outcomes``): sent, with what it told of which alerts (``told.Told``); a finished
+   episode closes. The dispatcher hands over the outcomes of several sends at once.
 
-``Pipeline`` is the ``OutboxStore`` the dispatcher drives: it claims and records; it never sends.
+``Pipeline`` is the ``OutboxStore`` the dispatcher drives: ``claim_due`` runs stages 1-4 in one
+transaction, ``record`` stage 5 in another; it never sends.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.inhibition import InhibitRule
-from alerts.outbox import ClaimedNotification, Outcome
+from alerts.outbox import ClaimedNotification, Outcome, SendStatus
 from alerts.silences import CompiledSilences
-from alerts.views import AlertView, GroupView
-from monitor.delivery.compose import Composer
+from monitor.delivery import record
+from monitor.delivery.claim import Claim, GroupBatch
+from monitor.delivery.compose import Composed, Composer
 from monitor.delivery.mute import Mutes
-from monitor.storage import groups_repo, outbox_store
-from monitor.storage.models import Notification
+from monitor.delivery.plan import DropReason
+from monitor.storage import outbox_store
 
 
 class Pipeline:
@@ -43,105 +44,42 @@ class Pipeline:
         self.inhibit_rules = tuple(inhibit_rules)
         # the silences' compiled matchers, kept while each is in force (shared with the web side)
         self.silences = silences or CompiledSilences()
+        self.dropped: Counter[DropReason] = Counter()  # messages with nothing to tell, by why (/metrics)
 
-    # ---- claim, mute, compose ---------------------------------------------------------------------
+    # ---- stages 1-4: claim, mute, compose, drop or send ------------------------------------------
     def claim_due(
         self, now: float, limit: int, worker: str, lease_seconds: float
     ) -> list[ClaimedNotification]:
-        """Claim up to ``limit`` messages in one transaction, set-based: the due rows, their groups locked
-        together, the groups' members, titles and runs read for all of them at once."""
-        claimed: list[ClaimedNotification] = []
+        """Claim up to ``limit`` messages in one transaction, set-based: a few statements for all."""
         with self.sessions.begin() as s:
-            groups: dict[int, list[Notification]] = defaultdict(list)
-            singles: list[Notification] = []
-            for row in outbox_store.due(s, now, limit * 4):
-                if row.group_id is None:
-                    singles.append(row)
-                else:
-                    groups[row.group_id].append(row)
-            taken = outbox_store.take_many(s, singles[:limit], worker, now, lease_seconds)
-            claimed += [ClaimedNotification(r.id, r.attempts, _single(r)) for r in singles if r.id in taken]
-            locked = outbox_store.lock_groups(s, list(groups))  # another replica's are left out
-            out = outbox_store.sending_groups(s, list(locked), now)  # a message of theirs is out
-            ready = [gid for gid in groups if gid in locked and gid not in out]
+            claim = Claim.open(s, now, limit, worker, lease_seconds)  # 1. claim
+            claimed = claim.singles
             mutes: Mutes | None = None
-            while ready and len(claimed) < limit:  # as many groups as may still be claimed, together
-                chunk, ready = ready[: limit - len(claimed)], ready[limit - len(claimed) :]
-                batches = []
-                for gid in chunk:
-                    rows = groups[gid]
-                    expired = [r for r in rows if r.status == "sending"]
-                    batches.append(expired[:1] if expired else rows)  # a re-send goes out as it was
-                taken = outbox_store.take_many(s, [b[-1] for b in batches], worker, now, lease_seconds)
-                batches = [b for b in batches if b[-1].id in taken]
-                for b in batches:
-                    outbox_store.merge(b, b[-1])
-                if mutes is None:
+            while len(claimed) < limit and (batches := claim.groups(limit - len(claimed))):
+                if mutes is None:  # 2. mute (read once per claim)
                     mutes = Mutes.load(s, now, self.inhibit_rules, self.silences)
-                pairs = [(locked[b[-1].group_id], b) for b in batches]
-                dropped = []
-                composed_all = self.composer.compose_many(s, pairs, mutes, now)
-                for (group, b), composed in zip(pairs, composed_all, strict=True):
-                    carrier = b[-1]
-                    if composed is None:
-                        dropped.append((carrier.id, group.id))
-                        continue
-                    told = {"announced": composed.announced, "resolved": composed.resolved}
-                    carrier.payload = {
-                        **(carrier.payload or {}),
-                        "told": {**told, "kind": composed.view.kind},
-                    }
-                    claimed.append(ClaimedNotification(carrier.id, carrier.attempts, composed.view))
-                if dropped:
-                    reason = "nothing to tell: muted, or never announced"
-                    outbox_store.set_statuses(s, [(i, "dropped", reason) for i, _ in dropped])
-                    s.flush()
-                    self._close_finished(s, [(g, now) for _, g in dropped])
+                muted = [mutes.of(b.members) for b in batches]
+                composed = self.composer.compose_many(s, batches, muted, now)  # 3. compose
+                sends, drops = drop_or_send(batches, composed)  # 4. drop or send
+                record.drops(s, drops, now, self.dropped)
+                claimed += sends
         return claimed
 
-    # ---- record ----------------------------------------------------------------------------------
+    # ---- stage 5: record -------------------------------------------------------------------------
     def record(self, outcomes: Sequence[Outcome]) -> None:
-        """Record the outcomes of several sends in one transaction, with a few statements for all of them
-        (``mark_sent``, ``mark_retry`` and ``mark_failed`` record one)."""
+        """Record the outcomes of several sends in one transaction (``mark_sent``, ``mark_retry`` and
+        ``mark_failed`` record one)."""
         with self.sessions.begin() as s:
-            sent = outbox_store.mark_sent_many(
-                s, [(o.id, o.now, o.ref) for o in outcomes if o.status == "sent"]
-            )
-            outbox_store.mark_retry_many(
-                s,
-                [(o.id, o.next_attempt_at or o.now, o.error or "") for o in outcomes if o.status == "retry"],
-            )
-            outbox_store.mark_failed_many(
-                s, [(o.id, o.error or "") for o in outcomes if o.status == "failed"]
-            )
-            messages, told, groups = [], [], []
-            for o in outcomes:
-                if o.id not in sent or sent[o.id][0] is None:
-                    continue
-                group_id, payload = sent[o.id]
-                t = (payload or {}).get("told") or {}
-                if t.get("kind") != "refresh":  # a refresh tells nothing new: the group's timers keep running
-                    messages.append((group_id, o.now, o.ref))
-                told.append((group_id, t.get("announced") or [], t.get("resolved") or [], o.now))
-                groups.append((group_id, o.now))
-            groups_repo.record_messages(s, messages)
-            groups_repo.mark_told_many(s, told)
-            self._close_finished(s, groups)
+            record.outcomes(s, outcomes)
 
     def mark_sent(self, id: int, now: float, ref: str | None) -> None:
-        self.record([Outcome(id, now, "sent", ref=ref)])
+        self.record([Outcome(id, now, SendStatus.SENT, ref=ref)])
 
     def mark_retry(self, id: int, now: float, next_attempt_at: float, error: str) -> None:
-        self.record([Outcome(id, now, "retry", next_attempt_at=next_attempt_at, error=error)])
+        self.record([Outcome(id, now, SendStatus.RETRY, next_attempt_at=next_attempt_at, error=error)])
 
     def mark_failed(self, id: int, now: float, error: str) -> None:
-        self.record([Outcome(id, now, "failed", error=error)])
-
-    @staticmethod
-    def _close_finished(s: Session, groups: Sequence[tuple[int, float]]) -> None:
-        """Close those of these episodes that are over (``enqueue.finished``): (group id, now) each."""
-        over = groups_repo.settled_among(s, [g for g, _ in groups])
-        groups_repo.close_many(s, [(g, now) for g, now in dict(groups).items() if g in over])
+        self.record([Outcome(id, now, SendStatus.FAILED, error=error)])
 
     # ---- figures ---------------------------------------------------------------------------------
     def backlog(self) -> int:
@@ -158,14 +96,17 @@ class Pipeline:
             return outbox_store.oldest_pending(s)
 
 
-def _single(row: Notification) -> GroupView:
-    """A notification outside any group (the watchdog's heartbeat)."""
-    p = row.payload or {}
-    data = p.get("alert") or {
-        "alertname": p.get("alertname", row.kind),
-        "severity": p.get("severity", "info"),
-        "labels": p.get("labels") or {},
-        "summary": (p.get("annotations") or {}).get("summary") or p.get("alertname", row.kind),
-        "started_at": p.get("started_at", row.created_at),
-    }
-    return GroupView.single(row.idempotency_key, row.receiver, AlertView.from_dict(data))
+def drop_or_send(
+    batches: Sequence[GroupBatch], composed: Sequence[Composed | DropReason]
+) -> tuple[list[ClaimedNotification], list[tuple[GroupBatch, DropReason]]]:
+    """Stage 4: a composed message goes out, its record on its carrier row (read back at stage 5);
+    nothing to tell is dropped, with the reason."""
+    sends, drops = [], []
+    for b, c in zip(batches, composed, strict=True):
+        if isinstance(c, DropReason):
+            drops.append((b, c))
+            continue
+        carrier = b.carrier
+        carrier.payload = c.told.into(carrier.payload)
+        sends.append(ClaimedNotification(carrier.id, carrier.attempts, c.view))
+    return sends, drops

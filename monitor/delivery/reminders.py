@@ -12,12 +12,13 @@ from sqlalchemy.orm import Session
 
 from alerts.grouping import GroupTiming, repeat_due
 from alerts.inhibition import InhibitRule
-from alerts.model import Severity
+from alerts.model import AlertState, Severity
 from alerts.silences import CompiledSilences
 from alerts.views import AlertView
 from monitor.delivery.mute import Mutes
 from monitor.storage import groups_repo, outbox_store
 from monitor.storage.models import AlertGroup
+from monitor.storage.statuses import NotificationKind
 
 
 def plan(
@@ -36,7 +37,9 @@ def plan(
     busy = groups_repo.with_backlog(s, [g.id for g in groups])
     for group in groups:
         live = [
-            (a, m) for a, m in members[group.id] if a.state == "firing" and mutes.reason(a.labels) is None
+            (a, m)
+            for a, m in members[group.id]
+            if a.state == AlertState.FIRING and mutes.reason(a.labels) is None
         ]
         # Before the backlog check: a change waiting for group_interval must not let the receiver forget
         # (a refresh made now is the group's backlog).
@@ -47,11 +50,15 @@ def plan(
             continue
         for alert, member in live:
             if member.announced_at is None:  # muted when it fired; its silence is over now
-                made += _row(s, f"announce:{alert.id}:{group.id}", now, group, alert.id, "change")
+                made += _row(
+                    s, f"announce:{alert.id}:{group.id}", now, group, alert.id, NotificationKind.CHANGE
+                )
         timing = GroupTiming(**group.timing)
         reminded = [a for a, m in live if m.announced_at is not None and not a.acked_at]
         if repeat_due(now, group.last_sent_at, timing, bool(reminded), acked=False):
-            made += _row(s, f"repeat:{group.id}:{group.last_sent_at:.3f}", now, group, None, "repeat")
+            made += _row(
+                s, f"repeat:{group.id}:{group.last_sent_at:.3f}", now, group, None, NotificationKind.REPEAT
+            )
     return made
 
 
@@ -63,10 +70,12 @@ def _refresh(s: Session, group: AlertGroup, live: list, every: float | None, now
     last = groups_repo.last_delivery(s, group.id) or group.last_sent_at
     if now - last < every:
         return 0
-    return _row(s, f"refresh:{group.id}:{last:.3f}", now, group, None, "refresh")
+    return _row(s, f"refresh:{group.id}:{last:.3f}", now, group, None, NotificationKind.REFRESH)
 
 
-def _row(s: Session, key: str, now: float, group: object, alert_id: int | None, kind: str) -> int:
+def _row(
+    s: Session, key: str, now: float, group: object, alert_id: int | None, kind: NotificationKind
+) -> int:
     n = outbox_store.enqueue_once(
         s,
         key,
@@ -75,7 +84,7 @@ def _row(s: Session, key: str, now: float, group: object, alert_id: int | None, 
         group_id=group.id,
         alert_id=alert_id,
         kind=kind,
-        payload={"status": "firing"},
+        payload={"status": AlertState.FIRING},
     )
     return int(n is not None)
 
@@ -86,7 +95,7 @@ def heartbeat(s: Session, receiver: str, interval: float, now: float) -> None:
         id="watchdog",
         alertname="Watchdog",
         severity=Severity.INFO,
-        state="firing",
+        state=AlertState.FIRING,
         labels={"alertname": "Watchdog"},
         summary="herowatch is alive (dead man's switch)",
         started_at=now,
@@ -97,6 +106,6 @@ def heartbeat(s: Session, receiver: str, interval: float, now: float) -> None:
         f"heartbeat:{receiver}:{int(now // interval)}",
         now,
         receiver=receiver,
-        kind="heartbeat",
+        kind=NotificationKind.HEARTBEAT,
         payload={"alert": alert.to_dict()},
     )

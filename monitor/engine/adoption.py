@@ -6,7 +6,7 @@ has seen enough again (``Evaluator.restore``)."""
 from __future__ import annotations
 
 import logging
-import zlib
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -18,14 +18,24 @@ from monitor.storage import alerts_repo, rule_state_repo, runs_repo
 from monitor.storage.series_tails import SeriesWrites
 
 if TYPE_CHECKING:
+    from monitor.engine.checkpoints import CheckpointCounter
     from monitor.engine.cycle import Engine
+    from monitor.engine.run_memory import RunMemory
 
 log = logging.getLogger(__name__)
 
 
 class Adoption:
-    def __init__(self, engine: Engine) -> None:
+    """``memory``: the runs it takes up or lets go; ``checkpoints``: told when a run's state is saved;
+    ``lock``: the engine's, held while a watch is taken up or let go."""
+
+    def __init__(
+        self, engine: Engine, memory: RunMemory, checkpoints: CheckpointCounter, lock: threading.RLock
+    ) -> None:
         self.engine = engine
+        self.memory = memory
+        self.checkpoints = checkpoints
+        self.lock = lock
         self._adopted: set[str] = set()
 
     @property
@@ -34,13 +44,13 @@ class Adoption:
 
     def adopt(self, watch: str) -> None:
         eng = self.engine
-        with eng._lock, eng.sessions() as s:
+        with self.lock, eng.sessions() as s:
             runs = runs_repo.runs_of_watch(s, watch)
             ids = {r.id for r in runs}
             states = rule_state_repo.load(s, ids)
             warm = 0
             for run in runs:
-                eng.remember(eng.keep(run))
+                self.memory.remember(self.memory.keep(run))
                 eng.stats_of(run, eng.watches[watch])
                 if eng.evaluator.import_state(run.id, states.get(run.id)):
                     warm += 1
@@ -61,7 +71,9 @@ class Adoption:
             for row in alerts_repo.load_active(s, [*ids, watch]):
                 if row.run_id in ids or row.run_id == watch:
                     status = alerts_repo.status_of(row)
-                    eng.evaluator.restore(row.run_id, row.rule, row.labels or {}, status, row.id)
+                    eng.evaluator.restore(
+                        row.run_id, row.rule, row.labels or {}, status, row.id, kind=row.kind
+                    )
                     restored += 1
         self._adopted.add(watch)
         log.info(
@@ -75,10 +87,12 @@ class Adoption:
     def let_go(self, watch: str) -> None:
         """Another replica polls this watch now: forget what this one knew, to re-read it on return."""
         eng = self.engine
-        with eng._lock:
-            for run in [*eng.runs_of(watch), watch]:  # and the watch's own source alerts
+        with self.lock:
+            for run in [*self.memory.runs_of(watch), watch]:  # and the watch's own source alerts
                 eng.forget(run)
-            eng._warm.discard(watch)
+            self.memory.cool(watch)
+            if eng.leases is not None:  # another replica reports its polls now
+                eng.source_polls.forget(watch)
         self._adopted.discard(watch)
         log.info("watch %s: handed over to another replica", watch)
 
@@ -89,21 +103,12 @@ class Adoption:
         for watch in list(self.adopted):
             if eng.leases is not None and not eng.leases.holds(s, f"poll:{watch}", now):
                 continue  # another replica has it now: its state is not ours to write
-            runs = eng.runs_of(watch)
+            runs = self.memory.runs_of(watch)
             self.save_state(s, runs, now)
             eng.series.unsaved(runs, series)
             saved += len(runs)
         series.flush(s)
         return saved
-
-    def checkpoint_due(self, run: str, every: int) -> bool:
-        """Count a poll of the run: is its detector state due to be saved (every ``every`` polls)? A run's
-        first save comes after 1 to ``every`` polls, by its id, so that the runs of a replica, polled
-        together from its start, do not all save on the same poll."""
-        polls = self.engine._polls_since_checkpoint
-        n = polls.get(run)
-        polls[run] = n = (zlib.crc32(run.encode()) % every if n is None else n) + 1
-        return n >= every
 
     def save_state(
         self, s: Session, runs: Iterable[str], now: float, into: dict[str, tuple[int, dict]] | None = None
@@ -117,4 +122,4 @@ class Adoption:
                     into[run] = (STATE_VERSION, state)
                 else:
                     rule_state_repo.save(s, run, STATE_VERSION, state, now)
-                eng._polls_since_checkpoint[run] = 0
+                self.checkpoints.saved(run)

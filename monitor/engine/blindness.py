@@ -19,7 +19,7 @@ import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from alerts.model import Finding, Severity
 from monitor.durations import format_duration
@@ -27,6 +27,7 @@ from monitor.engine.alert_events import AlertEvent
 from monitor.engine.coverage import RunCoverage
 from monitor.profiles.shape import Shape
 from monitor.profiles.suggest import hint, related, unused_keys
+from monitor.rules.absent import AbsentSpec
 from monitor.rules.base import ANY, STATE, STEP
 from monitor.rules.spec import RuleSpec
 
@@ -50,6 +51,7 @@ WORDS = {STEP: "the step counter", STATE: "the run state", ANY: "any data"}
 
 class BlindSpec(RuleSpec):
     kind: Literal["watching_blind"] = "watching_blind"
+    own: ClassVar[bool] = True
 
 
 @functools.cache
@@ -196,7 +198,7 @@ def causes(
 
 def absent_watched(rules: Iterable[tuple[RuleSpec, object]]) -> set[str]:
     """Metrics whose stopping an ``absent`` rule of the run already reports (its own alert)."""
-    return {rule.metric for rule, _ in rules if rule.kind == "absent" and rule.metric}
+    return {rule.metric for rule, _ in rules if isinstance(rule, AbsentSpec) and rule.metric}
 
 
 def _labels(watch: str, cause: str | None, scope: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -14,7 +14,6 @@ few polls and at shutdown (``checkpoint``), and read back when a watch is taken 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import defaultdict
@@ -25,20 +24,20 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
-from monitor import run_ids
 from monitor.config.schema import Watch
-from monitor.engine import run_memory
 from monitor.engine.adoption import Adoption
 from monitor.engine.batching import GroupCommit, WriteJob, Writes
 from monitor.engine.blind_watch import BlindWatch
+from monitor.engine.checkpoints import CheckpointCounter
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
 from monitor.engine.health_job import HealthJob
 from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, read_sources, stuck_after
-from monitor.engine.recording import Recorder
-from monitor.engine.run_memory import SHARED_NAMES_EVERY  # noqa: F401 (re-exported: where it was)
+from monitor.engine.recording import Delivery, Recorder
+from monitor.engine.run_memory import RunMemory, page_facts
+from monitor.engine.source_polls import SourcePolls
 from monitor.engine.step_times import StepTimes, skew_rule
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
@@ -76,7 +75,7 @@ class Engine:
         watches: list[Watch],
         sources: Mapping[str, Source],
         rules: RuleSet,
-        delivery: object,
+        delivery: Delivery,
         sessions: sessionmaker[Session],
         clock: Clock,
         leases: Leases | None = None,
@@ -85,29 +84,24 @@ class Engine:
     ) -> None:
         self.watches = {w.name: w for w in watches}
         self.layouts = layouts or Layouts()  # run kinds and panels the packs declare (rules.panels)
-        self._drawn = self.layouts.rules_drawn()  # rules whose figures the panels draw
+        self.drawn = self.layouts.rules_drawn()  # rules whose figures the panels draw
         self.leases = leases  # None: a single process does all the work (SQLite)
         self.sources = sources
         self.rules = rules
         self.sessions = sessions
         self.clock = clock
         self.speed = speed
-        self._run_watch: dict[str, str] = {}
-        self._watch_runs: dict[str, dict[str, None]] = defaultdict(dict)  # watch -> its runs, in order
-        self._run_labels: dict[str, dict[str, str]] = {}
-        self._run_state: dict[str, str | None] = {}
-        self._titles: dict[str, str] = {}  # run -> what people call it (monitor.run_ids.title)
-        self._ambiguous: frozenset[str] = frozenset()  # display names several runs share ...
-        self._ambiguous_at = -math.inf  # ... as read at this time (once a minute: one query, not per poll)
-        self.evaluator = Evaluator(self._rules_for_run, self._labels, self.title)
+        # held while a batch writes, a watch is taken up or let go, or source health is recorded
+        self.lock = threading.RLock()
+        self.memory = RunMemory(self.watches, sessions, self.lock)  # runs, cursors, warm watches
+        self.checkpoints = CheckpointCounter()  # polls of each run since its detector state was saved
+        self.source_polls = SourcePolls()  # what each watch's last poll of each source said (the API)
+        self.evaluator = Evaluator(self._rules_for_run, self.memory.labels, self.memory.title)
         self.fleet = FleetStep(self._rules_for_run)
         self.recorder = Recorder(self.evaluator, delivery, self.fleet.hints)
-        self.adoption = Adoption(self)
         self._stats: dict[str, RunStats] = {}
         self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
         self.blind = BlindWatch(self.evaluator, self.vocabulary)  # coverage and watching_blind
-        self._polls_since_checkpoint: dict[str, int] = {}
-        self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(watches)), thread_name_prefix="poll")
         self.pollers = {w.name: WatchPoller(w.name) for w in watches}
         for w in watches:
@@ -116,63 +110,26 @@ class Engine:
                 {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
             )
         self.step_times = {w.name: StepTimes(bound=w.clock_skew_bound) for w in watches}
-        self.last_poll_ok: dict[str, float] = {}  # source kind -> time of the last successful poll
-        self.last_poll_at: dict[str, float] = {}  # source kind -> time of the last poll, failed or not
-        self.last_error: dict[str, str | None] = {}
         self.phases = Phases()  # where the polls' time goes (bench/scale.py prints it)
         self.batches = GroupCommit(self._write_batch, self._written)  # polls finishing together: one batch
         self._pending: dict[str, WriteJob] = {}  # watch -> its poll handed to the writer last
-        self._runs: dict[str, Run] = {}  # the rows of the runs this process polls, as written
-        self._cursors: dict[str, dict[str, dict]] = {}  # source -> run -> cursor, as written
-        self._warm: set[str] = set()  # watches whose runs and cursors are in memory
-        self.leases_kept = LeaseKeeper(self)
-        self.health = HealthJob(self)
         self.series = SeriesTails()  # the newest chart buckets of each run, as written
+        self.adoption = Adoption(self, self.memory, self.checkpoints, self.lock)
+        self.leases_kept = LeaseKeeper(self)
+        self.health = HealthJob(self, self.memory, self.lock)
 
     # ---- wiring ---------------------------------------------------------------------------------
     def _rules_for_run(self, run: str):  # noqa: ANN202
-        watch = self.watches.get(self._run_watch.get(run, ""))
+        watch = self.memory.watch_of(run)
         if watch is None:
             return self.rules.for_run()
         return self.rules.for_run(watch.rules.overrides, watch.rules.disabled, watch.rule_settings())
 
-    def _labels(self, run: str) -> dict[str, str]:
-        labels = self._run_labels.get(run)
-        if labels is not None:
-            return labels
-        watch = self.watches.get(run)  # the watch itself carries its source alerts
-        return {**watch.labels, "watch": watch.name} if watch is not None else {}
-
     def title(self, run: str) -> str:
-        return self._titles.get(run, run)
-
-    def remember(self, run: Run) -> None:
-        self._titles[run.id] = run_ids.title(
-            run.display_name, run.name, run.project, run.display_name in self._ambiguous
-        )
-        self._index(run.id, run.watch)
-        self._run_state[run.id] = run.state
-        self._run_labels[run.id] = {
-            **self.watches[run.watch].labels,
-            **{k: str(v) for k, v in (run.labels or {}).items()},
-        }
-
-    def _index(self, run: str, watch: str) -> None:
-        old = self._run_watch.get(run)
-        if old != watch:
-            if old is not None:
-                self._watch_runs[old].pop(run, None)
-            self._run_watch[run] = watch
-            self._watch_runs[watch][run] = None
-
-    def keep(self, run: Run) -> Run:
-        """Hold the run's row in memory (unless it is already): the engine writes it from there."""
-        held = self._runs.setdefault(run.id, run)
-        self._index(held.id, held.watch)
-        return held
+        return self.memory.title(run)
 
     def runs_of(self, watch: str) -> list[str]:
-        return list(self._watch_runs.get(watch, ()))
+        return self.memory.runs_of(watch)
 
     def stats_of(self, run: Run, watch: Watch) -> RunStats:
         stats = self._stats.get(run.id)
@@ -182,13 +139,11 @@ class Engine:
         return stats
 
     def forget(self, run: str) -> None:
-        self._runs.pop(run, None)
-        for by_run in self._cursors.values():
-            by_run.pop(run, None)
+        self.memory.forget(run)
         self.series.forget(run)
         self.evaluator.drop(run)
         self._stats.pop(run, None)
-        self._polls_since_checkpoint.pop(run, None)
+        self.checkpoints.forget(run)
         self.blind.forget(run)
         self.fleet.forget(run)
         for st in self.step_times.values():
@@ -229,7 +184,7 @@ class Engine:
             return report
         with self.batches.reading():
             with self.phases.timed("read"):
-                known, names, cursors = run_memory.known(self, watch)
+                known, names, cursors = self.memory.known(watch, self.clock.time())
             budget = max(1.0, watch.poll_interval / self.speed)
             poller = self.pollers[watch_name]
             with self.phases.timed("sources"):
@@ -263,7 +218,7 @@ class Engine:
     def _write_batch(self, jobs: list[WriteJob]) -> None:
         """Write the polls of a batch in one transaction; a watch whose lease is gone is left out."""
         t0 = time.perf_counter()
-        with self._lock:
+        with self.lock:
             self.phases.add("lock wait", time.perf_counter() - t0, 0.0)
             try:
                 with self.phases.timed("write"), self.sessions.begin() as s:
@@ -299,21 +254,17 @@ class Engine:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
         for kind, res in results.items():
-            self.last_poll_at[kind] = now
+            self.source_polls.polled(watch.name, kind, now, res.error)
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:
-                runs_repo.apply_info(run_memory.run(self, s, info, watch.name, now, writes), info, watch.name)
+                runs_repo.apply_info(self.memory.run(s, info, watch.name, now, writes), info, watch.name)
             self.blind.note_gaps(kind, res.gaps)
             self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
                 samples_by_run[sample.run].append(sample)
             if res.error:
                 report.errors[kind] = res.error
-                self.last_error[kind] = res.error
-            else:
-                self.last_poll_ok[kind] = now
-                self.last_error[kind] = None
         unavailable = self.pollers[watch.name].health.unavailable(now)
         settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
@@ -322,8 +273,8 @@ class Engine:
         for run_id in sorted(run_ids):
             # samples for a run no source described: recorded minimally
             info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
-            run = run_memory.run(self, s, info, watch.name, now, writes)
-            self.remember(run)
+            run = self.memory.run(s, info, watch.name, now, writes)
+            self.memory.remember(run)
             run.last_polled_at = now
             samples = list(samples_by_run.get(run_id, ()))
             samples += self.fleet.ingest(s, watch, run_id, frames_by_run.get(run_id, ()))
@@ -332,7 +283,7 @@ class Engine:
                 run_id, samples, watch.metrics_profile, run.stats, watch.metrics
             )
             self.series.fold(s, run_id, runs_repo.fold_samples(run, samples), writes.series)
-            self._run_state[run_id] = run.state
+            self.memory.set_state(run_id, run.state)
             report.samples += len(samples)
             stats = self.stats_of(run, watch)
             for sample in samples:
@@ -347,7 +298,7 @@ class Engine:
                 **stats.snapshot(now, known),
                 "metrics_profile": self.vocabulary.describe(run_id),
                 "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
-                **run_memory.page_facts(self, run, watch, stats),
+                **page_facts(self.layouts, self.drawn, self.evaluator, run, watch, stats),
             }
             skew = self.evaluator.apply(
                 skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
@@ -361,19 +312,16 @@ class Engine:
             self.recorder.refresh(s, run_id, now)
             self.blind.refresh(s, run_id)
             report.events.extend(events)
-            if self.adoption.checkpoint_due(run_id, CHECKPOINT_POLLS):
+            if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
                 self.adoption.save_state(s, [run_id], now, writes.states)
         report.events.extend(self.health.record(s, watch, now))
-        blind = self.blind.check_watch(watch, self.runs_of(watch.name), self._run_state, now)
+        blind = self.blind.check_watch(watch, self.runs_of(watch.name), self.memory.states(), now)
         self.recorder.record(s, blind, now)
         self.blind.refresh(s, watch.name)
         report.events.extend(blind)
         for kind, res in results.items():
             if not res.error:
-                mine = self._cursors.setdefault(kind, {})
-                for run_id, cursor in res.cursors.items():
-                    mine[run_id] = dict(cursor)
-                    writes.cursors[(run_id, kind)] = mine[run_id]
+                self.memory.cursors_read(kind, res.cursors, writes)
         report.runs = len(run_ids)
 
     # ---- source health, on its own schedule -------------------------------------------------------
@@ -386,7 +334,7 @@ class Engine:
         """Save the state of every run of the watches this process still holds (at shutdown): the
         polls handed to the writer first (``Adoption.checkpoint``). Returns the number of runs saved."""
         self.batches.drain()
-        with self._lock, self.sessions.begin() as s:
+        with self.lock, self.sessions.begin() as s:
             return self.adoption.checkpoint(s, self.clock.time())
 
     def close(self) -> None:

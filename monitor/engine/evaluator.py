@@ -8,8 +8,7 @@ its methods: ``restore`` (an alert read back from storage after a restart), ``dr
 over to another replica), ``set_ref`` (the storage id of an instance), ``apply`` (a finding that comes
 from herowatch itself, such as source health), ``export_state``/``import_state`` (detector snapshots).
 
-The hot path is event-driven, so that replaying a million samples stays close to the cost of
-parsing them:
+The hot path is event-driven, so that replaying a million samples stays close to the cost of parsing them:
 
 - a sample goes only to the detectors that asked for its metrics (``Detector.inputs``), through a
   dispatch plan cached per set of metric names; a sample older than the run's newest that brings
@@ -35,7 +34,8 @@ from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
-from monitor.rules.spec import RuleSpec
+from monitor.rules.spec import OWN_KINDS, RuleSpec
+from monitor.rules.spike import SpikeSpec
 from monitor.samples import Sample
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
@@ -84,9 +84,8 @@ class Evaluator:
 
     def spike_score(self, run: str) -> float | None:
         """The highest latest spike score over the run's spike rules (None while warming up)."""
-        scores = [
-            s for rule, det in self.detectors(run) if rule.kind == "spike" and (s := det.score) is not None
-        ]
+        spikes = [det for rule, det in self.detectors(run) if isinstance(rule, SpikeSpec)]
+        scores = [s for det in spikes if (s := det.score) is not None]
         return max(scores) if scores else None
 
     # ---- open alerts ---------------------------------------------------------------------------
@@ -106,10 +105,16 @@ class Evaluator:
             alert.ref = ref
 
     def restore(
-        self, run: str, rule: str, labels: Mapping[str, str], status: AlertStatus, ref: int | None = None
+        self,
+        run: str,
+        rule: str,
+        labels: Mapping[str, str],
+        status: AlertStatus,
+        ref: int | None,
+        kind: str = "",
     ) -> None:
-        """Adopt an open alert read back from storage. Its rule's detector is looked at again at the
-        next evaluation; until its state is known (``import_state``) it may not resolve."""
+        """Adopt an open alert read back from storage (``kind``: its rule's, as stored). Its detector is seen
+        again at the next evaluation; until its state is known (``import_state``) it may not resolve."""
         rr = self._run(run)
         fp = fingerprint(labels)
         slot = rr.slot_named(rule)
@@ -117,10 +122,9 @@ class Evaluator:
         key = AlertKey(spec, run, dict(labels), fp) if spec is not None else None
         if key is None:  # herowatch's own alerts (source health), or a rule gone from the config
             existing = self._open.get(fp)
-            key = (
-                existing.key if existing is not None else AlertKey(_orphan_rule(rule), run, dict(labels), fp)
-            )
-            if not rule.startswith(("source_", "clock_", "watching_")):  # herowatch's own: re-applied
+            orphan = AlertKey(RuleSpec(name=rule, kind="orphan"), run, dict(labels), fp)
+            key = existing.key if existing is not None else orphan
+            if kind not in OWN_KINDS:  # herowatch's own rules are applied again at every poll
                 rr.orphans.add(fp)
         self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
         if slot is not None:
@@ -393,7 +397,3 @@ class Evaluator:
             if alert is not None:
                 alert.cold = False
         return taken
-
-
-def _orphan_rule(name: str) -> RuleSpec:
-    return RuleSpec(name=name, kind="orphan")

@@ -5,6 +5,7 @@ fenced by its lease (one whose lease is gone is let go)."""
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -16,17 +17,22 @@ from monitor.samples import TERMINAL_STATES
 
 if TYPE_CHECKING:
     from monitor.engine.cycle import Engine
+    from monitor.engine.run_memory import RunMemory
 
 
 class HealthJob:
-    def __init__(self, engine: Engine) -> None:
+    """``memory``: the watches' runs and their states; ``lock``: the engine's, held while evaluating."""
+
+    def __init__(self, engine: Engine, memory: RunMemory, lock: threading.RLock) -> None:
         self.engine = engine
+        self.memory = memory
+        self.lock = lock
 
     def check(self, watch_name: str | None = None) -> list[AlertEvent]:
         """Evaluate the ``source_unavailable`` alerts of a watch (default: of every watch held) now."""
         eng = self.engine
         names = [watch_name] if watch_name is not None else sorted(eng.adopted)
-        with eng._lock:
+        with self.lock:
             now = eng.clock.time()
             pending: dict[str, list[AlertEvent]] = {}
             for name in names:
@@ -56,8 +62,9 @@ class HealthJob:
     def events(self, watch: Watch, now: float) -> list[AlertEvent]:
         eng = self.engine
         health = eng.pollers[watch.name].health
-        runs = eng.runs_of(watch.name)
-        affected = [r for r in runs if eng._run_state.get(r) not in TERMINAL_STATES]
+        runs = self.memory.runs_of(watch.name)
+        states = self.memory.states()
+        affected = [r for r in runs if states.get(r) not in TERMINAL_STATES]
         events = []
         for kind in watch.targets():
             finding = health.finding(kind, now, affected, any_known=bool(runs))

@@ -5,24 +5,32 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from alerts.model import AlertState
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.storage import alerts_repo
+from monitor.storage.models import Alert
 
 log = logging.getLogger(__name__)
+
+
+class Delivery(Protocol):
+    """Where an alert's state changes go on (``monitor.delivery.enqueue.Enqueuer``): called in the
+    cycle's transaction, for firing and resolved only."""
+
+    def on_transition(self, s: Session, alert: Alert, to_state: AlertState, now: float) -> object: ...
 
 
 Hinter = Callable[[Session, AlertEvent, float], "dict[str, Any] | None"]
 
 
 class Recorder:
-    def __init__(self, evaluator: Evaluator, delivery: object, hints: Hinter | None = None) -> None:
+    def __init__(self, evaluator: Evaluator, delivery: Delivery, hints: Hinter | None = None) -> None:
         self.evaluator = evaluator
-        self.delivery = delivery  # has on_transition(session, alert_row, to_state, now)
+        self.delivery = delivery
         self.hints = hints  # culprit hints for an alert that fires (``engine.fleet``)
 
     def record(self, s: Session, events: Iterable[AlertEvent], now: float) -> None:
@@ -48,7 +56,7 @@ class Recorder:
             if tr.to_state.active:
                 self.evaluator.set_ref(key.fingerprint, row.id)
             if tr.to_state in (AlertState.FIRING, AlertState.RESOLVED):
-                self.delivery.on_transition(s, row, tr.to_state.value, now)
+                self.delivery.on_transition(s, row, tr.to_state, now)
             log.info(
                 "alert %s %s -> %s for %s: %s",
                 key.rule.name,

@@ -26,6 +26,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 from monitor.engine.run_rules import Feed, RunRules, Slot
+from monitor.rules.base import HOT, RAN_OUT, Stop
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
@@ -42,7 +43,7 @@ class Group:
         self.leader, self.followers = self.members[0], self.members[1:]
         self.hot_slots: list[Slot] = []  # the members hot at the sample time it stopped at
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         members = self.members
         k = self.leader.observe_shared(self.followers, samples, i, end)
         hot = k > i and any(m.hot for m in members)  # (hot only after a sample taken)
@@ -54,7 +55,7 @@ class Group:
             i += 1
             hot = any(m.hot for m in members)
         if not hot:
-            return i, 0
+            return i, RAN_OUT
         hot_slots = {id(slot): slot for m, slot in zip(members, self.slots, strict=True) if m.hot}
         t = samples[i - 1].t
         while i < end and samples[i].t == t:  # the rest of that sample time
@@ -65,7 +66,7 @@ class Group:
                     hot_slots[id(slot)] = slot
             i += 1
         self.hot_slots = list(hot_slots.values())
-        return i, 2
+        return i, HOT
 
 
 def split(rr: RunRules, plan: list[Feed]) -> tuple[list, list[Feed]]:
@@ -121,7 +122,7 @@ def observe_segment(
     free, sync = split(rr, plan)
     n_free = len(free)
     cursor = [i] * n_free
-    stopped = [0] * n_free  # 2: hot, 1: a clocked one due, at the end of the sample time before its cursor
+    stopped = [RAN_OUT] * n_free  # why each stopped, at the end of the sample time before its cursor
     masked = [False] * n_free
     fed = {id(f[1]) for f in plan}
     unfed = [d for d, _ in rr.clocks if id(d) not in fed]  # their wake_at moves only when evaluated
@@ -181,13 +182,13 @@ def observe_segment(
                 slot = free[m][2]
                 if masked[m]:
                     slot.queued = masked[m] = False
-                if stopped[m] == 2:
+                if stopped[m] == HOT:
                     if slot is None:  # a group: the members that turned hot
                         for member in free[m][1].hot_slots:
                             rr.queue(member)
                     else:
                         rr.queue(slot)
-                stopped[m] = 0
+                stopped[m] = RAN_OUT
         if pos < j and samples[pos].t != samples[pos - 1].t:
             events += evaluate(samples[pos - 1].t)
     return events

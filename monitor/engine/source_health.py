@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from alerts.model import Finding, Severity
 from monitor.durations import format_duration
@@ -36,6 +36,7 @@ MAX_LISTED = 10
 
 class SourceHealthSpec(RuleSpec):
     kind: Literal["source_unavailable"] = "source_unavailable"
+    own: ClassVar[bool] = True
 
 
 @functools.cache  # built once per source kind and wait, not per poll

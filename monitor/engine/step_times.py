@@ -21,7 +21,7 @@ import statistics
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import ClassVar, Literal
 
 from alerts.model import Finding, Severity
 from monitor.durations import format_duration
@@ -34,6 +34,7 @@ LAGS_KEPT = 5  # polls whose newest-row lag is remembered; the median decides
 
 class ClockSkewSpec(RuleSpec):
     kind: Literal["clock_skew"] = "clock_skew"
+    own: ClassVar[bool] = True
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, last_step, register
+from monitor.rules.base import RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -67,7 +67,7 @@ class AbsentDetector(Detector[AbsentSpec]):
         else:
             self.wake_at = self.seen_at + self.rule.after
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         # a segment's samples carry the same metrics and no state: with the metric, each sets seen_at
         # to its time and wake_at after it; none can be due, so the state is the last one's
         if i >= end or self.metric not in samples[i].metrics or self.rule.after <= 0:
@@ -78,7 +78,7 @@ class AbsentDetector(Detector[AbsentSpec]):
         if step is not None:
             self.step = step
         self.wake_at = t + self.rule.after if self.state in RUNNING_OR_UNKNOWN else math.inf
-        return end, 0
+        return end, RAN_OUT
 
     def evaluate(self, now: float) -> Finding:
         m = self.metric

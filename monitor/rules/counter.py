@@ -19,7 +19,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -82,7 +82,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         self._expire(sample.t)
         self.hot = self.total >= self.rule.increase
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path: with nothing in the window, samples that bring no increase (the common
         case: a counter that stays put, a count of 0) in a loop; the others through ``observe``."""
         m, cumulative = self.metric, self._cumulative
@@ -106,7 +106,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:
                     return stop
-        return i, 0
+        return i, RAN_OUT
 
     def _expire(self, now: float) -> None:
         events, horizon = self.events, now - self.rule.window

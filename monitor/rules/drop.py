@@ -25,7 +25,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAX_WINDOW, SortedValues
 from monitor.samples import Sample
@@ -107,7 +107,7 @@ class DropDetector(Detector[DropSpec]):
             self._close(b)
         self._b, self._sum, self._count = b, v, 1
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path: a value into the open bucket (``observe``'s common case) in a loop on
         local copies of the bucket; a value that opens a bucket (or resets) through ``observe``."""
         m, width, gap = self.metric, self._width, self._reset_gap
@@ -140,7 +140,7 @@ class DropDetector(Detector[DropSpec]):
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:
                     return stop
-        return i, 0
+        return i, RAN_OUT
 
     def _close(self, now_bucket: float) -> None:
         """The open bucket is complete: move the windows on and judge."""

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, last_step, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -141,7 +141,7 @@ class EndedDetector(Detector[EndedSpec]):
         if sig.news or (self.hot and sample.step is not None):
             self._arm()  # (a finished run's last rows may still bring it to its target)
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         # a segment's samples carry no state: without the cause metrics they bring nothing but steps
         sig = self.signals
         names = samples[i].metrics if i < end else ()
@@ -158,7 +158,7 @@ class EndedDetector(Detector[EndedSpec]):
         step = last_step(samples, i, end)
         if step is not None:
             sig.step = step
-        return end, 0
+        return end, RAN_OUT
 
     def _arm(self) -> None:
         """``hot`` when it holds now; ``wake_at`` when the grace of a crash runs out."""

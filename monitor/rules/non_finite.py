@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from alerts.model import Finding
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -61,7 +61,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             self.bad = None  # judged, or the same step logged again, finite (a correction)
         self.hot = self.bad is not None
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot:
             return super().observe_many(samples, i, end)
         m = self.metric
@@ -78,7 +78,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             last = s
         if last is not None:
             self.value, self.step = last.metrics[m], last.step
-        return i, 0
+        return i, RAN_OUT
 
     def evaluate(self, now: float) -> Finding:
         v = self.value

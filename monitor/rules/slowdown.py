@@ -34,7 +34,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
 from monitor.samples import Sample
@@ -148,7 +148,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self.bucket_start = [t, step]
         self.values.append(value)
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
         common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""
         if self._metric is not None:
@@ -182,7 +182,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:
                     return stop
-        return i, 0
+        return i, RAN_OUT
 
     def reset(self) -> None:
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from alerts.model import Severity
 from monitor.durations import Duration
 
+OWN_KINDS: set[str] = set()  # the kinds of herowatch's own rules (``RuleSpec.own``)
 Importance = Literal["essential", "queried"]
 
 
@@ -17,6 +18,15 @@ class RuleSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
     kind_name: ClassVar[str] = ""
+    # herowatch's own rules (source health, clock skew, watching blind): built by the engine, not read
+    # from a rule file, and applied again at every poll (a subclass sets it; a rule file cannot)
+    own: ClassVar[bool] = False
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.own:
+            OWN_KINDS.add(cls.model_fields["kind"].default)
 
     name: str
     kind: str

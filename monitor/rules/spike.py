@@ -33,7 +33,7 @@ from pydantic import Field, model_validator
 
 from alerts.model import Finding, Severity
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.spike_baseline import SpikeBaseline
 from monitor.rules.windows import MAX_WINDOW
@@ -154,7 +154,7 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.caught = [v, step, (y - med) / b.sigma_eff(), b.raw(med), b.raw(med + b.needed())]
         self.judged = False
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot or self._follower:
             return super().observe_many(samples, i, end)
         b = self.baseline
@@ -165,7 +165,7 @@ class SpikeDetector(Detector[SpikeSpec]):
             if not floor:
                 self._catch()
             return self._stop(samples, k, end)
-        return k, 0
+        return k, RAN_OUT
 
     def observe_shared(
         self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int

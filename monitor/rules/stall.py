@@ -34,7 +34,7 @@ from pydantic import Field
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules import stall_batch
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, Stop, register
 from monitor.rules.schedule import COVER, PauseSchedule, usual
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAX_WINDOW, median_of_sorted
@@ -187,7 +187,7 @@ class StallDetector(Detector[StallSpec]):
         else:
             self.wake_at = math.inf
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         return stall_batch.observe_many(self, samples, i, end, REFRESH, 2 * MIN_INTERVALS)
 
     def _step(self, step: int, t: float) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from monitor.rules.base import RUNNING_OR_UNKNOWN
+from monitor.rules.base import RAN_OUT, RUNNING_OR_UNKNOWN, Stop
 from monitor.samples import Sample
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def observe_many(
     det: StallDetector, samples: Sequence[Sample], i: int, end: int, refresh: int, young: int
-) -> tuple[int, int]:
+) -> tuple[int, Stop]:
     """``Detector.observe_many`` for a stall detector; ``refresh``: the intervals between two
     refreshes of the median and p99, ``young``: below this many intervals they refresh at each one."""
     counter, floor, soonest = det._counter_name, det.rule.floor, det._soonest
@@ -88,4 +88,4 @@ def observe_many(
             if det.hot or det.wake_at <= s.t:
                 return det._stop(samples, i, end)
             first, first_at = det.first_step, det.first_step_at
-    return i, 0
+    return i, RAN_OUT

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import ANY, RUNNING_OR_UNKNOWN, Detector, last_step, register
+from monitor.rules.base import ANY, RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, last_step, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -72,7 +72,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
             since = self.last_data if self.last_data is not None else self.first_seen
             self.wake_at = since + self.rule.after
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         # a segment's samples carry metrics and no state: each sets last_data to its time and
         # wake_at after it; none can be due, so the state is the last one's
         after = self.rule.after
@@ -87,7 +87,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         if step is not None:
             self.last_step = step
         self.wake_at = t + after
-        return end, 0
+        return end, RAN_OUT
 
     def evaluate(self, now: float) -> Finding:
         if self.state not in RUNNING_OR_UNKNOWN:

@@ -23,7 +23,7 @@ from pydantic import Field, model_validator
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -113,7 +113,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             return
         self._roll(b, sample.t, v)
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         if self.hot:
             return super().observe_many(samples, i, end)
         m, above, below, after = self.metric, self._above, self._below, self._after
@@ -133,7 +133,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             if last is not None:
                 self._sample, self.figure = last, last.metrics[m]
                 self.cond = self.hot = False
-            return i, 0
+            return i, RAN_OUT
         width = self._width
         ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
         while i < end:
@@ -159,7 +159,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
         if last is not None:
             self._sample = last
-        return i, 0
+        return i, RAN_OUT
 
     def _roll(self, b: float, t: float, v: float) -> None:
         """A sample opens a new bucket: close the open one, drop old ones, judge the window."""

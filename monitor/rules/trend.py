@@ -27,7 +27,7 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import Detector, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
 from monitor.samples import Sample
@@ -112,7 +112,7 @@ class TrendDetector(Detector[TrendSpec]):
             self.hit = next((k for k, w in enumerate(self.windows) if w["hit"]), None)
             self.cond = self.hot = self.hit is not None
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, int]:
+    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path: a value into the open bucket (``observe``'s common case) in a loop; a
         value that closes a bucket (or rewinds) through ``observe``."""
         m, log = self.metric, self._log
@@ -138,7 +138,7 @@ class TrendDetector(Detector[TrendSpec]):
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:
                     return stop
-        return i, 0
+        return i, RAN_OUT
 
     def _add(self, k: int, t: float, step: int | None, x: float, min_points: int) -> list | None:
         """One value into window ``k``; the bucket it closed, if any (the window is then judged)."""

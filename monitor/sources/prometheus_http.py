@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from monitor.sources.prometheus_config import PrometheusTarget
+from monitor.sources.prometheus_series import Get, http_get
 
 log = logging.getLogger("monitor.sources.prometheus_source")
 
@@ -84,6 +85,14 @@ class PrometheusHttp:
 
     def close(self) -> None:
         self._client.close()
+
+    def plain_get(self, cfg: PrometheusTarget) -> Get:
+        """The server's HTTP API with this client's token, without retries or the concurrency limit
+        (for the no-series hints: a hint, not a poll)."""
+        headers = {**cfg.headers, "Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return http_get(self._client, cfg.url, headers, cfg.timeout)
 
     def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
         """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""

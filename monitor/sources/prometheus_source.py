@@ -54,7 +54,7 @@ from monitor.sources.prometheus_config import (
 from monitor.sources.prometheus_fleet import PREFIX as FLEET_PREFIX
 from monitor.sources.prometheus_fleet import FleetNotes, assemble, fleet_texts
 from monitor.sources.prometheus_http import Counter, PrometheusHttp, QueryFailed, Request, Series
-from monitor.sources.prometheus_series import EmptyQueries, Get, http_get
+from monitor.sources.prometheus_series import EmptyQueries, Get
 
 log = logging.getLogger(__name__)
 
@@ -302,7 +302,4 @@ class PrometheusSource:
 
     def _lookup(self, cfg: PrometheusTarget) -> Get:
         """The server's HTTP API for the no-series hints (no retries: a hint, not a poll)."""
-        headers = {**cfg.headers, "Accept": "application/json"}
-        if self._http._token:
-            headers["Authorization"] = f"Bearer {self._http._token}"
-        return http_get(self._http._client, cfg.url, headers, cfg.timeout)
+        return self._http.plain_get(cfg)

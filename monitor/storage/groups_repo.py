@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy import bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from alerts.model import AlertState
 from monitor.storage.models import Alert, AlertGroup, GroupMember, Notification
+from monitor.storage.statuses import BUSY, OutboxStatus
 from monitor.storage.types import EpochTime
 
 GROUPS, MEMBERS = AlertGroup.__table__, GroupMember.__table__  # executemany statements go to the tables
-
-BUSY = ("pending", "sending")
 
 
 def open_group(s: Session, key: str) -> AlertGroup | None:
@@ -98,7 +98,7 @@ def with_backlog(s: Session, group_ids: Sequence[int]) -> set[int]:
 def settled(s: Session, group_id: int) -> bool:
     """Have all the group's alerts resolved, with nothing of it waiting to be sent? (One query.)"""
     unresolved = exists().where(
-        GroupMember.group_id == group_id, GroupMember.alert_id == Alert.id, Alert.state != "resolved"
+        GroupMember.group_id == group_id, GroupMember.alert_id == Alert.id, Alert.state != AlertState.RESOLVED
     )
     busy = exists().where(Notification.group_id == group_id, Notification.status.in_(BUSY))
     return not s.scalar(select(or_(unresolved, busy)))
@@ -168,7 +168,9 @@ def settled_among(s: Session, group_ids: Sequence[int]) -> set[int]:
     if not group_ids:
         return set()
     unresolved = exists().where(
-        GroupMember.group_id == AlertGroup.id, GroupMember.alert_id == Alert.id, Alert.state != "resolved"
+        GroupMember.group_id == AlertGroup.id,
+        GroupMember.alert_id == Alert.id,
+        Alert.state != AlertState.RESOLVED,
     )
     busy = exists().where(Notification.group_id == AlertGroup.id, Notification.status.in_(BUSY))
     q = select(AlertGroup.id).where(
@@ -203,7 +205,7 @@ def last_delivery(s: Session, group_id: int) -> float | None:
     """When the group's receiver last got any message of it (refreshes included)."""
     return s.scalar(
         select(func.max(Notification.sent_at)).where(
-            Notification.group_id == group_id, Notification.status == "sent"
+            Notification.group_id == group_id, Notification.status == OutboxStatus.SENT
         )
     )
 

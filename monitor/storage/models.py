@@ -19,6 +19,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from monitor.storage.statuses import OutboxStatus
 from monitor.storage.types import EpochTime
 
 NAMING = {
@@ -173,11 +174,12 @@ class Notification(Base):
     group_id: Mapped[int | None] = mapped_column(
         ForeignKey("alert_groups.id", ondelete="CASCADE"), index=True
     )
-    kind: Mapped[str] = mapped_column(String(16), default="change", server_default="change")  # change|repeat
+    kind: Mapped[str] = mapped_column(
+        String(16), default="change", server_default="change"
+    )  # NotificationKind
     merged_into: Mapped[int | None] = mapped_column(Integer)  # sent as part of that notification
     receiver: Mapped[str] = mapped_column(String(128))
-    # pending | sending | sent | failed | merged (went out with a later one) | muted (silenced/inhibited)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default=OutboxStatus.PENDING.value)  # an OutboxStatus
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     next_attempt_at: Mapped[float] = mapped_column(EpochTime)

@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, func, or_, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import AlertGroup, Notification
+from monitor.storage.statuses import BUSY, NotificationKind, OutboxStatus
 from monitor.storage.types import EpochTime
 
 OUTBOX = Notification.__table__  # executemany statements go to the table (one round trip for a batch)
@@ -22,7 +23,7 @@ def enqueue_once(
     now: float,
     *,
     receiver: str,
-    kind: str = "change",
+    kind: NotificationKind = NotificationKind.CHANGE,
     payload: dict[str, Any] | None = None,
     next_attempt_at: float | None = None,
     alert_id: int | None = None,
@@ -36,7 +37,7 @@ def enqueue_once(
         idempotency_key=key,
         kind=kind,
         receiver=receiver,
-        status="pending",
+        status=OutboxStatus.PENDING,
         payload=payload or {},
         attempts=0,
         created_at=now,
@@ -58,8 +59,8 @@ def due(s: Session, now: float, limit: int) -> list[Notification]:
         select(Notification)
         .where(
             or_(
-                (Notification.status == "pending") & (Notification.next_attempt_at <= now),
-                (Notification.status == "sending") & (Notification.claim_expires_at <= now),
+                (Notification.status == OutboxStatus.PENDING) & (Notification.next_attempt_at <= now),
+                (Notification.status == OutboxStatus.SENDING) & (Notification.claim_expires_at <= now),
             )
         )
         .order_by(Notification.id)
@@ -86,7 +87,7 @@ def sending_groups(s: Session, group_ids: Sequence[int], now: float) -> set[int]
         return set()
     q = select(Notification.group_id).where(
         Notification.group_id.in_(list(group_ids)),
-        Notification.status == "sending",
+        Notification.status == OutboxStatus.SENDING,
         Notification.claim_expires_at > now,
     )
     return set(s.scalars(q.distinct()))
@@ -104,7 +105,7 @@ def take_many(s: Session, rows: Sequence[Notification], worker: str, now: float,
                 [(r.id, r.status, r.attempts) for r in rows]
             )
         )
-        .values(status="sending", claimed_by=worker, claim_expires_at=now + lease)
+        .values(status=OutboxStatus.SENDING, claimed_by=worker, claim_expires_at=now + lease)
         .returning(Notification.id)
         .execution_options(synchronize_session=False)
     )
@@ -115,10 +116,10 @@ def merge(rows: Sequence[Notification], carrier: Notification) -> None:
     """These rows go out as part of ``carrier``'s message."""
     for r in rows:
         if r is not carrier:
-            r.status, r.merged_into = "merged", carrier.id
+            r.status, r.merged_into = OutboxStatus.MERGED, carrier.id
 
 
-def set_statuses(s: Session, items: Sequence[tuple[int, str, str | None]]) -> None:
+def set_statuses(s: Session, items: Sequence[tuple[int, OutboxStatus, str | None]]) -> None:
     """Set these rows' status, their claims released: (id, status, reason) each, one executemany."""
     if items:
         s.execute(
@@ -140,7 +141,7 @@ def mark_sent_many(
         update(OUTBOX)
         .where(OUTBOX.c.id == bindparam("n_id"))
         .values(
-            status="sent",
+            status=OutboxStatus.SENT,
             sent_at=bindparam("n_now", type_=EpochTime()),
             external_ref=bindparam("n_ref"),
             attempts=OUTBOX.c.attempts + 1,
@@ -164,7 +165,7 @@ def mark_retry_many(s: Session, items: Sequence[tuple[int, float, str]]) -> None
             update(OUTBOX)
             .where(OUTBOX.c.id == bindparam("n_id"))
             .values(
-                status="pending",
+                status=OutboxStatus.PENDING,
                 next_attempt_at=bindparam("n_next", type_=EpochTime()),
                 last_error=bindparam("n_error"),
                 attempts=OUTBOX.c.attempts + 1,
@@ -181,7 +182,7 @@ def mark_failed_many(s: Session, items: Sequence[tuple[int, str]]) -> None:
             update(OUTBOX)
             .where(OUTBOX.c.id == bindparam("n_id"))
             .values(
-                status="failed",
+                status=OutboxStatus.FAILED,
                 last_error=bindparam("n_error"),
                 attempts=OUTBOX.c.attempts + 1,
                 claim_expires_at=None,
@@ -191,18 +192,19 @@ def mark_failed_many(s: Session, items: Sequence[tuple[int, str]]) -> None:
 
 
 def backlog(s: Session) -> int:
-    q = select(func.count()).select_from(Notification).where(Notification.status.in_(("pending", "sending")))
+    q = select(func.count()).select_from(Notification).where(Notification.status.in_(BUSY))
     return s.scalar(q) or 0
 
 
 def failed(s: Session) -> int:
     return (
-        s.scalar(select(func.count()).select_from(Notification).where(Notification.status == "failed")) or 0
+        s.scalar(
+            select(func.count()).select_from(Notification).where(Notification.status == OutboxStatus.FAILED)
+        )
+        or 0
     )
 
 
 def oldest_pending(s: Session) -> float | None:
     """When the oldest undelivered notification was written (None: nothing waits)."""
-    return s.scalar(
-        select(func.min(Notification.created_at)).where(Notification.status.in_(("pending", "sending")))
-    )
+    return s.scalar(select(func.min(Notification.created_at)).where(Notification.status.in_(BUSY)))

@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, defer
 
+from alerts.model import AlertState
 from alerts.silences import CompiledSilences, SilenceSpec, StoredSilence
 from monitor.storage.models import Alert, AlertTransition, Run, SeriesBucket, SeriesMeta, Silence
 from monitor.storage.series import BucketView, metrics_of, read_series
 
-ACTIVE_STATES = ("pending", "firing")
+ACTIVE_STATES = (AlertState.PENDING, AlertState.FIRING)
 
 
 def ping(session: Session) -> None:
@@ -152,13 +154,18 @@ def alert_counts(session: Session, by: str = "run") -> list[tuple[str, str, str,
 
 
 # ---- silences -----------------------------------------------------------------------------------
-def silence_state(row: Silence, now: float) -> str:
+SilenceState = Literal["pending", "active", "expired"]  # not yet in force, in force, over
+
+
+def silence_state(row: Silence, now: float) -> SilenceState:
     if now < row.starts_at:
         return "pending"
     return "active" if now < row.ends_at else "expired"
 
 
-def list_silences(session: Session, now: float, state: str | None = None, limit: int = 500) -> list[Silence]:
+def list_silences(
+    session: Session, now: float, state: SilenceState | None = None, limit: int = 500
+) -> list[Silence]:
     """Silences, those still in force first (by end), then expired ones (newest end first)."""
     q = select(Silence)
     if state == "active":

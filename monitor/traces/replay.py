@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from alerts.model import AlertState
 from monitor.engine.blindness import Blind, absent_watched, apply, causes, describe, open_causes, run_findings
 from monitor.engine.coverage import RunCoverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
@@ -373,7 +374,7 @@ class Replayer:
         for ev in events:
             rev = to_replay_event(ev)
             self.events.append(rev)
-            if rev.state == "firing":
+            if rev.state == AlertState.FIRING:
                 summary = self.summaries[run]
                 summary.fired[rev.severity] += 1
                 summary.rules_fired[rev.rule] += 1

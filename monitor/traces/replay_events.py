@@ -105,9 +105,9 @@ def pages(events: Iterable[ReplayEvent]) -> list[ReplayEvent]:
     out = []
     for e in events:
         labels = {"run": e.run, "severity": e.severity, **({SYMPTOM: e.symptom} if e.symptom else {})}
-        if e.state == "resolved":
+        if e.state == AlertState.RESOLVED:
             firing.pop(e.fingerprint, None)
-        elif e.state == "firing" and e.severity != "info":
+        elif e.state == AlertState.FIRING and e.severity != "info":
             if not joins(labels, firing.values()):
                 out.append(e)
             firing[e.fingerprint] = labels
@@ -138,9 +138,8 @@ class ReplayResult:
     summaries: dict[str, RunSummary]
 
     def firing(self, severity: str | None = None) -> list[ReplayEvent]:
-        return [
-            e for e in self.events if e.state == "firing" and (severity is None or e.severity == severity)
-        ]
+        firing = [e for e in self.events if e.state == AlertState.FIRING]
+        return [e for e in firing if severity is None or e.severity == severity]
 
     def pages(self) -> list[ReplayEvent]:
         """The firings that would notify someone, as delivery decides (``pages``)."""

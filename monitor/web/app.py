@@ -87,7 +87,7 @@ def create_app(
         if on_start:
             on_start()
         _end_stale_sessions(ctx)
-        ctx.polls.attach(getattr(ctx.service, "scheduler", None))
+        ctx.polls.attach(ctx.service.scheduler if ctx.service is not None else None)
         try:
             yield
         finally:

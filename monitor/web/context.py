@@ -6,7 +6,7 @@ All "now" comes from the service's clock (the demo's runs 30x fast; tests move a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,6 +19,8 @@ from monitor.web.poll_counter import PollCounter
 from monitor.web.stats_cache import StatsCache
 
 if TYPE_CHECKING:
+    from monitor.delivery.pipeline import Pipeline
+    from monitor.engine.cycle import Engine
     from monitor.service import Service
 
 DEFAULT_POLL_INTERVAL = 60.0
@@ -31,9 +33,9 @@ class ApiContext:
     clock: Clock
     settings: Settings
     poll_intervals: dict[str, float] = field(default_factory=dict)  # watch -> seconds
-    engine: Any = None  # monitor.engine.cycle.Engine, when a poller runs in this process
-    outbox: Any = None  # monitor.delivery.pipeline.Pipeline
-    service: Any = None
+    engine: Engine | None = None  # when a poller runs in this process
+    outbox: Pipeline | None = None
+    service: Service | None = None
     polls: PollCounter = field(default_factory=PollCounter)
     stats_cache: StatsCache = field(default_factory=StatsCache)
     layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
+from alerts.model import AlertState
 from alerts.silences import SilenceSpec, silenced_by
 from monitor import run_ids
 from monitor.durations import format_duration
@@ -74,7 +75,7 @@ def alert_out(
         state=a.state,
         labels={k: str(v) for k, v in (a.labels or {}).items()},
         summary=ann.get("summary") or a.rule,
-        resolved_reason=(ann.get("resolved_reason") or None) if a.state == "resolved" else None,
+        resolved_reason=(ann.get("resolved_reason") or None) if a.state == AlertState.RESOLVED else None,
         description=ann.get("description"),
         runbook_url=(ann.get("runbook_url") or "").replace("{runbooks}", "/runbooks") or None,
         value=num(a.value),
@@ -105,7 +106,7 @@ def hints_out(stored: dict[str, Any] | None) -> HintsOut | None:
 
 def alert_order(a: AlertOut) -> tuple:
     """Firing before pending, critical first, then the longest-standing."""
-    return (a.state != "firing", SEVERITY_RANK.get(a.severity, 9), a.fired_at or a.active_at, a.id)
+    return (a.state != AlertState.FIRING, SEVERITY_RANK.get(a.severity, 9), a.fired_at or a.active_at, a.id)
 
 
 # ---- goodput ------------------------------------------------------------------------------------
@@ -189,7 +190,7 @@ def assess(
 ) -> Verdict:
     """The run's health colour and what is wrong, in words, most urgent first. A run whose rules
     cannot see is never Healthy: nothing would page if it were not."""
-    firing = sorted((a for a in alerts if a.state == "firing"), key=alert_order)
+    firing = sorted((a for a in alerts if a.state == AlertState.FIRING), key=alert_order)
     loud = [a for a in firing if a.severity in ("critical", "warning")]
     if loud:
         # the headline is the worst alert nobody has yet: an acknowledged warning never hides a critical
@@ -215,7 +216,7 @@ def assess(
         return Verdict("warning", f"Source unreadable: {run.source_error}")
     if run.last_polled_at is not None and now - run.last_polled_at > STALE_POLLS * interval:
         return Verdict("warning", f"Not polled for {ago(now - run.last_polled_at)} (every {ago(interval)})")
-    pending = sorted((a for a in alerts if a.state == "pending"), key=alert_order)
+    pending = sorted((a for a in alerts if a.state == AlertState.PENDING), key=alert_order)
     if pending:
         return Verdict("warning", f"Pending: {pending[0].summary}")
     if ongoing is not None and ongoing["kind"] in INCIDENT_WORDS:
@@ -265,8 +266,8 @@ def run_fields(
     )
     rate = 0.0 if stopped else num(stats.get("steps_per_second"))
     eta = None if stopped else num(stats.get("eta_seconds"))
-    firing = Counter(a.severity for a in alerts if a.state == "firing")
-    pending = Counter(a.severity for a in alerts if a.state == "pending")
+    firing = Counter(a.severity for a in alerts if a.state == AlertState.FIRING)
+    pending = Counter(a.severity for a in alerts if a.state == AlertState.PENDING)
     return {
         "id": run.id,
         "watch": run.watch,

@@ -93,7 +93,7 @@ def harness(server, sqlite_url):
 
 def _outage_then_recovery(h: Harness, inject, polls: int, every: float = 60.0) -> None:
     h.minute(20)  # healthy: the stall detector learns the cadence
-    assert h.service.engine.last_error.get("wandb") is None
+    assert h.service.engine.source_polls.error("wandb") is None
     assert notifications(h.service) == []
     inject()
     first = h.minute(1)
@@ -196,7 +196,7 @@ def test_run_deleted_mid_watch(server: WandbStandin, sqlite_url: str) -> None:
 
             states = {r.name: r.state for r in s.query(Run)}
         assert states == {"keep": "running", "gone": "deleted"}
-        assert h.service.engine.last_error.get("wandb") is None
+        assert h.service.engine.source_polls.error("wandb") is None
         assert false_pages(h.service) == [], "a deleted run was paged as stalled"
         assert notifications(h.service) == []
     finally:

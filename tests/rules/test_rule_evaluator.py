@@ -320,3 +320,19 @@ def test_odd_values_from_a_buggy_source_are_cleaned_at_the_boundary():
         ev.observe(clean(raw))
         ev.evaluate("r", T0 + i)
     assert "loss_nonfinite" in {k.rule.name for k, _ in ev.alerts("r")}  # the Inf, as a number
+
+
+def test_a_restored_alert_of_herowatchs_own_rule_waits_for_it_a_gone_rules_resolves():
+    """herowatch's own rules (``RuleSpec.own``: source health, clock skew, watching blind) are applied
+    again at every poll, so their restored alerts wait for that; an alert of a rule gone from the config
+    resolves at once. Told apart by the stored kind, whatever the rule is called."""
+    ev = Evaluator(lambda run: [])
+    status = AlertStatus(AlertState.FIRING, T0, fired_at=T0, last_true_at=T0)
+    ev.restore(
+        "w", "source_unavailable", {"alertname": "source_unavailable"}, status, 1, kind="source_unavailable"
+    )
+    ev.restore("w", "sources_gone", {"alertname": "sources_gone"}, status, 2, kind="threshold")
+    assert blind_rule().own and not rule(name="x", kind="threshold", metric="m", above=1.0).own
+    assert [(e.key.rule.name, e.transition.to_state) for e in ev.evaluate("w", T0 + 60)] == [
+        ("sources_gone", AlertState.RESOLVED)
+    ]

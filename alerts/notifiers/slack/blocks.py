@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from alerts.clock import isoformat
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value
 from alerts.views import AlertView, GroupView
 
@@ -115,11 +116,11 @@ def _alert_line(a: AlertView) -> str:
     bits = [f"{_STATE_ICON.get(a.state, ':grey_question:')} *{esc(a.alertname)}* {esc(a.state)}"]
     if a.summary:
         bits[0] += f" — {esc(a.said_now)}"
-    if a.value is not None and a.state != "resolved":  # a resolved alert's value is of the past
+    if a.value is not None and a.state != AlertState.RESOLVED:  # a resolved alert's value is of the past
         bits.append(_value_vs_threshold(a))
     if a.step is not None:
         bits.append(f"step {num(a.step)}")
-    if a.state == "resolved" and a.ended_at:
+    if a.state == AlertState.RESOLVED and a.ended_at:
         bits.append(f"lasted {format_duration(a.ended_at - a.started_at, 2)}")
     if a.acked_by:
         bits.append(f"acked by {_user(a.acked_by)}")
@@ -168,10 +169,10 @@ def _links(view: GroupView, dashboard_base: str | None) -> list[str]:
 
 def headline(view: GroupView, alert: AlertView) -> str:
     """One line for notifications and screen readers, about ``alert``."""
-    word = "RESOLVED" if alert.state == "resolved" else _badge(view, alert)[1]
+    word = "RESOLVED" if alert.state == AlertState.RESOLVED else _badge(view, alert)[1]
     run = f" on {view.where}" if view.run else ""
     text = f"{word}: {alert.alertname}{run} — {alert.said_now}".rstrip(" —")
-    if alert.value is not None and alert.state != "resolved":
+    if alert.value is not None and alert.state != AlertState.RESOLVED:
         text += f" (value {num(alert.value)}"
         if alert.threshold is not None:
             text += f", threshold {num(alert.threshold)}"
@@ -194,9 +195,9 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
         }
     ]
     what = f"*{esc(lead.summary)}*"
-    if lead.state == "resolved":  # what is true now first; what it fired with as past
+    if lead.state == AlertState.RESOLVED:  # what is true now first; what it fired with as past
         what = f"*Now: {esc(lead.resolved_reason or 'resolved')}*\nWas: {esc(lead.summary)}"
-    if lead.description and lead.state != "resolved":
+    if lead.description and lead.state != AlertState.RESOLVED:
         what += f"\n{esc(lead.description)}"
     if view.resolved:
         ends = [a.ended_at for a in view.alerts if a.ended_at]
@@ -288,7 +289,7 @@ def reply_message(view: GroupView) -> Message:
         if hints:
             blocks.append(_section(hints))
         return Message(text=headline(view, news), blocks=blocks)
-    resolved = [a for a in changed if a.state == "resolved"]
+    resolved = [a for a in changed if a.state == AlertState.RESOLVED]
     names = ", ".join(esc(a.alertname) for a in resolved)
     if resolved and view.resolved:
         head = f":large_green_circle: *Resolved* — {names}; all alerts cleared."

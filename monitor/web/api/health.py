@@ -40,8 +40,8 @@ def readiness(ctx: ApiContext) -> ReadyOut:
     for kind, interval in sorted(ctx.source_intervals().items()):
         # "Polled recently" means the poll loop runs, not that the source answered: a W&B outage is an
         # alert (source_unavailable), and must not take the dashboard out of the load balancer.
-        last = engine.last_poll_at.get(kind)
-        error = engine.last_error.get(kind)
+        last = engine.source_polls.last_poll_at(kind)
+        error = engine.source_polls.error(kind)
         limit = STALE_POLLS * interval
         if last is not None and now - last <= limit:
             checks[f"source:{kind}"] = "ok" + (f" (last poll failed: {error})" if error else "")

@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 from monitor import __version__
+from monitor.delivery.plan import DropReason
 from monitor.runs.goodput import LOST
 from monitor.storage import views
 from monitor.web.context import STALE_POLLS, ApiContext
@@ -70,10 +71,12 @@ class HerowatchCollector(Collector):
             labels=["source"],
         )
         for kind, interval in sorted(ctx.source_intervals().items()):
-            t = engine.last_poll_ok.get(kind)
+            t = engine.source_polls.last_ok(kind)
             if t is not None:
                 last.add_metric([kind], t)
-            fresh = t is not None and now - t <= STALE_POLLS * interval and not engine.last_error.get(kind)
+            fresh = (
+                t is not None and now - t <= STALE_POLLS * interval and not engine.source_polls.error(kind)
+            )
             up.add_metric([kind], 1.0 if fresh else 0.0)
         yield last
         yield up
@@ -118,7 +121,7 @@ class HerowatchCollector(Collector):
         yield made
 
     def _gc(self) -> Iterator[Metric]:
-        policy = getattr(self.ctx.service, "gc_policy", None)
+        policy = self.ctx.service.gc_policy if self.ctx.service is not None else None
         if policy is None:
             return
         pauses = CounterMetricFamily(
@@ -142,7 +145,7 @@ class HerowatchCollector(Collector):
             "Seconds one attempt to send a notification took, by receiver, its kind and the outcome",
             labels=["receiver", "kind", "outcome"],
         )
-        stats = getattr(ctx.service, "send_latency", None)
+        stats = ctx.service.send_latency if ctx.service is not None else None
         for (receiver, kind, outcome), h in sorted((stats.snapshot() if stats else {}).items()):
             latency.add_metric([receiver, kind, outcome], h.cumulative(), h.total)
         yield latency
@@ -164,7 +167,14 @@ class HerowatchCollector(Collector):
         except Exception:
             log.exception("metrics: outbox unreadable")
             return
-        yield from (backlog, age, failed)
+        dropped = CounterMetricFamily(
+            "herowatch_notifications_dropped",
+            "Messages that had nothing to tell when they came due, by why (since this process started)",
+            labels=["reason"],
+        )
+        for why in DropReason:
+            dropped.add_metric([why.value], float(ctx.outbox.dropped[why]))
+        yield from (backlog, age, failed, dropped)
 
     def _runs(self) -> Iterator[Metric]:
         err = GaugeMetricFamily(

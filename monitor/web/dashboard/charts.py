@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from alerts.model import AlertState
 from monitor.rules.panels import Panel
 from monitor.storage import views
 from monitor.web.dashboard.panel_data import panel_charts
@@ -131,7 +132,11 @@ def chart_payload(
     markers = []
     seen = set()
     for t in run.timeline:
-        if t.to_state == "firing" and t.from_state != "firing" and (t.rule, t.step) not in seen:
+        if (
+            t.to_state == AlertState.FIRING
+            and t.from_state != AlertState.FIRING
+            and (t.rule, t.step) not in seen
+        ):
             seen.add((t.rule, t.step))
             markers.append(
                 {"step": t.step, "t": epoch(t.at), "kind": "alert", "label": t.rule, "severity": t.severity}

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from alerts.model import Severity
+from alerts.model import AlertState, Severity
 from monitor.rules.panels import OTHER
 from monitor.storage import raster_read, runs_repo, views
 from monitor.web import status
@@ -70,9 +70,9 @@ def group_alerts(active: Sequence[AlertOut]) -> dict[str, list[AlertOut]]:
             groups["info"].append(a)
         elif a.acknowledged:
             groups["acknowledged"].append(a)
-        elif a.state == "firing":
+        elif a.state == AlertState.FIRING:
             groups["firing"].append(a)
-        elif a.state == "pending":
+        elif a.state == AlertState.PENDING:
             groups["pending"].append(a)
     return groups
 

@@ -9,6 +9,7 @@ import logging
 from sqlalchemy.orm import Session
 
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.notifiers.slack.interactions import SlashCommand
 from monitor import run_ids
 from monitor.delivery import oncall
@@ -100,7 +101,9 @@ def _ack_run(s: Session, run: Run, actor: Actor, now: float) -> Reply:
     done = oncall.ack_run(s, run.id, actor, COMMENT, now)
     title = _title(run)
     if not done:
-        taken = {a.acked_by for a in views.active_alerts(s, run.id) if a.state == "firing" and a.acked_by}
+        taken = {
+            a.acked_by for a in views.active_alerts(s, run.id) if a.state == AlertState.FIRING and a.acked_by
+        }
         if taken:
             return Reply(
                 f"Every alert firing on {title} is already acknowledged (by {', '.join(sorted(taken))})."
@@ -118,7 +121,7 @@ def _silence(s: Session, run: Run, seconds: float, reason: str, actor: Actor, no
     row = oncall.create_silence(
         s, [f'run="{run.id}"'], actor=actor, comment=reason, now=now, duration=seconds
     )
-    firing = sum(1 for a in views.active_alerts(s, run.id) if a.state == "firing")
+    firing = sum(1 for a in views.active_alerts(s, run.id) if a.state == AlertState.FIRING)
     muted = f"; it mutes the {firing} alert{'s' if firing != 1 else ''} firing now" if firing else ""
     return Reply(
         f"Silenced {_title(run)} for {format_duration(seconds)} (until {slack_time(row.ends_at)}) as "

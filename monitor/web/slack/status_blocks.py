@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from alerts.durations import format_duration
+from alerts.model import AlertState
 from alerts.notifiers.slack.blocks import clip, esc, link
 from monitor.web.schemas import AlertOut, RunOut
 from monitor.web.slack.replies import Reply
@@ -86,7 +87,7 @@ def alert_line(snap: Snapshot, a: AlertOut) -> str:
 def run_text(snap: Snapshot, run: RunOut, base: str | None, alerts: Sequence[AlertOut], detail: bool) -> str:
     lines = [f"{ICON.get(run.health, ':white_circle:')} {run_link(run, base)}: {esc(run.problem)}"]
     lines.append(progress(snap, run))
-    firing = [a for a in alerts if a.state == "firing" or detail]
+    firing = [a for a in alerts if a.state == AlertState.FIRING or detail]
     for a in firing[:MAX_ALERTS]:
         lines.append("• " + alert_line(snap, a))
     if len(firing) > MAX_ALERTS:
