@@ -1,6 +1,6 @@
 """people: the audit trail, personal API tokens, and the role of a dashboard session
 
-Revision ID: i33_people_audit
+Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-04 12:45:00
 
@@ -10,7 +10,7 @@ Sessions started before this revision were started with the shared token: their 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "i33_people_audit"
+revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
