@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.storage.models import Base
+from monitor.storage.base import Base
 from monitor.storage.types import EpochTime
 
 
