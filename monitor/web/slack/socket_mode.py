@@ -151,12 +151,22 @@ class SocketMode:
 
     def stop(self) -> None:
         self._stop.set()
-        if self.client is not None:
-            self.client.close()
+        self._close()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         if self._thread is not None:
             self._thread.join(5)
+        self._close()  # a connection the supervisor was opening while we closed: closed once it is open
+
+    def _close(self) -> None:
+        session = getattr(self.client, "current_session", None)
+        try:
+            if self.client is not None:
+                self.client.close()
+            if session is not None:
+                session.close()
+        except Exception as exc:  # noqa: BLE001 - closing what is already half closed
+            log.debug("Slack Socket Mode: closing: %s", exc)
 
     def _supervise(self) -> None:
         """The first connection, retried until Slack answers (after it, slack-sdk reconnects by itself);
@@ -169,6 +179,9 @@ class SocketMode:
                 try:
                     client.connect()
                     self.connected_once = True
+                    if self._stop.is_set():  # stopped while connecting: this connection must not stay
+                        self._close()
+                        break
                 except Exception as exc:  # noqa: BLE001 - Slack down, a bad token: said, and retried
                     log.warning("cannot open a Slack Socket Mode connection (again in %gs): %s", delay, exc)
                     self._stop.wait(delay)
