@@ -62,7 +62,12 @@ def test_a_flickering_wandb_outage_is_at_most_one_message_and_no_stall_page(tmp_
         print("what notified the channel:", dump(stack))
         assert len([p for p in new if "source_unavailable" in p]) <= 1, dump(stack)
         assert not [p for p in new if "progress_stalled" in p], dump(stack)
-        assert len(alerts_of(hw, "source_unavailable")) == 1, "one outage, one alert"
+        # one outage, one alert that fired (on a loaded box a later poll may time out on its own: a new,
+        # short failure that is pending, not this outage coming back)
+        outages = alerts_of(hw, "source_unavailable")
+        fired = [a for a in outages if a["fired_at"]]
+        seen = [(a["state"], a["active_at"], a["fired_at"], a["summary"][:120]) for a in outages]
+        assert len(fired) == 1, f"one outage, one alert that fired: {seen}"
         assert alerts_of(hw, "progress_stalled") == []
 
         # ---- the stall rule judges again: a hang after the outage pages -----------------------
