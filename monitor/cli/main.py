@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -12,8 +11,11 @@ import typer
 
 from monitor import __version__
 from monitor.cli.alert import alert_app
+from monitor.cli.common import fail, settings_or_exit, setup_logging
 from monitor.cli.db import db_app
 from monitor.cli.emit import emit_app
+from monitor.cli.history import backfill_command, record_command
+from monitor.cli.loading import load
 from monitor.cli.replay import replay_command
 from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
@@ -45,38 +47,10 @@ app.command(
     "docs/examples/llmc-gpt2-124m.jsonl).",
 )(replay_command)
 app.command("report")(report_command)
+app.command("record")(record_command)
+app.command("backfill")(backfill_command)
 
 log = logging.getLogger("herowatch")
-
-
-def _logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-    )
-    for noisy in ("apscheduler", "httpx", "uvicorn.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.secho(message, err=True, fg=typer.colors.RED)
-    return typer.Exit(code)
-
-
-def _settings(database_url: str | None = None, listen: str | None = None):  # noqa: ANN202
-    from monitor.settings import load_settings
-
-    try:
-        return load_settings(database_url=database_url, listen=listen)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _load(config: Path):  # noqa: ANN202
-    from monitor.cli.loading import load
-
-    return load(config)
 
 
 @app.command("check-config")
@@ -93,9 +67,9 @@ def check_config(
     each watch's metrics profile and, from the database, the one detected for each run.
     """
     try:
-        cfg, rules = _load(config)
+        cfg, rules = load(config)
     except ConfigError as exc:
-        raise _fail(exc.render()) from None
+        raise fail(exc.render()) from None
     typer.echo(
         f"{config}: OK: {len(cfg.watch)} watch entr{'y' if len(cfg.watch) == 1 else 'ies'}, "
         f"{len(rules.rules)} rules, {len(cfg.receivers)} receiver(s)"
@@ -112,7 +86,7 @@ def check_config(
     if explain:
         from monitor.cli.explain import explain as lines
 
-        typer.echo("\n".join(lines(cfg, rules.rules, _settings(database_url).database_url)))
+        typer.echo("\n".join(lines(cfg, rules.rules, settings_or_exit(database_url).database_url)))
 
 
 @app.command()
@@ -132,12 +106,12 @@ def doctor(
     --json: ok, exit, problems, warnings, unchecked, items (level, subject, what, fix, cause), runs.
     """
     try:
-        cfg, rules = _load(config)
+        cfg, rules = load(config)
     except ConfigError as exc:
-        raise _fail(exc.render()) from None
+        raise fail(exc.render()) from None
     from monitor.cli.doctor import run_doctor
 
-    raise typer.Exit(run_doctor(cfg, rules, _settings(), as_json))
+    raise typer.Exit(run_doctor(cfg, rules, settings_or_exit(), as_json))
 
 
 @app.command("example-config")
@@ -157,7 +131,7 @@ def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
     try:
         service.claim_database()
     except DatabaseInUse as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     api = create_app(service, on_start=service.start, on_stop=service.stop)
     typer.echo(
         f"herowatch {__version__}: API and dashboard on http://{host}:{port}  (Ctrl-C stops)", err=True
@@ -188,18 +162,18 @@ def serve(
     from alerts.clock import SystemClock
     from monitor.service import SchemaNotReady, build_service
 
-    _logging(log_level)
-    settings = _settings(database_url, listen)
+    setup_logging(log_level)
+    settings = settings_or_exit(database_url, listen)
     try:
-        cfg, _ = _load(config)
+        cfg, _ = load(config)
         service = build_service(cfg, settings, SystemClock(), base_dir=config.parent, config_path=str(config))
     except ConfigError as exc:  # found while building (a receiver's secret is missing): with its line
         from monitor.config.yamlpos import add_lines
 
         located = add_lines(exc, config.read_text(encoding="utf-8")) if exc.path == str(config) else exc
-        raise _fail(located.render()) from None
+        raise fail(located.render()) from None
     except SchemaNotReady as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     _serve(service, settings, settings.host, settings.port)
 
 
@@ -226,17 +200,17 @@ def demo(
     from monitor.service import DatabaseInUse, build_service, lock_sqlite
     from monitor.settings import data_dir
 
-    _logging("WARNING")
+    setup_logging("WARNING")
     fresh = database_url is None
     if fresh:
         db_file = data_dir() / "demo.db"
         db_file.parent.mkdir(parents=True, exist_ok=True)
         database_url = f"sqlite:///{db_file}"
-    settings = _settings(database_url)
+    settings = settings_or_exit(database_url)
     try:  # before any file is touched: a second demo must not delete the running one's database
         lock = lock_sqlite(settings.database_url)
     except DatabaseInUse as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if fresh:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db_file}{suffix}").unlink(missing_ok=True)
@@ -259,131 +233,6 @@ def demo(
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login) + "\n" + person, err=True)
     demo_history.start(cfg, settings)  # last week's runs, for /reports, played in the background
     _serve(service, settings, host, port)
-
-
-@app.command()
-def record(
-    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
-    out: Path = typer.Option(
-        ..., "--out", "-o", help="trace file to write (JSON Lines, docs/trace-format.md)"
-    ),
-    duration: str = typer.Option(
-        None, "--duration", "-d", help="stop after this long, e.g. 90s, 2h [default: until Ctrl-C]"
-    ),
-    append: bool = typer.Option(False, help="append to --out instead of replacing it"),
-) -> None:
-    """Record what the pollers read into a trace, for `herowatch replay` and for rule tests.
-
-    No rules run and nothing is stored in the database. Ctrl-C stops cleanly: everything read so far
-    is in the file.
-    """
-    import time
-
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from alerts.clock import SystemClock
-    from monitor.durations import parse_duration
-    from monitor.sources.registry import make_source
-    from monitor.traces.recorder import Recorder
-    from monitor.traces.recorder import record as run_record
-    from monitor.traces.trace import TraceWriter
-
-    _logging("WARNING")
-    try:
-        seconds = parse_duration(duration) if duration else None
-    except ValueError as exc:
-        raise _fail(f"--duration: {exc}") from None
-    try:
-        cfg, _ = _load(config)
-    except ConfigError as exc:
-        raise _fail(exc.render()) from None
-    settings = _settings()
-    sources = {k: make_source(k, settings) for k in sorted({k for w in cfg.watch for k in w.targets()})}
-    with TraceWriter(out, append=append) as writer:
-        rec = Recorder(cfg.watch, sources, writer, SystemClock())
-        columns = [TextColumn("recording {task.fields[n]} samples"), BarColumn(), TimeElapsedColumn()]
-        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
-            task = bar.add_task("record", total=seconds, n=0)
-            try:
-                n = run_record(
-                    rec,
-                    seconds,
-                    time.sleep,
-                    lambda elapsed, count: bar.update(task, completed=elapsed, n=count),
-                )
-            except KeyboardInterrupt:
-                n = writer.count
-    for src in sources.values():
-        src.close()
-    typer.echo(f"wrote {n} samples to {out}" + (f" ({rec.late} arrived late)" if rec.late else ""))
-
-
-@app.command()
-def backfill(
-    config: Path = typer.Option(..., "--config", "-c", help="the watch config file (YAML)"),
-    watch: str = typer.Option(..., "--watch", "-w", help="the watch entry whose runs to load"),
-    run: list[str] = typer.Option(
-        None, "--run", "-r", help="only these run ids [default: every run the watch selects]"
-    ),
-    out: Path = typer.Option(None, "--out", "-o", help="also write the samples to this trace file"),
-    database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
-) -> None:
-    """Load runs' whole history (e.g. a finished run) into the database, for the dashboard and goodput.
-
-    No rule runs and nothing is notified: events of the past page nobody today. A later
-    `herowatch serve` continues from where the backfill stopped.
-    """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    from alerts.clock import SystemClock
-    from monitor.service import SchemaNotReady, prepare_database
-    from monitor.sources.registry import make_source
-    from monitor.storage.db import make_sessionmaker
-    from monitor.traces.backfill import backfill as run_backfill
-    from monitor.traces.trace import TraceWriter
-
-    _logging("WARNING")
-    try:
-        cfg, _ = _load(config)
-    except ConfigError as exc:
-        raise _fail(exc.render()) from None
-    chosen = next((w for w in cfg.watch if w.name == watch), None)
-    if chosen is None:
-        raise _fail(f"{config}: no watch named {watch!r}; known: {', '.join(w.name for w in cfg.watch)}")
-    settings = _settings(database_url)
-    try:
-        db = prepare_database(settings)
-    except SchemaNotReady as exc:
-        raise _fail(str(exc)) from None
-    sources = {k: make_source(k, settings) for k in chosen.targets()}
-    writer = TraceWriter(out) if out else None
-    columns = [TextColumn("backfill {task.fields[run]}"), BarColumn(), MofNCompleteColumn()]
-    try:
-        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as bar:
-            task = bar.add_task("backfill", total=None, run="")
-            report = run_backfill(
-                chosen,
-                sources,
-                make_sessionmaker(db),
-                SystemClock(),
-                run or (),
-                writer,
-                lambda r, done, total: bar.update(task, completed=done, total=total, run=r),
-            )
-    except RuntimeError as exc:
-        raise _fail(f"cannot list the runs of {watch}: {exc}", 1) from None
-    finally:
-        if writer:
-            writer.close()
-        for src in sources.values():
-            src.close()
-        db.dispose()
-    for r, n in report.runs.items():
-        typer.echo(f"{r}: {n} samples loaded")
-    for r, e in report.errors.items():
-        typer.secho(f"{r}: failed: {e}", err=True, fg=typer.colors.RED)
-    if report.errors:
-        raise typer.Exit(1)
 
 
 @app.command()
