@@ -12,7 +12,7 @@ db_app = typer_app(
 
 
 def _settings(database_url: str | None):  # noqa: ANN202
-    from monitor.cli.main import _settings as settings_of
+    from monitor.cli.common import settings_or_exit as settings_of
 
     return settings_of(database_url)
 

@@ -42,7 +42,8 @@ def report_command(
         herowatch report --from 2026-11-23 --to 2026-11-30 -w hero-70b -f json
     """
     from alerts.clock import SystemClock
-    from monitor.cli.main import _load, _settings
+    from monitor.cli.common import settings_or_exit as _settings
+    from monitor.cli.loading import load as _load
     from monitor.reports import period as periods
     from monitor.reports.make import make, render
     from monitor.service import SchemaNotReady, prepare_database
