@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 
 from monitor.cli.common import fail, settings_or_exit, setup_logging
-from monitor.cli.loading import load
 from monitor.config.errors import ConfigError
 
 
@@ -45,7 +44,7 @@ def record_command(
     except ValueError as exc:
         raise fail(f"--duration: {exc}") from None
     try:
-        cfg, _ = load(config)
+        cfg, _ = _load(config)
     except ConfigError as exc:
         raise fail(exc.render()) from None
     settings = settings_or_exit()
@@ -94,7 +93,7 @@ def backfill_command(
 
     setup_logging("WARNING")
     try:
-        cfg, _ = load(config)
+        cfg, _ = _load(config)
     except ConfigError as exc:
         raise fail(exc.render()) from None
     chosen = next((w for w in cfg.watch if w.name == watch), None)
@@ -134,3 +133,9 @@ def backfill_command(
         typer.secho(f"{r}: failed: {e}", err=True, fg=typer.colors.RED)
     if report.errors:
         raise typer.Exit(1)
+
+
+def _load(config: Path):  # noqa: ANN202
+    from monitor.cli.loading import load  # lazy: the rules and sources stay out of a plain --help
+
+    return load(config)

@@ -15,7 +15,6 @@ from monitor.cli.common import fail, settings_or_exit, setup_logging
 from monitor.cli.db import db_app
 from monitor.cli.emit import emit_app
 from monitor.cli.history import backfill_command, record_command
-from monitor.cli.loading import load
 from monitor.cli.replay import replay_command
 from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
@@ -67,7 +66,7 @@ def check_config(
     each watch's metrics profile and, from the database, the one detected for each run.
     """
     try:
-        cfg, rules = load(config)
+        cfg, rules = _load(config)
     except ConfigError as exc:
         raise fail(exc.render()) from None
     typer.echo(
@@ -106,7 +105,7 @@ def doctor(
     --json: ok, exit, problems, warnings, unchecked, items (level, subject, what, fix, cause), runs.
     """
     try:
-        cfg, rules = load(config)
+        cfg, rules = _load(config)
     except ConfigError as exc:
         raise fail(exc.render()) from None
     from monitor.cli.doctor import run_doctor
@@ -165,7 +164,7 @@ def serve(
     setup_logging(log_level)
     settings = settings_or_exit(database_url, listen)
     try:
-        cfg, _ = load(config)
+        cfg, _ = _load(config)
         service = build_service(cfg, settings, SystemClock(), base_dir=config.parent, config_path=str(config))
     except ConfigError as exc:  # found while building (a receiver's secret is missing): with its line
         from monitor.config.yamlpos import add_lines
@@ -239,6 +238,12 @@ def demo(
 def version() -> None:
     """Print herowatch's version."""
     typer.echo(__version__)
+
+
+def _load(config: Path):  # noqa: ANN202
+    from monitor.cli.loading import load  # lazy: the rules and sources stay out of a plain --help
+
+    return load(config)
 
 
 def main() -> None:
