@@ -201,3 +201,22 @@ def test_slack_unreachable_at_start_is_retried_until_it_answers(tmp_path, monkey
             assert "1 run" in it.slack.socket.wait_acked(it.slack.command("status")).payload["text"]
         finally:
             door.stop()
+
+
+def test_a_door_stopped_while_it_opens_leaves_no_connection_open(tmp_path, monkeypatch):
+    """Stopped at any moment of its opening (before the handshake, during it, just after), the door leaves
+    nothing open at Slack: a connection left open unread would be sent envelopes no one answers."""
+    with stalled(f"sqlite:///{tmp_path / 'hw.db'}", monkeypatch) as it:
+        it.service.socket_mode.stop()
+        it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
+        for n, after in enumerate((0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8)):
+            door = type(it.service.socket_mode)(
+                app_token=APP_TOKEN, api_url=it.slack.api_url, ctx=it.service.socket_mode.ctx, worker=f"t:{n}"
+            )
+            door.start()
+            time.sleep(after)
+            t0 = time.monotonic()
+            door.stop()
+            stopping = time.monotonic() - t0
+            it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 5, f"stopped after {after}s")
+            assert stopping < 8, f"stop() took {stopping:.1f}s"

@@ -159,12 +159,27 @@ class SocketMode:
         self._close()  # a connection the supervisor was opening while we closed: closed once it is open
 
     def _close(self) -> None:
-        session = getattr(self.client, "current_session", None)
+        """Close the connection, and one still being opened. websocket-client's close() passes over a
+        socket whose handshake is under way; that socket then opens with no one to read or close it, and
+        Slack would send envelopes to it. So no new session is started, a handshake under way is waited
+        for (at most a few seconds) and what it opened is closed, until the session runner has ended."""
+        client = self.client
+        if client is None:
+            return
+        client.auto_reconnect_enabled = False
+        runner = client.current_session_runner
+        runner.event.set()  # the session under way is the last one
+        deadline = time.monotonic() + 5.0
         try:
-            if self.client is not None:
-                self.client.close()
-            if session is not None:
-                session.close()
+            while time.monotonic() < deadline:
+                session = client.current_session
+                ws = getattr(session, "sock", None)
+                if ws is not None and ws.connected:
+                    session.close()
+                elif ws is None and not runner.is_alive():
+                    break
+                time.sleep(0.02)
+            client.close()
         except Exception as exc:  # noqa: BLE001 - closing what is already half closed
             log.debug("Slack Socket Mode: closing: %s", exc)
 
