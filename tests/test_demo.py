@@ -111,6 +111,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
     stamped = [line for line in err.splitlines() if re.match(r"\d{4}-\d\d-\d\d \d\d:", line)]
     assert all("(simulated time, 90x)" in line for line in stamped), f"a real-time log line: {stamped}"
     assert "hero-demo-healthy" not in out, "the healthy run raised nothing"
+    assert "lastweek" not in out, "last week's pages, played for /reports, are not news: nothing printed"
     assert "Traceback" not in err
 
 

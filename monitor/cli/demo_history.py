@@ -4,18 +4,18 @@ clock, in the background: goodput, incidents, the pages the rules raised.
 
 They are their own watches and runs (``<watch>-lastweek``, ``<run>-lastweek``), so the live demo and
 the past never share a run; their runs are marked finished at the end of the week. Nobody is told
-about the past: its notifications go to a console nobody reads.
+about the past: its receivers are ``dashboard`` receivers (recorded, never sent), so no outbox row is
+written that the live demo's dispatcher could deliver as news.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
 import time
 
 from alerts.clock import ManualClock, SystemClock
-from alerts.notifiers.console import ConsoleNotifier
+from alerts.notifiers.dashboard import DashboardReceiver
 from monitor.config.schema import WatchConfig
 from monitor.reports.period import last_full_week, zone
 from monitor.settings import Settings
@@ -32,7 +32,8 @@ def past_config(cfg: WatchConfig) -> WatchConfig:
     for w in cfg.watch:
         sim = w.sim.model_copy(update={"run": (w.sim.run or w.name) + SUFFIX}) if w.sim is not None else None
         watches.append(w.model_copy(update={"name": w.name + SUFFIX, "sim": sim}))
-    return cfg.model_copy(update={"watch": watches, "reports": [], "watchdog": None})
+    quiet = [DashboardReceiver(name=r.name, kind="dashboard") for r in cfg.receivers]
+    return cfg.model_copy(update={"watch": watches, "receivers": quiet, "reports": [], "watchdog": None})
 
 
 def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = None) -> None:
@@ -45,16 +46,12 @@ def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = No
     week = last_full_week(SystemClock().time(), zone("UTC"))
     clock = ManualClock(week.start - 3600.0)
     service = build_service(past_config(cfg), settings, clock, auto_migrate=True)
-    service.dispatcher.notifiers = {
-        n: ConsoleNotifier(stream=io.StringIO()) for n in service.dispatcher.notifiers
-    }
     service.engine.resume()
     try:
         while clock.time() < week.end and not (stop and stop.is_set()):
             clock.advance(min(POLL, week.end - clock.time()))
             for name in service.engine.watches:
                 service.engine.poll(name)
-            service.dispatcher.run_once()
             time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
         with service.sessions.begin() as s:  # last week's attempts are over
             s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state="finished"))
