@@ -60,7 +60,7 @@ def render(r: Report) -> str:
             run.name or run.run,
             w.hours(run.watched_hours),
             w.pct(run.goodput),
-            w.pct(run.previous_goodput),
+            w.before(run),
             *(
                 w.gpu_hours(getattr(run.gpu_hours, b)) if run.gpu_hours else w.hours(getattr(run.hours, b))
                 for b in BADPUT

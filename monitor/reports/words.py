@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from alerts.durations import format_duration
+
+if TYPE_CHECKING:
+    from monitor.reports.model import RunReport
 
 BUCKET_WORDS = {
     "productive": "goodput",
@@ -43,6 +47,17 @@ def gpu_hours(h: float | None) -> str:
 
 def pct(r: float | None) -> str:
     return "—" if r is None else f"{r * 100:.1f}%"
+
+
+def before(run: RunReport) -> str:
+    """The period before's goodput, with the hours it rests on when they are fewer than this period's
+    (a run that began late in it: "8.7% of 1 h" is not a collapse)."""
+    if run.previous_goodput is None or run.previous is None:
+        return "—"
+    watched = run.previous.total()
+    if watched < 0.9 * run.watched_hours:
+        return f"{pct(run.previous_goodput)} of {hours(watched)}"
+    return pct(run.previous_goodput)
 
 
 def dur(seconds: float | None) -> str:

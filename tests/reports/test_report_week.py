@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import create_engine, delete
 from sqlalchemy.orm import Session
 
+from monitor.reports import markdown
 from monitor.reports.build import GpuSettings, build_report
 from monitor.reports.model import BUCKETS
 from monitor.reports.period import make, week_of, zone
@@ -126,6 +127,9 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
     engine, _ = week
     r = report(engine)
     assert r.runs[0].previous is not None and r.runs[0].previous.total() == pytest.approx(2.0, abs=0.01)
+    row = next(line for line in markdown.render(r).splitlines() if line.startswith(f"| {r.runs[0].name} |"))
+    before = f"{r.runs[0].previous_goodput * 100:.1f}% of 2.0 h"
+    assert before in row, f"the week before's goodput says it rests on 2 h, not a week: {row}"
     with Session(engine) as s:
         empty = build_report(s, week_of(rw.WEEK0 - 30 * rw.DAY, zone("UTC")), now=rw.WEEK0)
     assert empty.runs == [] and empty.not_accounted == [], "the run did not exist yet: not listed"
