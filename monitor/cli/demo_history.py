@@ -18,6 +18,7 @@ from alerts.clock import ManualClock, SystemClock
 from alerts.notifiers.dashboard import DashboardReceiver
 from monitor.config.schema import WatchConfig
 from monitor.reports.period import last_full_week, zone
+from monitor.samples import RunState
 from monitor.settings import Settings
 
 POLL = 300.0  # seconds of simulated time between polls of the past (the rules see every sample)
@@ -54,7 +55,7 @@ def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = No
                 service.engine.poll(name)
             time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
         with service.sessions.begin() as s:  # last week's attempts are over
-            s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state="finished"))
+            s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state=RunState.FINISHED.value))
     except Exception:  # the past is a nicety: the live demo goes on without it
         log.exception("could not play the demo's last week")
     finally:

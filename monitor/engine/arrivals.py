@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.rules.base import ANY, STATE, STEP
+from monitor.samples import RunState
 
 STOP_FACTOR = 10.0  # an input silent this many times its own median gap has stopped
 MIN_GAPS = 3  # gaps needed before an input's cadence is trusted
@@ -65,10 +66,10 @@ class Arrivals:
     tracked: frozenset[str]
     shapes: dict[tuple[tuple[str, ...], bool], Seen] = field(default_factory=dict)
     state_seen: Seen | None = None
-    state: str | None = None
+    state: RunState | None = None
     _plans: dict[tuple[tuple[str, ...], bool], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
 
-    def observe(self, t: float, names: tuple[str, ...], step: int | None, state: str | None) -> None:
+    def observe(self, t: float, names: tuple[str, ...], step: int | None, state: RunState | None) -> None:
         if state is not None:
             self.state = state
             st = self.state_seen
@@ -134,7 +135,7 @@ class Arrivals:
         if not isinstance(data, Mapping):
             return
         state = data.get("state")
-        self.state = str(state) if state is not None else self.state
+        self.state = RunState.of(state) or self.state
         try:
             if data.get("state_seen") is not None and self.state_seen is None:
                 self.state_seen = Seen.restore(data["state_seen"])

@@ -16,9 +16,9 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, last_step, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, last_step, register
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 
 class AbsentSpec(RuleSpec):
@@ -41,7 +41,7 @@ class AbsentDetector(Detector[AbsentSpec]):
         self.wake_at = math.inf
         self.metric = rule.metric
         self._progress = rule.while_ == "progress"
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.seen_at: float | None = None  # the metric's last arrival
         self.other_at: float | None = None  # the last other telemetry (steps, or any data)
         self.step: int | None = None

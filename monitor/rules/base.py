@@ -39,8 +39,6 @@ from monitor.samples import ANY, STATE, STEP, Sample  # noqa: F401 - the feeds, 
 
 SpecT = TypeVar("SpecT", bound=RuleSpec)
 
-RUNNING_OR_UNKNOWN = frozenset({None, "running", "unknown"})  # a state reported as unknown is no news
-
 
 class Stop(enum.IntEnum):
     """Why ``observe_many`` stopped (false only for ``RAN_OUT``)."""

@@ -28,14 +28,14 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, last_step, register
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import RunState, Sample
 
-FINAL = frozenset({"failed", "killed"})  # no grace: these do not flicker
+FINAL = frozenset({RunState.FAILED, RunState.KILLED})  # no grace: these do not flicker
 MEANING = {
-    "crashed": "the tracker lost its heartbeats",
-    "failed": "it exited with an error",
-    "killed": "it was stopped before it could finish",
-    "finished": "it exited cleanly",
+    RunState.CRASHED: "the tracker lost its heartbeats",
+    RunState.FAILED: "it exited with an error",
+    RunState.KILLED: "it was stopped before it could finish",
+    RunState.FINISHED: "it exited cleanly",
 }
 SIGNALS = {6: "SIGABRT", 9: "SIGKILL, often the OOM killer", 11: "SIGSEGV", 15: "SIGTERM"}
 
@@ -60,7 +60,7 @@ class EndSignals:
 
     def __init__(self, oom_counter: str | None, exit_code: str | None) -> None:
         self.oom_counter, self.exit_code = oom_counter, exit_code
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.since: float | None = None  # when the current state was first reported
         self.step: int | None = None
         self.oom: float | None = None  # the counter's latest value
@@ -88,7 +88,7 @@ class EndSignals:
         st = sample.state
         if st is not None and st != self.state:
             self.state, self.since, self.news = st, sample.t, True
-            if st == "running":
+            if st == RunState.RUNNING:
                 self.code = None  # a resume: an earlier exit is history
 
 
@@ -109,7 +109,7 @@ class EndedDetector(Detector[EndedSpec]):
     @property
     def off(self) -> bool:
         """Watching only ``finished`` with no target step: it can never fire (and needs no sample)."""
-        return self._watch == {"finished"} and self.rule.target_step is None
+        return self._watch == {RunState.FINISHED} and self.rule.target_step is None
 
     def inputs(self) -> frozenset[str] | None:
         return frozenset() if self.off else None  # states, steps, and the cause metrics
@@ -123,7 +123,7 @@ class EndedDetector(Detector[EndedSpec]):
         self._follower = True
 
     @property
-    def state(self) -> str | None:
+    def state(self) -> RunState | None:
         return self.signals.state
 
     @property
@@ -164,7 +164,7 @@ class EndedDetector(Detector[EndedSpec]):
         """``hot`` when it holds now; ``wake_at`` when the grace of a crash runs out."""
         st = self.state
         self.hot, self.wake_at = False, math.inf
-        if st not in self._watch or (st == "finished" and not self._short()):
+        if st not in self._watch or (st == RunState.FINISHED and not self._short()):
             return
         if st in FINAL or self._cause():
             self.hot = True
@@ -200,7 +200,7 @@ class EndedDetector(Detector[EndedSpec]):
         if r.target_step is not None:
             done = f"{100 * step / r.target_step:.0f}%" if step is not None else "no step"
             at += f" of {r.target_step} ({done})"
-        if st not in self._watch or (st == "finished" and not self._short()):
+        if st not in self._watch or (st == RunState.FINISHED and not self._short()):
             return Finding(False, step=step, reason=f"run is {st}{at}")
         cause = self._cause()
         waited = now - self.since

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
@@ -63,7 +64,7 @@ def expand_values(text: str | float | int | None) -> list[float | None]:
     return out
 
 
-def expand_words(text: str | None, allowed: frozenset[str]) -> list[str | None]:
+def expand_words(text: str | None, allowed: Collection[str]) -> list[str | None]:
     """A words string (``runningx9 crashed _``) into one entry per point."""
     if text is None:
         return []

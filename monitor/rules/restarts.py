@@ -23,9 +23,9 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, register
+from monitor.rules.base import Detector, register
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 
 class RestartsSpec(RuleSpec):
@@ -43,7 +43,7 @@ class RestartSignals:
 
     def __init__(self, counter: str | None) -> None:
         self.counter_name = counter
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.last_step: int | None = None
         self.high_water: int | None = None  # the highest step ever reached
         self.high_at_restart: int | None = None  # the high-water mark at the previous restart
@@ -65,7 +65,7 @@ class RestartSignals:
             self.fresh = []
         st = sample.state
         if st is not None:
-            if st == "running" and self.state not in RUNNING_OR_UNKNOWN:
+            if st == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN:
                 self._restart(sample.t)
                 self.signalled = True
             self.state = st

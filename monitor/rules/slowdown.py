@@ -34,10 +34,10 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, fmt_value, register
+from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
-from monitor.samples import Sample
+from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
 CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
@@ -76,7 +76,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self._lagged = math.ceil(rule.lag / rule.bucket)
         self.prev_t: float | None = None  # the previous row (step time mode)
         self.prev_step: int | None = None
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.counter: float | None = None
         self.bucket_start: list | None = None  # [t, step] of the open bucket's first value
         self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
@@ -101,7 +101,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
     def observe(self, sample: Sample) -> None:
         st = sample.state
         if st is not None:
-            if st == "running" and self.state not in RUNNING_OR_UNKNOWN:
+            if st == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN:
                 self.reset()  # resumed after a crash or preemption
             self.state = st
         metrics = sample.metrics

@@ -4,9 +4,11 @@ replica resumes every rule where it was instead of warming up again and resolvin
 A detector's state is its instance attributes. They are plain values (numbers, text, None), lists,
 tuples, dicts, sets, deques with a ``maxlen`` (bounded windows) and small objects of the rule modules
 (``SortedValues``, a spike baseline) made of the same. ``encode`` turns such a value into JSON-able
-data (non-finite floats spelled out, containers tagged), ``decode`` rebuilds it. A value of any other
-type makes the detector's snapshot fail with ``SnapshotError``: that detector then starts cold, which
-is safe (the evaluator keeps a restored alert from resolving until the detector is ready again).
+data (non-finite floats spelled out, containers tagged), ``decode`` rebuilds it. A ``RunState`` is
+kept as its text, as snapshots had it before there was one; restored, the text compares equal to it.
+A value of any other type makes the detector's snapshot fail with ``SnapshotError``: that detector
+then starts cold, which is safe (the evaluator keeps a restored alert from resolving until the
+detector is ready again).
 
 The snapshot of a detector names its kind and a hash of its rule's parameters: a rule changed in the
 config between two runs of herowatch starts cold rather than from state made for other parameters.
@@ -20,6 +22,8 @@ import math
 from collections import deque
 from enum import Enum
 from typing import Any
+
+from monitor.samples import RunState
 
 VERSION = 1
 SKIP = frozenset({"rule", "run"})  # given anew when the detector is built
@@ -74,6 +78,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"$q": _items(value, d), "n": value.maxlen}
     if t is set or t is frozenset:
         return {"$s": _items(value, d)}
+    if t is RunState:
+        return value.value  # as text, as snapshots had it before RunState: it compares equal to one
     if isinstance(value, Enum):
         return {"$e": f"{t.__module__}:{t.__qualname__}", "v": value.value}
     if t.__module__.startswith(_ALLOWED_MODULES):

@@ -33,12 +33,12 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules import stall_batch
-from monitor.rules.base import RUNNING_OR_UNKNOWN, Detector, Stop, register
+from monitor.rules.base import Detector, Stop, register
 from monitor.rules.schedule import COVER, PauseSchedule, usual
 from monitor.rules.spec import RuleSpec
+from monitor.rules.stall_batch import StallBatch
 from monitor.rules.windows import MAX_WINDOW, median_of_sorted
-from monitor.samples import Sample
+from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 MIN_INTERVALS = 8  # step intervals needed before the p99 is trusted
 LEARNED = 8  # restores and pauses remembered
@@ -90,7 +90,7 @@ class StallSpec(RuleSpec):
 
 
 @register
-class StallDetector(Detector[StallSpec]):
+class StallDetector(StallBatch, Detector[StallSpec]):
     kind = "stall"
     plot = "progress"
     spec_model = StallSpec
@@ -101,7 +101,7 @@ class StallDetector(Detector[StallSpec]):
         super().__init__(rule, run)
         self.hot = False
         self.wake_at = math.inf
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.blind = False  # the newest news is a source error: progress unknown
         self.last_step: int | None = None
         self.last_step_at: float | None = None
@@ -135,7 +135,7 @@ class StallDetector(Detector[StallSpec]):
 
     # ---- samples ---------------------------------------------------------------------------
     def _restart(self, t: float) -> None:
-        if self.last_step is not None or self.state == "running":  # a run known to take steps
+        if self.last_step is not None or self.state == RunState.RUNNING:  # a run known to take steps
             self.awaiting_since, self.awaiting_learnable = t, True
             self.steady_since = None  # steady again from the first step after the restore
             self.schedule.restarted(t)
@@ -150,7 +150,7 @@ class StallDetector(Detector[StallSpec]):
         self.blind = False
         st = sample.state
         if st is not None:
-            resumed = st == "running" and self.state not in RUNNING_OR_UNKNOWN
+            resumed = st == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN
             self.state = st
             if resumed:
                 self._restart(t)  # resumed after a crash or preemption
@@ -163,7 +163,7 @@ class StallDetector(Detector[StallSpec]):
                 self.counter = v
         step = sample.step
         if step is None:
-            if self.last_step_at is None and self.awaiting_since is None and st == "running":
+            if self.last_step_at is None and self.awaiting_since is None and st == RunState.RUNNING:
                 self.awaiting_since = t  # first sight of a run reported running, no step yet
         else:
             last = self.last_step
@@ -188,7 +188,7 @@ class StallDetector(Detector[StallSpec]):
             self.wake_at = math.inf
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
-        return stall_batch.observe_many(self, samples, i, end, REFRESH, 2 * MIN_INTERVALS)
+        return self._observe_steps(samples, i, end, REFRESH, 2 * MIN_INTERVALS)  # stall_batch.py
 
     def _step(self, step: int, t: float) -> None:
         """A step other than the next one of a running run (observe handles that, the common case)."""

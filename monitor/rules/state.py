@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 from alerts.model import Finding, Severity
 from monitor.rules.base import STATE, Detector, register
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import RunState, Sample
 
 StateName = Literal["running", "crashed", "finished", "failed", "killed", "preempted"]
 
@@ -25,7 +25,7 @@ class StateSpec(RuleSpec):
 
     @model_validator(mode="after")
     def _finished_never_pages(self) -> StateSpec:
-        if "finished" in self.states and self.severity is not Severity.INFO:
+        if RunState.FINISHED in self.states and self.severity is not Severity.INFO:
             raise ValueError("a finished run never pages: watch 'finished' only with severity info")
         return self
 
@@ -40,7 +40,7 @@ class StateDetector(Detector[StateSpec]):
         super().__init__(rule, run)
         self.hot = False
         self._watch = frozenset(rule.states)
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.since: float | None = None
         self.step: int | None = None
 

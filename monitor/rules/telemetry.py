@@ -15,9 +15,9 @@ from pydantic import Field
 
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
-from monitor.rules.base import ANY, RAN_OUT, RUNNING_OR_UNKNOWN, Detector, Stop, last_step, register
+from monitor.rules.base import ANY, RAN_OUT, Detector, Stop, last_step, register
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 
 class TelemetryGoneSpec(RuleSpec):
@@ -37,7 +37,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         super().__init__(rule, run)
         self.hot = False
         self.wake_at = math.inf
-        self.state: str | None = None
+        self.state: RunState | None = None
         self.blind = False
         self.first_seen: float | None = None
         self.last_data: float | None = None
@@ -58,7 +58,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
             return
         self.blind = False
         if sample.state is not None:
-            if sample.state == "running" and self.state not in RUNNING_OR_UNKNOWN:
+            if sample.state == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN:
                 self.last_data = None  # resumed: the silence is counted from now
                 self.first_seen = sample.t
             self.state = sample.state

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
-from typing import Any
+from typing import Any, Literal
 
 from monitor.runs.goodput_ledger import Ledger
+from monitor.samples import DOWN_STATES, ENDED_STATES, RunState
 
 SLOW_FACTOR = 5.0  # a gap longer than this x the expected time is not normal cadence
 STALL_AFTER = 300.0  # seconds lost in one gap: below, a pause (overhead); above, a stall (incident)
@@ -42,8 +43,7 @@ MAX_INCIDENTS = 50  # closed incidents kept (totals and counts cover all of them
 
 BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
 LOST = BUCKETS[1:]
-DOWN_STATES = frozenset({"crashed", "failed", "killed", "preempted", "preempting"})
-ENDED_STATES = frozenset({"finished", "deleted"})
+Mode = Literal["init", "running", "restarting", "down", "ended"]  # where the account of a run is
 
 
 def _r(x: float) -> float:
@@ -54,7 +54,7 @@ class Goodput:
     def __init__(self) -> None:
         self.start: float | None = None  # first observation
         self.acct: float | None = None  # wall time is classified up to here
-        self.mode = "init"  # init | running | restarting | down | ended
+        self.mode: Mode = "init"
         self.since: float | None = None  # start of the current restart or down incident
         self.ended_at: float | None = None
         self.last_step: int | None = None
@@ -104,7 +104,7 @@ class Goodput:
         self.ledger.incident(self.incidents[-1], self.last_step)
 
     # ---- observations ------------------------------------------------------------------------
-    def observe(self, t: float, step: int | None = None, state: str | None = None) -> None:
+    def observe(self, t: float, step: int | None = None, state: RunState | None = None) -> None:
         if self.start is None:
             if step is None and state is None:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
@@ -114,12 +114,12 @@ class Goodput:
         self._observe(t, step, state)
         self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
 
-    def _observe(self, t: float, step: int | None, state: str | None) -> None:
+    def _observe(self, t: float, step: int | None, state: RunState | None) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
         elif state in ENDED_STATES:
             self._end(t)
-        elif state == "running" and self.mode in ("down", "ended"):
+        elif state == RunState.RUNNING and self.mode in ("down", "ended"):
             self._back_up(t)
         if step is not None:
             self._step(t, step)

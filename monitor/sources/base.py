@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from monitor.fleet.frame import FleetFrame, clean_frame
-from monitor.samples import RunInfo, Sample, clean
+from monitor.samples import RunInfo, Sample, clean, clean_info
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
 
@@ -45,11 +45,11 @@ class PollResult:
     fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
 
     def validated(self) -> PollResult:
-        """The result with every sample and fleet frame checked and cleaned (``samples.clean``,
-        ``fleet.frame.clean_frame``): the boundary where a source's data enters herowatch. Unusable
-        samples and frames are dropped."""
+        """The result with every sample, run and fleet frame checked and cleaned (``samples.clean``,
+        ``samples.clean_info``, ``fleet.frame.clean_frame``): the boundary where a source's data enters
+        herowatch, its words for run states made ``RunState``s. Unusable ones are dropped."""
         samples = [c for s in self.samples if (c := clean(s)) is not None]
-        runs = [r for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= 200]
+        runs = [c for r in self.runs if (c := clean_info(r)) is not None]
         gaps = {
             str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
             for run, by_alias in dict(self.gaps).items()

@@ -15,17 +15,18 @@ import re
 from pydantic import ConfigDict, Field, field_validator
 
 from monitor.durations import Duration
+from monitor.samples import RunState
 from monitor.sources.registry import SourceTarget, register
 
 WHOLE_HISTORY = 10**12  # steps: "all of it"
 
 # MLflow's run statuses, as herowatch names run states.
 STATES = {
-    "RUNNING": "running",
-    "SCHEDULED": "pending",
-    "FINISHED": "finished",
-    "FAILED": "failed",
-    "KILLED": "killed",
+    "RUNNING": RunState.RUNNING,
+    "SCHEDULED": RunState.PENDING,
+    "FINISHED": RunState.FINISHED,
+    "FAILED": RunState.FAILED,
+    "KILLED": RunState.KILLED,
 }
 
 

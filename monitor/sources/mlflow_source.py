@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from monitor.run_ids import qualify
-from monitor.samples import RunInfo, Sample
+from monitor.samples import RunInfo, RunState, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.key_patterns import key_filter
@@ -118,7 +118,7 @@ class MlflowSource:
                 times[s] = max(times.get(s, 0.0), t)
             for s in sorted(rows):
                 out.samples.append(Sample(t=times[s], run=key, step=s, metrics=rows[s], source=SOURCE))
-            state = STATES.get(str(run["info"].get("status")), "unknown")
+            state = STATES.get(str(run["info"].get("status")), RunState.UNKNOWN)
             out.samples.append(Sample(t=now, run=key, state=state, source=SOURCE))
             if latest[run_id]:
                 out.logged[key] = sorted(latest[run_id])
@@ -136,11 +136,13 @@ class MlflowSource:
             if run_id not in runs:
                 log.warning("run %s is no longer in MLflow experiment %s (deleted?)", run_id, cfg.experiment)
                 key = prefix + run_id
-                out.samples.append(Sample(t=now, run=key, state="deleted", source=SOURCE))
+                out.samples.append(Sample(t=now, run=key, state=RunState.DELETED, source=SOURCE))
                 out.runs.append(
-                    RunInfo(run=key, source=SOURCE, state="deleted", name=run_id, project=cfg.experiment)
+                    RunInfo(
+                        run=key, source=SOURCE, state=RunState.DELETED, name=run_id, project=cfg.experiment
+                    )
                 )
-                out.cursors[key] = {**mine[run_id], "deleted": True, "state": "deleted"}
+                out.cursors[key] = {**mine[run_id], "deleted": True, "state": RunState.DELETED.value}
         return out
 
     @staticmethod
@@ -163,7 +165,7 @@ class MlflowSource:
         target: Target,
         experiment: str,
         run: Mapping[str, Any],
-        state: str,
+        state: RunState,
         last: int | None,
     ) -> RunInfo:
         info = run["info"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from monitor.run_ids import qualify
-from monitor.samples import RunInfo, Sample
+from monitor.samples import RunInfo, RunState, Sample
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.sim_config import Incident, SimTarget
 from monitor.sources.sim_rl import rl_metrics
@@ -36,7 +36,7 @@ class SimRun:
         self.step = cfg.start_step
         self.t = origin
         self.last_checkpoint = cfg.start_step
-        self.state = "running"
+        self.state = RunState.RUNNING
         self.started_at = origin  # of the current process (changes on restart)
         self.restarts = 0
         self._period = cfg.repeat_every or 0.0
@@ -126,7 +126,7 @@ class SimRun:
 
     def advance(self, now: float) -> list[Sample]:
         rows: list[Sample] = []
-        while self.state == "running":
+        while self.state == RunState.RUNNING:
             if self._next is None:
                 self._next = self._schedule_next()
             event = self._next_event()
@@ -135,7 +135,7 @@ class SimRun:
                 self._last_event = at
                 self._next = None
                 if inc.kind == "crash":
-                    self.state = "crashed"
+                    self.state = RunState.CRASHED
                     break
                 self.restarts += 1
                 self.step = inc.rewind_to if inc.rewind_to is not None else self.last_checkpoint
@@ -151,7 +151,7 @@ class SimRun:
                 self.last_checkpoint = self.step
             rows.append(self._row())
             if self.cfg.target_step and self.step >= self.cfg.target_step:
-                self.state = "finished"
+                self.state = RunState.FINISHED
         return rows
 
     def oom_kills(self, now: float) -> int:
@@ -207,7 +207,7 @@ class SimRun:
             metrics[f"extra/m{i}"] = 1.0 + 0.1 * self.rng.random()
         if s % cfg.eval_every == 0:
             metrics["eval/loss"] = base * 1.03
-        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
+        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state=RunState.RUNNING, source="sim")
 
     def _rl_row(self) -> Sample:
         cfg, s, t = self.cfg, self.step, self.t
@@ -221,7 +221,7 @@ class SimRun:
                 "_runtime": t - self.started_at,
             }
         )
-        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state="running", source="sim")
+        return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state=RunState.RUNNING, source="sim")
 
 
 class SimSource:
@@ -288,7 +288,7 @@ class SimSource:
             display_name=name,
             state=sim.state,
             labels=labels,
-            heartbeat_at=now if sim.state == "running" else None,
+            heartbeat_at=now if sim.state == RunState.RUNNING else None,
             name=name,
             project=target.watch,
         )

@@ -21,7 +21,10 @@ WHOLE_HISTORY = 10**12  # steps: "all of it"
 PUBLIC_API = "https://api.wandb.ai"
 PUBLIC_WEB = "https://wandb.ai"
 
-RunState = Literal["running", "pending", "finished", "crashed", "failed", "killed", "preempting", "preempted"]
+# W&B's names of run states, for the discovery filter (herowatch's own: monitor.samples.RunState)
+WandbState = Literal[
+    "running", "pending", "finished", "crashed", "failed", "killed", "preempting", "preempted"
+]
 
 # What a Levanter hero run logs, plus the W&B bookkeeping columns.
 LEVANTER_KEYS: tuple[str, ...] = (
@@ -64,7 +67,7 @@ class WandbTarget(SourceTarget):
     name_pattern: str | None = Field(
         default=None, description="regular expression searched in the display name, e.g. ^hero-.*"
     )
-    states: list[RunState] = Field(default_factory=list, description="only discover runs in these states")
+    states: list[WandbState] = Field(default_factory=list, description="only discover runs in these states")
     keys: list[str] = Field(
         default_factory=lambda: list(DEFAULT_KEYS),
         description="history keys to read; '*' wildcards allowed, e.g. eval/*",

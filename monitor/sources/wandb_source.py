@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic import SecretStr
 
 from monitor.run_ids import qualify
-from monitor.samples import RunInfo, Sample
+from monitor.samples import RunInfo, RunState, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.wandb_client import (
@@ -344,13 +344,18 @@ class WandbSource:
         log.warning("run %s is no longer in W&B project %s/%s (deleted?)", run_id, cfg.entity, cfg.project)
         where = f"{cfg.entity}/{cfg.project}"
         key = qualify(SOURCE, where, run_id)
-        out.samples.append(Sample(t=now, run=key, state="deleted", source=SOURCE))
+        out.samples.append(Sample(t=now, run=key, state=RunState.DELETED, source=SOURCE))
         out.runs.append(
             RunInfo(
-                run=key, source=SOURCE, state="deleted", url=cfg.run_url(run_id), name=run_id, project=where
+                run=key,
+                source=SOURCE,
+                state=RunState.DELETED,
+                url=cfg.run_url(run_id),
+                name=run_id,
+                project=where,
             )
         )
-        out.cursors[key] = {**cursor, "deleted": True, "state": "deleted"}
+        out.cursors[key] = {**cursor, "deleted": True, "state": RunState.DELETED.value}
 
     def _warn_missing(self, cfg: WandbTarget, views: Mapping[str, RunView]) -> None:
         for run_id in cfg.run_ids:

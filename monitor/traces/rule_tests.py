@@ -118,7 +118,7 @@ def _rows(test: RuleTest, interval: float) -> list[Sample]:
     for i in range(n):
         metrics = {name: vals[i] for name, vals in series.items() if i < len(vals) and vals[i] is not None}
         step = steps[i] if i < len(steps) else None
-        state = states[i] if i < len(states) else None
+        state = STATES[states[i]] if i < len(states) and states[i] is not None else None
         if not metrics and step is None and state is None:
             continue  # nothing arrived at this point
         rows.append(Sample(start + i * interval, test.run, step, metrics, state))

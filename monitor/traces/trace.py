@@ -15,10 +15,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from monitor.samples import NON_FINITE_WORDS, Sample
+from monitor.samples import NON_FINITE_WORDS, RunState, Sample
 from monitor.sources.registry import kinds as source_kinds
 
-STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted", "pending", "unknown"})
+# The run states a trace may hold (docs/trace-format.md), by their text.
+STATES: dict[str, RunState] = {
+    s.value: s
+    for s in (
+        RunState.RUNNING,
+        RunState.CRASHED,
+        RunState.FINISHED,
+        RunState.FAILED,
+        RunState.KILLED,
+        RunState.PREEMPTED,
+        RunState.PENDING,
+        RunState.UNKNOWN,
+    )
+}
 
 
 @functools.cache
@@ -139,8 +152,10 @@ def _sample(obj: object) -> Sample:
     metrics = get("metrics")
     metrics = _metrics(metrics) if metrics is not None else {}
     state = get("state")
-    if state is not None and (type(state) is not str or state not in STATES):
-        raise _Bad("state", f"expected one of {', '.join(sorted(STATES))}, got {_show(state)}")
+    if state is not None:
+        if type(state) is not str or state not in STATES:
+            raise _Bad("state", f"expected one of {', '.join(sorted(STATES))}, got {_show(state)}")
+        state = STATES[state]
     source = get("source")
     if source is not None and (type(source) is not str or source not in _source_names()):
         raise _Bad("source", f"expected one of {', '.join(sorted(_source_names()))}, got {_show(source)}")

@@ -19,8 +19,9 @@ from monitor import run_ids
 from monitor.durations import format_duration
 from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
-from monitor.runs.goodput import DOWN_STATES, ENDED_STATES, attach_alerts
+from monitor.runs.goodput import attach_alerts
 from monitor.runs.run_stats import stale_ages
+from monitor.samples import DOWN_STATES, ENDED_STATES
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
 from monitor.web.context import STALE_POLLS, ApiContext

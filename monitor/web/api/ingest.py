@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from monitor.samples import as_number
+from monitor.samples import RunState, as_number
 from monitor.settings import MIN_TOKEN_CHARS
 from monitor.sources.push_config import PushTarget
 from monitor.sources.push_spool import SpoolWriter, line
@@ -91,20 +91,21 @@ def signal_number(cause: str) -> int | None:
     return signal.Signals[name].value if name in signal.Signals.__members__ else None
 
 
-def exit_sample(event: PushedEvent) -> tuple[str, int | None]:
+def exit_sample(event: PushedEvent) -> tuple[RunState, int | None]:
     """The state and ``exit_code`` an exit event means (the code a shell would report: 128+N for a
     signal N). Only 0 with cause ``exit`` is finished."""
     code, cause = event.exit_code, (event.cause or "exit").strip().lower()
     if cause == "oom-killed":
-        return "failed", code if code not in (None, 0) else 128 + signal.SIGKILL
+        return RunState.FAILED, code if code not in (None, 0) else 128 + signal.SIGKILL
     if cause != "exit":
         number = signal_number(cause)
         if number is not None:
-            return ("killed" if number in (signal.SIGKILL, signal.SIGTERM) else "failed"), 128 + number
-        return "failed", code
+            killed = number in (signal.SIGKILL, signal.SIGTERM)
+            return (RunState.KILLED if killed else RunState.FAILED), 128 + number
+        return RunState.FAILED, code
     if code is not None and code < 0:  # Python's returncode for "killed by signal -code"
         code = 128 - code
-    return ("finished" if code == 0 else "failed"), code
+    return (RunState.FINISHED if code == 0 else RunState.FAILED), code
 
 
 @dataclass
@@ -179,7 +180,7 @@ def _lines(body: IngestBody, now: float) -> list[bytes]:
     for e in body.events:
         t = e.t if e.t is not None else now
         if e.kind == "started":
-            out.append(line(t, body.run, e.step, {}, "running"))
+            out.append(line(t, body.run, e.step, {}, RunState.RUNNING))
         else:
             state, code = exit_sample(e)
             out.append(line(t, body.run, e.step, {} if code is None else {"exit_code": float(code)}, state))
