@@ -11,6 +11,7 @@ from monitor.engine.evaluator import Evaluator
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.loader import load_pack
 from monitor.samples import ALERT_METRIC, JobAlert, Sample, clean
+from monitor.traces.replay import replay
 from monitor.traces.trace import format_sample, read_trace
 from tests.rules.helpers_rules import T0, rule, steps
 
@@ -139,3 +140,13 @@ def test_the_alert_crosses_the_boundary_and_the_trace_format_whole():
     assert bare.alert == JobAlert("Hi") and bare.metrics == {ALERT_METRIC: 1.0}
     with pytest.raises(ValueError, match="alert: title"):
         read_trace(['{"t": 1, "run": "r", "alert": {"title": "' + "x" * 65 + '"}}'])
+
+
+def test_replay_of_a_recorded_trace_keeps_the_alerts_in_its_batches():
+    rules = [r for r in load_pack("hero") if r.kind == "job_alert"]
+    rows = [format_sample(s) for s in steps([2.0] * 50, every=10)]
+    # alerts back to back with the same keys: the replayer batches such rows (``Replayer.feed``)
+    rows += [format_sample(pushed(500 + i, f"alert {i}", "x", wait=0)) for i in range(3)]
+    result = replay(read_trace(rows), rules)
+    fired = [e for e in result.events if e.state == "firing"]
+    assert [e.reason for e in fired] == ["alert 0: x", "alert 1: x", "alert 2: x"]
