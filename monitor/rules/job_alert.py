@@ -12,8 +12,10 @@ one taken is dropped, whatever its level, as W&B drops it. A run holds one alert
 job sends a second title of the same level while the first still fires, the newer one is the alert
 and the older one resolves.
 
-Pushed alerts are events, not a stream: a run that never sends one, or stops sending them, is not
-watched blind for it (the rule feeds no coverage). Pure: the times are the samples' and ``now``.
+The alert is the job's own word, not a condition of its metrics: it stands when the run is over (a
+job that reports an error and exits still pages). Pushed alerts are events, not a stream: a run that
+never sends one, or stops sending them, is not watched blind for it (the rule feeds no coverage).
+Pure: the times are the samples' and ``now``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ class JobAlertDetector(Detector[JobAlertSpec]):
     kind = "job_alert"
     spec_model = JobAlertSpec
     plot = "none"
+    # the job's own word, not a condition of its metrics: it stands when the run is over (a job that
+    # reports an error and exits still pages), until its resolve_after or the job's resolve
+    about_the_end = True
 
     def __init__(self, rule: JobAlertSpec, run: str) -> None:
         super().__init__(rule, run)

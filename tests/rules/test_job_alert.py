@@ -150,3 +150,12 @@ def test_replay_of_a_recorded_trace_keeps_the_alerts_in_its_batches():
     result = replay(read_trace(rows), rules)
     fired = [e for e in result.events if e.state == "firing"]
     assert [e.reason for e in fired] == ["alert 0: x", "alert 1: x", "alert 2: x"]
+
+
+def test_an_alert_sent_just_before_the_job_exits_still_pages():
+    ev = Evaluator(lambda run: [r for r in load_pack("hero") if r.kind == "job_alert"])
+    ev.observe(pushed(0, "Validation failed", "eval loss 9.1 on the last checkpoint"))
+    ev.observe(Sample(T0 + 1, "r", state="finished", source="push"))  # read in the same poll
+    (event,) = ev.evaluate("r", T0 + 2)
+    assert event.transition.to_state.value == "firing" and event.key.labels["title"] == "Validation failed"
+    assert not ev.evaluate("r", T0 + 600), "it stands after the end, till its resolve_after"
