@@ -13,7 +13,9 @@ looked up by id; a followed run that is not found any more was deleted, and says
 MLflow's system metrics (``system/gpu_0_utilization_percentage``, ...) are sampled on their own step
 counter, not the training step: they enter as step-less samples at their own times, as a Prometheus
 series would. A run resumed from a checkpoint that logs steps below its highest step again does not
-move MLflow's latest value: its steps show again once they pass the old highest step.
+move MLflow's latest value: those steps are found by their times (monitor.sources.mlflow_rewind), by a
+probe of running runs whose steps have not moved (every ``rewind_probe``) and from the read of what
+moved, and they enter in time order, as a step rewind.
 
 Anything unreadable makes the whole poll an error: the engine sees "source unavailable", never
 "no new steps".
