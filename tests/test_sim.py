@@ -10,6 +10,7 @@ from monitor.sources.sim import SimRun, SimSource
 from monitor.sources.sim_config import SimTarget
 
 HOUR = 3600.0
+T_PAST = 1_779_667_200.0  # a Monday 00:00 UTC
 
 
 def sim(**kw) -> SimRun:
@@ -147,3 +148,42 @@ def test_a_loop_that_cannot_repeat_is_refused():
         SimTarget(repeat_every="1h", incidents=[{"kind": "stall", "at": "50m", "duration": "20m"}])
     with pytest.raises(ValidationError, match="a crash ends the run"):
         SimTarget(repeat_every="1h", incidents=[{"kind": "crash", "at": "50m"}])
+
+
+def test_a_run_told_to_finish_logs_up_to_then_and_ends():
+    run = sim(step_time=10, finish_after=HOUR)
+    rows = run.advance(2 * HOUR)
+    assert run.state == "finished" and rows and rows[-1].t < HOUR <= rows[-1].t + 11
+    assert run.advance(3 * HOUR) == [] and run.state == "finished"
+
+
+def test_the_demos_past_week_ends_with_its_runs_finished_and_nothing_left_firing(tmp_path):
+    """Last week's attempts (``/reports``) are over: finished runs with no alert firing on the dashboard."""
+    from importlib import resources
+
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from monitor.cli import demo_history
+    from monitor.config.loader import parse_config
+    from monitor.reports.period import make, zone
+    from monitor.settings import Settings
+    from monitor.storage.models import Alert, Run
+
+    text = resources.files("monitor.config").joinpath("demo.yaml").read_text(encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'past.db'}"
+    saved = demo_history.PAUSE
+    demo_history.PAUSE = 0.0
+    try:
+        ends = T_PAST + 7 * HOUR + 50 * 60  # in the second loop's throughput drop, its alert firing
+        half_a_day = make(T_PAST, ends, zone("UTC"))
+        demo_history.play(parse_config(text, "demo.yaml"), Settings(database_url=db), week=half_a_day)
+    finally:
+        demo_history.PAUSE = saved
+    engine = create_engine(db)
+    with Session(engine) as s:
+        states = {r.display_name: r.state for r in s.scalars(select(Run))}
+        open_alerts = [(a.rule, a.run_id) for a in s.scalars(select(Alert).where(Alert.state != "resolved"))]
+    engine.dispose()
+    assert states and set(states.values()) == {"finished"}, states
+    assert open_alerts == [], f"the past left alerts open: {open_alerts}"

@@ -3,7 +3,8 @@ played through the real engine over the last full week (the report's default per
 clock, in the background: goodput, incidents, the pages the rules raised.
 
 They are their own watches and runs (``<watch>-lastweek``, ``<run>-lastweek``), so the live demo and
-the past never share a run; their runs are marked finished at the end of the week. Nobody is told
+the past never share a run; their runs finish as the week ends (their open alerts resolve, as a
+finished run's do). Nobody is told
 about the past: its receivers are ``dashboard`` receivers (recorded, never sent), so no outbox row is
 written that the live demo's dispatcher could deliver as news.
 """
@@ -17,7 +18,7 @@ import time
 from alerts.clock import ManualClock, SystemClock
 from alerts.notifiers.dashboard import DashboardReceiver
 from monitor.config.schema import WatchConfig
-from monitor.reports.period import last_full_week, zone
+from monitor.reports.period import Period, last_full_week, zone
 from monitor.settings import Settings
 
 POLL = 300.0  # seconds of simulated time between polls of the past (the rules see every sample)
@@ -26,26 +27,28 @@ PAUSE = 0.01  # real seconds between polls of the past
 log = logging.getLogger(__name__)
 
 
-def past_config(cfg: WatchConfig) -> WatchConfig:
-    """The demo's watches as last week's: renamed, each simulated run under its own name."""
+def past_config(cfg: WatchConfig, finish_after: float | None = None) -> WatchConfig:
+    """The demo's watches as last week's: renamed, each simulated run under its own name, finishing
+    ``finish_after`` seconds after its first poll."""
     watches = []
     for w in cfg.watch:
-        sim = w.sim.model_copy(update={"run": (w.sim.run or w.name) + SUFFIX}) if w.sim is not None else None
+        update = {"run": (w.sim.run or w.name) + SUFFIX, "finish_after": finish_after}
+        sim = w.sim.model_copy(update=update) if w.sim is not None else None
         watches.append(w.model_copy(update={"name": w.name + SUFFIX, "sim": sim}))
     quiet = [DashboardReceiver(name=r.name, kind="dashboard") for r in cfg.receivers]
     return cfg.model_copy(update={"watch": watches, "receivers": quiet, "reports": [], "watchdog": None})
 
 
-def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = None) -> None:
-    """Play the last full week of the demo's runs' previous attempts into the database."""
-    from sqlalchemy import update
-
+def play(
+    cfg: WatchConfig, settings: Settings, stop: threading.Event | None = None, week: Period | None = None
+) -> None:
+    """Play the last full week (or ``week``) of the demo's runs' previous attempts into the database."""
     from monitor.service import build_service
-    from monitor.storage.models import Run
 
-    week = last_full_week(SystemClock().time(), zone("UTC"))
+    week = week or last_full_week(SystemClock().time(), zone("UTC"))
     clock = ManualClock(week.start - 3600.0)
-    service = build_service(past_config(cfg), settings, clock, auto_migrate=True)
+    first_poll = clock.time() + POLL  # the simulated runs start then, and finish as the week ends
+    service = build_service(past_config(cfg, week.end - first_poll), settings, clock, auto_migrate=True)
     service.engine.resume()
     try:
         while clock.time() < week.end and not (stop and stop.is_set()):
@@ -53,8 +56,6 @@ def play(cfg: WatchConfig, settings: Settings, stop: threading.Event | None = No
             for name in service.engine.watches:
                 service.engine.poll(name)
             time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
-        with service.sessions.begin() as s:  # last week's attempts are over
-            s.execute(update(Run).where(Run.watch.endswith(SUFFIX)).values(state="finished"))
     except Exception:  # the past is a nicety: the live demo goes on without it
         log.exception("could not play the demo's last week")
     finally:

@@ -283,7 +283,7 @@ class Evaluator:
     def _evaluate_slot(
         self, rr: RunRules, slot: Slot, run: str, now: float, events: list[AlertEvent]
     ) -> None:
-        finding = slot.det.evaluate(now)
+        finding = rr.judged(slot, slot.det.evaluate(now))
         if not finding.active and not slot.open:
             return
         current = self.key(slot.rule, run, finding) if finding.active and not finding.unknown else None

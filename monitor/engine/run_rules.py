@@ -8,12 +8,13 @@ import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from alerts.model import Finding
 from monitor.engine.arrivals import Arrivals
 from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.spec import RuleSpec
-from monitor.samples import Sample
+from monitor.samples import TERMINAL_STATES, Sample
 
 MAX_PLANS = 256
 STATE_VERSION = 1  # of the per-run snapshot (RunRules.export_state)
@@ -157,6 +158,16 @@ class RunRules:
         if not unavailable:
             return frozenset()
         return frozenset(f for f, sources in self.providers.items() if sources and sources <= unavailable)
+
+    def judged(self, slot: Slot, finding: Finding) -> Finding:
+        """The slot's finding, unless the run is over: then its metrics no longer change and what they
+        showed is no longer a condition of a live run (its open alerts resolve, none opens). Rules about
+        the run's end (a crash, a failure) judge on."""
+        over = self.arrivals.state
+        if over in TERMINAL_STATES and finding.active and not slot.det.about_the_end:
+            why = f"the run is {over}: its metrics no longer change"
+            return Finding(False, step=finding.step, reason=why)
+        return finding
 
     def queue(self, slot: Slot) -> None:
         if not slot.queued:

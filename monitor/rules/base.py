@@ -61,6 +61,9 @@ class Detector(ABC, Generic[SpecT]):
     spec_model: ClassVar[type[RuleSpec]]
     clocked: ClassVar[bool] = False
     silence: ClassVar[bool] = False  # its timer runs on the absence of data (see above)
+    # Its finding is about the run's state or end (a crash, a failure): it judges on once the run is
+    # over. Every other rule's condition is over when the run is (engine.run_rules.RunRules.judged).
+    about_the_end: ClassVar[bool] = False
     # What a notification's picture shows for this kind: "metric" (the rule's metric around the event,
     # the threshold as a line), "progress" (the step reached against time, the stall shaded) or "none".
     plot: ClassVar[str] = "metric"

@@ -95,6 +95,7 @@ class EndSignals:
 @register
 class EndedDetector(Detector[EndedSpec]):
     kind = "ended"
+    about_the_end = True
     spec_model = EndedSpec
     clocked = True
 

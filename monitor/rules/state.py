@@ -33,6 +33,7 @@ class StateSpec(RuleSpec):
 @register
 class StateDetector(Detector[StateSpec]):
     kind = "state"
+    about_the_end = True
     plot = "progress"
     spec_model = StateSpec
 

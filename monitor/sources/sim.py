@@ -126,6 +126,11 @@ class SimRun:
 
     def advance(self, now: float) -> list[Sample]:
         rows: list[Sample] = []
+        finish = self.origin + self.cfg.finish_after if self.cfg.finish_after is not None else math.inf
+        if now >= finish and self.state == "running":
+            rows = self.advance(finish - 1e-6)  # its last steps, then it ends
+            self.state = "finished"
+            return rows
         while self.state == "running":
             if self._next is None:
                 self._next = self._schedule_next()

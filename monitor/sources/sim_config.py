@@ -88,6 +88,9 @@ class SimTarget(SourceTarget):
     restore_time: Duration = 300.0
     start_step: int = Field(default=0, ge=0)
     target_step: int | None = Field(default=None, ge=1)
+    finish_after: Duration | None = Field(
+        default=None, gt=0, description="the run finishes this long after it starts (default: at target_step)"
+    )
     extra_metrics: int = Field(default=0, ge=0, le=1000, description="more metrics per step (extra/m0, ...)")
     incidents: list[Incident] = Field(default_factory=list)
     repeat_every: Duration | None = Field(

@@ -214,7 +214,8 @@ def assess(
         return Verdict("critical", f"Run {run.state} at step {run.last_step}{down_for}")
     if run.source_error:
         return Verdict("warning", f"Source unreadable: {run.source_error}")
-    if run.last_polled_at is not None and now - run.last_polled_at > STALE_POLLS * interval:
+    ended = run.state in ENDED_STATES  # over: whether it is still polled no longer matters
+    if not ended and run.last_polled_at is not None and now - run.last_polled_at > STALE_POLLS * interval:
         return Verdict("warning", f"Not polled for {ago(now - run.last_polled_at)} (every {ago(interval)})")
     pending = sorted((a for a in alerts if a.state == AlertState.PENDING), key=alert_order)
     if pending:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from alerts.lifecycle import AlertStatus, advance
-from alerts.model import AlertState
+from alerts.model import AlertState, Finding
 from monitor.engine.blindness import blind_rule
 from monitor.engine.evaluator import Evaluator
 from monitor.rules.kinds import DETECTORS
@@ -114,16 +114,21 @@ class NaiveEvaluator:
         self.dets: dict[str, list] = {}
         self.active: dict[str, AlertStatus] = {}
         self.keys = Evaluator(lambda run: rules)
+        self.state: dict[str, str] = {}
 
     def observe(self, sample):
         dets = self.dets.setdefault(sample.run, [DETECTORS[r.kind](r, sample.run) for r in self.rules])
         for d in dets:
             d.observe(sample)
+        if sample.state is not None:
+            self.state[sample.run] = sample.state
 
     def evaluate(self, run, now):
         out = []
         for spec, d in zip(self.rules, self.dets.get(run, []), strict=True):
             finding = d.evaluate(now)
+            if self.state.get(run) in ("crashed", "failed", "killed", "finished") and not d.about_the_end:
+                finding = Finding(False, reason="the run is over")  # its metrics' conditions are over too
             fp = self.keys.key(spec, run, finding).fingerprint
             status, tr = advance(self.active.get(fp), finding, now, spec.for_, spec.keep_firing_for)
             if status is not None and status.state.active:
