@@ -234,7 +234,11 @@ class MlflowSource:
                 continue
             r = moved.get((run_id, lead))
             moved_from = r.before[0] if r is not None and r.before is not None else None
-            again = any(_again(moved.get((run_id, name)), s, ts) for (name, s, ts) in values.get(run_id, {}))
+            again = any(
+                _again(moved.get((run_id, name)), s, ts)
+                for (name, s, ts) in values.get(run_id, {})
+                if not name.startswith(SYSTEM)  # their own counter
+            )
             due = (
                 states[run_id] == "running"
                 and moved_from is None
