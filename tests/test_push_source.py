@@ -76,3 +76,17 @@ def test_each_watch_has_its_own_token_and_the_api_token_is_none_of_them(tmp_path
     env = {"A_TOKEN": "a" * 40, "B_TOKEN": "b" * 40, "C_TOKEN": "short"}
     door = IngestDoor.from_watches(cfg.watch, tmp_path, env)
     assert door.tokens == {"a": "a" * 40, "b": "b" * 40}, "a token under 32 characters opens nothing"
+
+
+def test_a_run_id_over_200_characters_from_a_source_is_logged_once_not_dropped_in_silence(caplog):
+    from monitor.samples import RunInfo, Sample
+    from monitor.sources.base import PollResult
+
+    long = "custom:" + "p" * 250
+    result = PollResult(
+        samples=[Sample(t=1.0, run=long, metrics={"loss": 1.0})], runs=[RunInfo(long, "custom")]
+    )
+    with caplog.at_level("WARNING", logger="monitor.sources.base"):
+        assert result.validated().runs == [] and result.validated().samples == []
+    said = [r.getMessage() for r in caplog.records if "characters (at most 200)" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("run custom:ppp"), said
