@@ -78,6 +78,46 @@ def test_each_watch_has_its_own_token_and_the_api_token_is_none_of_them(tmp_path
     assert door.tokens == {"a": "a" * 40, "b": "b" * 40}, "a token under 32 characters opens nothing"
 
 
+def test_a_pushed_alert_goes_from_the_door_through_the_spool_to_the_rules_input(tmp_path):
+    from pydantic import ValidationError
+
+    from monitor.samples import ALERT_METRIC, JobAlert
+    from monitor.web.api.ingest import IngestBody, _lines
+
+    body = IngestBody(
+        run="job",
+        events=[
+            {
+                "kind": "alert",
+                "t": 100.0,
+                "title": " Shard corrupt ",
+                "text": "17",
+                "level": "ERROR",
+                "wait": 300,
+            },
+            {"kind": "resolve", "t": 101.0, "title": "Shard corrupt"},
+        ],
+    )
+    SpoolWriter(tmp_path).append("w", "job", _lines(body, 100.0))
+    got = PushSource(Settings(ingest_dir=tmp_path)).poll(Target("w", PushTarget()), {}, 200.0).validated()
+    assert [s.alert for s in got.samples] == [
+        JobAlert("Shard corrupt", "17", "error", 300.0),
+        JobAlert("Shard corrupt", resolved=True),
+    ]
+    assert [s.metrics[ALERT_METRIC] for s in got.samples] == [3.0, 0.0]
+    assert got.logged["push:w/job"] == [ALERT_METRIC]
+    for bad, field in [
+        ({"kind": "alert", "title": "x" * 65}, "title"),
+        ({"kind": "alert", "title": "t", "text": "x" * 2001}, "text"),
+        ({"kind": "alert", "title": "t", "level": "fatal"}, "level"),
+        ({"kind": "alert", "title": "t", "wait": -1}, "wait"),
+        ({"kind": "alert"}, "needs a title"),
+        ({"kind": "started", "title": "t"}, "not fields of a started event"),
+    ]:
+        with pytest.raises(ValidationError, match=field):
+            PushedEvent(**bad)
+
+
 def test_a_run_id_over_200_characters_from_a_source_is_logged_once_not_dropped_in_silence(caplog):
     from monitor.samples import RunInfo, Sample
     from monitor.sources.base import PollResult
