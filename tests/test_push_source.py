@@ -130,3 +130,40 @@ def test_a_run_id_over_200_characters_from_a_source_is_logged_once_not_dropped_i
         assert result.validated().runs == [] and result.validated().samples == []
     said = [r.getMessage() for r in caplog.records if "characters (at most 200)" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("run custom:ppp"), said
+
+
+def test_a_job_that_never_reports_its_state_is_shown_without_one_never_paged_blind(tmp_path, monkeypatch):
+    """A job script that pushes its loss but never runs under ``herowatch emit run`` (no started, no
+    exit) is a healthy run: its state is unknown and said so, no ``watching_blind`` about it."""
+    from sqlalchemy import select
+
+    from alerts.clock import ManualClock
+    from monitor.config.loader import parse_config
+    from monitor.service import build_service
+    from monitor.storage.models import Alert
+
+    monkeypatch.setenv("HERO_INGEST_TOKEN", "x" * 32)
+    cfg = parse_config(
+        "watch:\n  - name: w\n    poll_interval: 60s\n    push: {token_env: HERO_INGEST_TOKEN}\n", "t.yaml"
+    )
+    clock = ManualClock(1_780_000_000.0)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}", ingest_dir=tmp_path / "spool")
+    service = build_service(cfg, settings, clock, auto_migrate=True)
+    service.engine.resume()
+    spool = SpoolWriter(tmp_path / "spool")
+    try:
+        step = 0
+        for _ in range(180):  # three hours, a step every 10 s, a poll a minute
+            lines = []
+            for i in range(6):
+                step += 1
+                t = clock.time() + i * 10.0
+                lines.append(line(t, "job", step, {"train/loss": 3.0 - step * 1e-4}, None))
+            spool.append("w", "job", lines)
+            clock.advance(60)
+            service.engine.poll("w")
+        with service.sessions() as s:
+            raised = [(a.rule, a.labels.get("input")) for a in s.scalars(select(Alert))]
+    finally:
+        service.stop()
+    assert raised == [], f"a healthy pushed run paged: {raised}"
