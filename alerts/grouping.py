@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from alerts.model import AlertState
+from alerts.model import AlertState, Severity
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,6 @@ def repeat_due(
     return firing and not acked and last_sent_at is not None and now - last_sent_at >= timing.repeat_interval
 
 
-SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
-
-
 def headline(alerts: Sequence[Mapping]) -> Mapping | None:
     """The alert a group's message leads with: firing before resolved, then the most severe, then oldest."""
     if not alerts:
@@ -59,7 +56,7 @@ def headline(alerts: Sequence[Mapping]) -> Mapping | None:
         alerts,
         key=lambda a: (
             a.get("state") != AlertState.FIRING,
-            SEVERITY_ORDER.get(a.get("severity"), 9),
+            Severity.rank_of(a.get("severity")),
             a.get("started_at") or 0,
         ),
     )[0]

@@ -16,7 +16,16 @@ class Severity(enum.StrEnum):
 
     @property
     def rank(self) -> int:
-        return {"critical": 0, "warning": 1, "info": 2}[self.value]
+        """The one severity order: critical first (0), then warning, then info."""
+        return _RANK[self.value]
+
+    @staticmethod
+    def rank_of(value: str | None) -> int:
+        """``rank`` of a severity as stored (a string); after every known one for anything else."""
+        return _RANK.get(value or "", len(_RANK))
+
+
+_RANK = {"critical": 0, "warning": 1, "info": 2}
 
 
 class AlertState(enum.StrEnum):

@@ -14,7 +14,8 @@ side by side:
 MLflow: a real ``mlflow server`` (SQLite), ``--mlflow-runs`` runs logging 4 keys; a poll after
 ``--mlflow-advancing`` of them logged 15 more steps, against the requests a per-run history read would
 make (one ``get-history`` per run and key): once for runs logging in step with each other (their moved
-keys share reads: monitor.sources.mlflow_history), once for runs each at its own step.
+keys share reads: monitor.sources.mlflow_history), once for runs each at its own step. Then a poll with
+the rewind probe due (monitor.sources.mlflow_rewind) and a run resumed below its top into the same run.
 
     .venv/bin/python bench/sources.py [--runs 200] [--gigabytes 1] [--advancing 10] [--new-kb 256]
                                       [--warmup-kb 1024] [--sample 20]
@@ -221,8 +222,8 @@ def mlflow_bench(args: argparse.Namespace) -> None:
         ]
         now = int(time.time() * 1000)
 
-        def log(run_id: str, steps: range) -> None:
-            c.log_batch(run_id, metrics=[Metric(k, 1.0, now + s, s) for s in steps for k in keys])
+        def log(run_id: str, steps: range, t0: int = now) -> None:
+            c.log_batch(run_id, metrics=[Metric(k, 1.0, t0 + s, s) for s in steps for k in keys])
 
         # half the runs in step with each other (a sweep started together), half each at its own step
         start = {r: 0 if i % 2 == 0 else 5000 * i for i, r in enumerate(runs)}
@@ -249,6 +250,35 @@ def mlflow_bench(args: argparse.Namespace) -> None:
                 f"{res.requests} requests in {t * 1000:.0f} ms; a history read of every run and key: "
                 f"{naive} requests (ratio {naive / res.requests:.0f}x)"
             )
+        # the probe for steps logged again below the top (a resume into the same run), due every
+        # rewind_probe for every running run that has not moved: here all of them but the advanced
+        later = time.time() + target.config.rewind_probe + 1
+        t, res = timed(lambda: src.poll(target, cursors, later))
+        cursors = res.cursors
+        print(
+            f"poll with the rewind probe due (every {target.config.rewind_probe:.0f} s), nothing new: "
+            f"{res.requests} requests in {t * 1000:.0f} ms"
+        )
+        resumed = runs[0]
+        restarted = now + 10**6  # the resumed process logs later
+        log(resumed, range(start[resumed] + 40, start[resumed] + 50), restarted)  # 25 steps below its top
+        t, res = timed(lambda: src.poll(target, cursors, later + 1))
+        cursors = res.cursors
+        got = [s.step for s in res.samples if s.step is not None]
+        print(
+            f"poll, 1 run resumed 25 steps below its top (probe not due): {res.requests} request(s), "
+            f"{len(got)} steps read"
+        )
+        t, res = timed(lambda: src.poll(target, cursors, later + 2 * target.config.rewind_probe + 2))
+        cursors = res.cursors
+        got = [s.step for s in res.samples if s.step is not None]
+        print(f"  probe due: {res.requests} requests, {len(got)} steps read ({got[0]}..{got[-1]})")
+        log(resumed, range(start[resumed] + 50, start[resumed] + 60), restarted)
+        t, res = timed(lambda: src.poll(target, cursors, later + 2 * target.config.rewind_probe + 3))
+        got = [s.step for s in res.samples if s.step is not None]
+        print(
+            f"  next poll, it logged 10 more below its top: {res.requests} request(s), {len(got)} steps read"
+        )
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 # feeds they need (Detector.feeds), sources which they deliver (SourceTarget.promises).
 STEP, STATE, ANY = "@step", "@state", "@any"
 
+# A custom alert a job sent (``herowatch emit alert``, as W&B's ``wandb.alert``): the sample that carries
+# it also carries this metric (its level: ALERT_LEVELS' value, 0 for a resolve), by which it reaches the
+# ``job_alert`` rules as any metric reaches its rules.
+ALERT_METRIC = "job/alert"
+ALERT_LEVELS = {"info": 1.0, "warn": 2.0, "error": 3.0}
+MAX_ALERT_TITLE = 64  # as W&B's run.alert: "must be less than 64 characters"
+MAX_ALERT_TEXT = 2000
+MAX_ALERT_WAIT = 7 * 86400.0
+DEFAULT_ALERT_WAIT = 60.0  # W&B's default wait_duration: one minute
+
 TERMINAL_STATES = frozenset({"crashed", "failed", "killed", "finished"})
 
 # How non-finite numbers are spelled where JSON cannot hold them (W&B history, trace files).
@@ -30,6 +40,72 @@ NON_FINITE_WORDS = {
 
 
 @dataclass(frozen=True, slots=True)
+class JobAlert:
+    """A custom alert the job itself sent: ``title`` names it (a repeat of a title is the same alert),
+    ``level`` is info, warn or error, a repeat of the title within ``wait`` seconds of the last one taken
+    is dropped (W&B's ``wait_duration``), and ``resolved`` says the job declared it over."""
+
+    title: str
+    text: str = ""
+    level: str = "info"
+    wait: float = DEFAULT_ALERT_WAIT
+    resolved: bool = False
+
+    @classmethod
+    def clean(cls, value: object) -> JobAlert | None:
+        """The alert as herowatch may trust it (bounded text, a known level), or None."""
+        if not isinstance(value, JobAlert) or not isinstance(value.title, str) or not value.title.strip():
+            return None
+        level = str(value.level).strip().lower()
+        wait = as_number(value.wait)
+        if level not in ALERT_LEVELS or wait is None or not math.isfinite(wait):
+            return None
+        text = value.text if isinstance(value.text, str) else ""
+        return cls(
+            value.title.strip()[:MAX_ALERT_TITLE],
+            text[:MAX_ALERT_TEXT],
+            level,
+            min(max(wait, 0.0), MAX_ALERT_WAIT),
+            value.resolved is True,
+        )
+
+    def metric(self) -> float:
+        """The value of ``ALERT_METRIC`` on the sample that carries it."""
+        return 0.0 if self.resolved else ALERT_LEVELS[self.level]
+
+
+def alert_to_dict(alert: JobAlert) -> dict[str, object]:
+    """An alert as the trace format and the push spool write it (``alert_from_dict`` reads it back)."""
+    out: dict[str, object] = {"title": alert.title, "level": alert.level}
+    if alert.text:
+        out["text"] = alert.text
+    if alert.wait != DEFAULT_ALERT_WAIT:
+        out["wait"] = alert.wait
+    if alert.resolved:
+        out["resolved"] = True
+    return out
+
+
+def alert_from_dict(raw: object) -> JobAlert:
+    """The ``alert`` object of a trace line; ValueError says what is wrong with it."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object with title, text, level, got {type(raw).__name__}")
+    title, text, level = raw.get("title"), raw.get("text", ""), raw.get("level", "info")
+    wait, resolved = raw.get("wait", DEFAULT_ALERT_WAIT), raw.get("resolved", False)
+    if not isinstance(title, str) or not title.strip() or len(title) > MAX_ALERT_TITLE:
+        raise ValueError(f"title: expected text of 1 to {MAX_ALERT_TITLE} characters")
+    if not isinstance(text, str) or len(text) > MAX_ALERT_TEXT:
+        raise ValueError(f"text: expected text of at most {MAX_ALERT_TEXT} characters")
+    if not isinstance(level, str) or level.lower() not in ALERT_LEVELS:
+        raise ValueError(f"level: expected one of {', '.join(ALERT_LEVELS)}, got {level!r}")
+    if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_ALERT_WAIT:
+        raise ValueError(f"wait: expected seconds from 0 to {MAX_ALERT_WAIT:.0f}")
+    if not isinstance(resolved, bool):
+        raise ValueError("resolved: expected true or false")
+    return JobAlert(title.strip(), text, level.lower(), float(wait), resolved)
+
+
+@dataclass(frozen=True, slots=True)
 class Sample:
     t: float  # epoch seconds
     run: str
@@ -39,6 +115,7 @@ class Sample:
     source: str | None = None
     labels: Mapping[str, str] | None = None
     source_error: str | None = None
+    alert: JobAlert | None = None  # a custom alert the job sent (with the metric ALERT_METRIC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +194,14 @@ def clean(sample: Sample) -> Sample | None:
     state = sample.state
     if state is not None:
         state = str(state).strip().lower()[:MAX_STATE] or None
+    alert = sample.alert
+    if alert is not None:
+        alert = JobAlert.clean(alert)
+        if alert is not None:
+            metrics[ALERT_METRIC] = alert.metric()  # the rules' dispatch key (see ALERT_METRIC)
+        same = False
     if same and t == sample.t and step == sample.step and state == sample.state:
         return sample  # already clean: no copy on the hot path
-    return Sample(t, sample.run, step, metrics, state, sample.source, sample.labels, sample.source_error)
+    return Sample(
+        t, sample.run, step, metrics, state, sample.source, sample.labels, sample.source_error, alert
+    )

@@ -76,3 +76,80 @@ def test_each_watch_has_its_own_token_and_the_api_token_is_none_of_them(tmp_path
     env = {"A_TOKEN": "a" * 40, "B_TOKEN": "b" * 40, "C_TOKEN": "short"}
     door = IngestDoor.from_watches(cfg.watch, tmp_path, env)
     assert door.tokens == {"a": "a" * 40, "b": "b" * 40}, "a token under 32 characters opens nothing"
+
+
+def test_a_pushed_alert_goes_from_the_door_through_the_spool_to_the_rules_input(tmp_path):
+    from pydantic import ValidationError
+
+    from monitor.samples import ALERT_METRIC, JobAlert
+    from monitor.web.api.ingest import IngestBody, _lines
+
+    body = IngestBody(
+        run="job",
+        events=[
+            {
+                "kind": "alert",
+                "t": 100.0,
+                "title": " Shard corrupt ",
+                "text": "17",
+                "level": "ERROR",
+                "wait": 300,
+            },
+            {"kind": "resolve", "t": 101.0, "title": "Shard corrupt"},
+        ],
+    )
+    SpoolWriter(tmp_path).append("w", "job", _lines(body, 100.0))
+    got = PushSource(Settings(ingest_dir=tmp_path)).poll(Target("w", PushTarget()), {}, 200.0).validated()
+    assert [s.alert for s in got.samples] == [
+        JobAlert("Shard corrupt", "17", "error", 300.0),
+        JobAlert("Shard corrupt", resolved=True),
+    ]
+    assert [s.metrics[ALERT_METRIC] for s in got.samples] == [3.0, 0.0]
+    assert got.logged["push:w/job"] == [ALERT_METRIC]
+    for bad, field in [
+        ({"kind": "alert", "title": "x" * 65}, "title"),
+        ({"kind": "alert", "title": "t", "text": "x" * 2001}, "text"),
+        ({"kind": "alert", "title": "t", "level": "fatal"}, "level"),
+        ({"kind": "alert", "title": "t", "wait": -1}, "wait"),
+        ({"kind": "alert"}, "needs a title"),
+        ({"kind": "started", "title": "t"}, "not fields of a started event"),
+    ]:
+        with pytest.raises(ValidationError, match=field):
+            PushedEvent(**bad)
+
+
+def test_a_job_that_never_reports_its_state_is_shown_without_one_never_paged_blind(tmp_path, monkeypatch):
+    """A job script that pushes its loss but never runs under ``herowatch emit run`` (no started, no
+    exit) is a healthy run: its state is unknown and said so, no ``watching_blind`` about it."""
+    from sqlalchemy import select
+
+    from alerts.clock import ManualClock
+    from monitor.config.loader import parse_config
+    from monitor.service import build_service
+    from monitor.storage.models import Alert
+
+    monkeypatch.setenv("HERO_INGEST_TOKEN", "x" * 32)
+    cfg = parse_config(
+        "watch:\n  - name: w\n    poll_interval: 60s\n    push: {token_env: HERO_INGEST_TOKEN}\n", "t.yaml"
+    )
+    clock = ManualClock(1_780_000_000.0)
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}", ingest_dir=tmp_path / "spool")
+    service = build_service(cfg, settings, clock, auto_migrate=True)
+    service.engine.resume()
+    spool = SpoolWriter(tmp_path / "spool")
+    try:
+        step = 0
+        for _ in range(180):  # three hours, a step every 10 s, a poll a minute
+            lines = []
+            for i in range(6):
+                step += 1
+                t = clock.time() + i * 10.0
+                lines.append(line(t, "job", step, {"train/loss": 3.0 - step * 1e-4}, None))
+            spool.append("w", "job", lines)
+            clock.advance(60)
+            service.engine.poll("w")
+        with service.sessions() as s:
+            raised = [(a.rule, a.labels.get("input")) for a in s.scalars(select(Alert))]
+    finally:
+        service.stop()
+    assert raised == [], f"a healthy pushed run paged: {raised}"

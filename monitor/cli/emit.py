@@ -1,4 +1,5 @@
-"""`herowatch emit run|started|exit|log`: a job script reports to a push watch (``POST /api/ingest``).
+"""`herowatch emit run|started|exit|log|alert|resolve`: a job script reports to a push watch
+(``POST /api/ingest``).
 
 The wrapper (``herowatch emit run -- python train.py ...``) reports ``started``, runs the command with
 its signals forwarded, reports its exit (the code, and ``signal N`` when a signal ended it), and exits
@@ -23,7 +24,8 @@ emit_app = typer_app(
     "    herowatch emit run --run hero-70b -- torchrun train.py   # started, then the exit and its code\n"
     "    herowatch emit started --run hero-70b\n"
     "    herowatch emit log --run hero-70b --step 1200 train/loss=2.31\n"
-    "    herowatch emit exit --run hero-70b --code 137 --cause oom-killed\n",
+    "    herowatch emit exit --run hero-70b --code 137 --cause oom-killed\n"
+    "    herowatch emit alert --run hero-70b --title 'Shard corrupt' --text 'shard 17' --level error\n",
     no_args_is_help=True,
 )
 RUN_OPTION = typer.Option(None, "--run", help=f"the run's name [env {RUN_ENV}]")
@@ -125,4 +127,36 @@ def log_(
     hw = _pusher(run, url)
     hw.log(step, metrics)
     if not _send("the sample", hw.flush):
+        raise typer.Exit(1)
+
+
+@emit_app.command("alert")
+def alert_(
+    title: str = typer.Option(..., "--title", help="what the alert is, at most 64 characters (its identity)"),
+    text: str = typer.Option("", "--text", help="what to tell on-call"),
+    level: str = typer.Option("info", "--level", help="info (never notifies), warn or error (pages)"),
+    wait: float = typer.Option(
+        None, "--wait", help="seconds within which a repeat of this title is dropped [default 60]"
+    ),
+    run: str = RUN_OPTION,
+    url: str = URL_OPTION,
+) -> None:
+    """A custom alert, as W&B's wandb.alert; it resolves 1h after the last send of its title."""
+    if level.strip().lower() not in ("info", "warn", "error"):
+        typer.echo(f"herowatch emit alert: --level {level!r}: expected info, warn or error", err=True)
+        raise typer.Exit(2)
+    hw = _pusher(run, url)
+    if not _send("the alert", lambda: hw.alert(title, text, level, wait)):
+        raise typer.Exit(1)
+
+
+@emit_app.command("resolve")
+def resolve_(
+    title: str = typer.Option(..., "--title", help="the title of the alert that is over"),
+    run: str = RUN_OPTION,
+    url: str = URL_OPTION,
+) -> None:
+    """The alert of this title is over: it resolves now."""
+    hw = _pusher(run, url)
+    if not _send("the resolve", lambda: hw.resolve(title)):
         raise typer.Exit(1)

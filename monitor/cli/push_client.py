@@ -5,6 +5,8 @@
     hw = Pusher(run="pretrain-70b-r3")        # HEROWATCH_URL, HEROWATCH_INGEST_TOKEN from the environment
     hw.started()
     hw.log(step, {"train/loss": loss})        # batched: sent every ``batch`` samples or on flush()
+    hw.alert("Data shard corrupt", "shard 17 failed its checksum", level="ERROR", wait_duration=300)
+    hw.resolve("Data shard corrupt")          # or let it resolve on its own (1h after the last send)
     hw.exit(code)                             # or hw.exit(137, cause="oom-killed"); flushes first
 
 Sending retries what can pass later (a refused connection, a timeout, 5xx, 429 after its Retry-After)
@@ -19,6 +21,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -86,6 +89,27 @@ class Pusher:
 
     def started(self) -> None:
         self._post({"run": self.run, "events": [{"kind": "started", "t": time.time()}]})
+
+    def alert(
+        self,
+        title: str,
+        text: str = "",
+        level: str = "INFO",
+        wait_duration: float | timedelta | None = None,
+    ) -> None:
+        """A custom alert, as W&B's ``run.alert``: ``title`` (at most 64 characters) names it, ``level``
+        INFO (recorded, never notifies), WARN or ERROR (pages); a repeat of the title within
+        ``wait_duration`` seconds (default 60) of the last one herowatch took is dropped."""
+        event: dict[str, Any] = {"kind": "alert", "t": time.time(), "title": title, "text": text}
+        event["level"] = str(getattr(level, "value", level)).lower()  # a W&B AlertLevel works too
+        if wait_duration is not None:
+            wait = wait_duration.total_seconds() if isinstance(wait_duration, timedelta) else wait_duration
+            event["wait"] = float(wait)
+        self._post({"run": self.run, "events": [event]})
+
+    def resolve(self, title: str) -> None:
+        """The alert of this title is over: it resolves now rather than an hour after its last send."""
+        self._post({"run": self.run, "events": [{"kind": "resolve", "t": time.time(), "title": title}]})
 
     def exit(self, code: int | None, cause: str = "exit") -> None:
         """The job ended: ``code`` as the process returned it, ``cause`` ``exit``, ``oom-killed`` or

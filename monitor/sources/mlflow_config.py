@@ -59,6 +59,11 @@ class MlflowTarget(SourceTarget):
         description="steps per history request (MLflow answers 2500 values at most)",
     )
     max_runs: int = Field(default=1000, ge=1, le=50_000, description="runs watched at most")
+    rewind_probe: Duration = Field(
+        default=60.0,
+        description="a running run whose steps have not moved is checked this often for steps logged "
+        "again below its highest (resumed from a checkpoint into the same run)",
+    )
 
     @field_validator("tracking_uri")
     @classmethod

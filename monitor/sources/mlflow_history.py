@@ -22,12 +22,17 @@ class Read:
     key: str
     lo: int
     hi: int
-    before: tuple[int, int] | None  # (step, timestamp) of the last value read; None: first sight
+    before: tuple[int, int] | None  # (step, timestamp) of the key's latest value; None: first sight
+    horizon: tuple[int, int] | None = None  # (timestamp, step) of the newest value read
 
     def wants(self, step: int, timestamp: int) -> bool:
+        """In the window, and past the latest value, or logged after the newest value read (a step
+        logged again below the latest one: the run was resumed from a checkpoint)."""
         if not self.lo <= step <= self.hi:
             return False
-        return self.before is None or (step, timestamp) > self.before
+        if self.before is None or (step, timestamp) > self.before:
+            return True
+        return self.horizon is not None and (timestamp, step) > self.horizon
 
 
 @dataclass(frozen=True)

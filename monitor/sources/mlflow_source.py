@@ -13,7 +13,9 @@ looked up by id; a followed run that is not found any more was deleted, and says
 MLflow's system metrics (``system/gpu_0_utilization_percentage``, ...) are sampled on their own step
 counter, not the training step: they enter as step-less samples at their own times, as a Prometheus
 series would. A run resumed from a checkpoint that logs steps below its highest step again does not
-move MLflow's latest value: its steps show again once they pass the old highest step.
+move MLflow's latest value: those steps are found by their times (monitor.sources.mlflow_rewind), by a
+probe of running runs whose steps have not moved (every ``rewind_probe``) and from the read of what
+moved, and they enter in time order, as a step rewind.
 
 Anything unreadable makes the whole poll an error: the engine sees "source unavailable", never
 "no new steps".
@@ -22,7 +24,8 @@ Anything unreadable makes the whole poll an error: the engine sees "source unava
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from monitor.run_ids import qualify
@@ -30,14 +33,16 @@ from monitor.samples import RunInfo, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.key_patterns import key_filter
-from monitor.sources.mlflow_client import MlflowApi, MlflowUnavailable
+from monitor.sources.mlflow_client import MAX_VALUES, MlflowApi, MlflowUnavailable
 from monitor.sources.mlflow_config import STATES, MlflowTarget
 from monitor.sources.mlflow_history import Read, batches
+from monitor.sources.mlflow_rewind import lead_key, plan, relogged
 
 log = logging.getLogger(__name__)
 SOURCE = "mlflow"
 SYSTEM = "system/"
 _IDS_PER_SEARCH = 100
+Values = dict[str, dict[tuple[str, int, int], dict[str, Any]]]  # run -> (key, step, time) -> value
 
 
 def _latest(run: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
@@ -46,6 +51,44 @@ def _latest(run: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     for m in (run.get("data") or {}).get("metrics") or []:
         out[str(m["key"])] = (int(m.get("step") or 0), int(m.get("timestamp") or 0))
     return out
+
+
+@dataclass
+class Past:
+    """What a run's cursor says of the reads before: per key the latest (step, timestamp) seen and the
+    (timestamp, step) of the newest value read (its horizon); the highest step logged again read while
+    the run is below its old top (``rework``); when it was last probed for steps logged again."""
+
+    keys: dict[str, list[int]]
+    horizon: dict[str, tuple[int, int]]
+    rework: int | None
+    probed: float | None
+
+    @classmethod
+    def of(cls, cursor: Mapping[str, Any]) -> Past:
+        keys = {str(k): [int(v[0]), int(v[1])] for k, v in (cursor.get("keys") or {}).items()}
+        stored = cursor.get("horizon") or {}
+        horizon = {  # a cursor from before horizons: the latest value was the newest read
+            k: (int(stored[k][0]), int(stored[k][1])) if k in stored else (v[1], v[0])
+            for k, v in keys.items()
+        }
+        rework, probed = cursor.get("rework"), cursor.get("probed")
+        return cls(
+            keys, horizon, None if rework is None else int(rework), None if probed is None else float(probed)
+        )
+
+    def cursor(self) -> dict[str, Any]:
+        return {
+            "keys": self.keys,
+            "horizon": {k: list(v) for k, v in self.horizon.items()},
+            "rework": self.rework,
+            "probed": self.probed,
+        }
+
+
+def _again(read: Read | None, step: int, timestamp: int) -> bool:
+    """A new value read for what moved at or below the key's latest step before: logged again."""
+    return read is not None and read.before is not None and step <= read.before[0]
 
 
 class MlflowSource:
@@ -92,7 +135,9 @@ class MlflowSource:
                 runs[r["info"]["run_id"]] = r
         wanted = key_filter(cfg.keys)
         latest = {run_id: _latest(run) for run_id, run in runs.items()}
-        seen = {run_id: dict((mine.get(run_id) or {}).get("keys") or {}) for run_id in runs}
+        states = {r: STATES.get(str(run["info"].get("status")), "unknown") for r, run in runs.items()}
+        past = {run_id: Past.of(mine.get(run_id) or {}) for run_id in runs}
+        seen = {run_id: dict(p.keys) for run_id, p in past.items()}
         reads = []
         for run_id, keys in latest.items():
             for name, (step, ts) in keys.items():
@@ -100,15 +145,18 @@ class MlflowSource:
                 if not wanted(name) or (before is not None and before >= (step, ts)):
                     continue
                 lo = before[0] if before is not None else max(0, step - cfg.warmup_steps + 1)
-                reads.append(Read(run_id, name, lo, step, before))
+                reads.append(Read(run_id, name, lo, step, before, past[run_id].horizon.get(name)))
                 seen[run_id][name] = [step, ts]
         values = self._read(api, reads, cfg.page_steps)
+        self._rework(api, cfg, wanted, latest, states, past, reads, values, now)
         out = PollResult()
         for run_id, run in runs.items():
             key = prefix + run_id
             rows: dict[int, dict[str, float]] = {}
             times: dict[int, float] = {}
-            for name, m in values.get(run_id, ()):
+            for (name, _, _), m in sorted(
+                values.get(run_id, {}).items(), key=lambda kv: (kv[0][2], kv[0][1])
+            ):
                 t = int(m.get("timestamp") or 0) / 1000
                 if name.startswith(SYSTEM):  # their own sampling counter, not the training step
                     out.samples.append(Sample(t=t, run=key, metrics={name: m["value"]}, source=SOURCE))
@@ -116,19 +164,20 @@ class MlflowSource:
                 s = int(m.get("step") or 0)
                 rows.setdefault(s, {})[name] = m["value"]
                 times[s] = max(times.get(s, 0.0), t)
-            for s in sorted(rows):
+            for s in sorted(rows, key=lambda s: (times[s], s)):  # in time: a step logged again is a rewind
                 out.samples.append(Sample(t=times[s], run=key, step=s, metrics=rows[s], source=SOURCE))
-            state = STATES.get(str(run["info"].get("status")), "unknown")
+            state = states[run_id]
             out.samples.append(Sample(t=now, run=key, state=state, source=SOURCE))
             if latest[run_id]:
                 out.logged[key] = sorted(latest[run_id])
-            last = max((ts for _, ts in latest[run_id].values()), default=None)
-            cursor = {
-                **(mine.get(run_id) or {}),
-                "keys": seen[run_id],
-                "state": state,
-                "experiment": experiment,
-            }
+            p = past[run_id]
+            p.keys = seen[run_id]
+            for (name, s, ts), _ in values.get(run_id, {}).items():
+                p.horizon[name] = max(p.horizon.get(name, (ts, s)), (ts, s))
+            for name, (s, ts) in latest[run_id].items():
+                p.horizon[name] = max(p.horizon.get(name, (ts, s)), (ts, s))
+            last = max((ts for ts, _ in p.horizon.values()), default=None)  # steps logged again count
+            cursor = {**(mine.get(run_id) or {}), **p.cursor(), "state": state, "experiment": experiment}
             cursor.pop("deleted", None)
             out.cursors[key] = cursor
             out.runs.append(self._info(cfg, target, experiment, run, state, last))
@@ -144,18 +193,91 @@ class MlflowSource:
         return out
 
     @staticmethod
-    def _read(
-        api: MlflowApi, reads: list[Read], page_steps: int
-    ) -> dict[str, list[tuple[str, dict[str, Any]]]]:
-        """Run id -> (key, value) of every value the reads want, in as few requests as fit."""
+    def _read(api: MlflowApi, reads: list[Read], page_steps: int, out: Values | None = None) -> Values:
+        """Every value the reads want, in as few requests as fit, added to ``out``."""
         wanted = {(r.run_id, r.key): r for r in reads}
-        out: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        out = {} if out is None else out
         for batch in batches(reads, page_steps):
             for m in api.history(batch.run_ids, batch.key, batch.lo, batch.hi):
                 r = wanted.get((str(m.get("run_id")), batch.key))
-                if r is not None and r.wants(int(m.get("step") or 0), int(m.get("timestamp") or 0)):
-                    out.setdefault(r.run_id, []).append((batch.key, m))
+                step, ts = int(m.get("step") or 0), int(m.get("timestamp") or 0)
+                if r is not None and r.wants(step, ts):
+                    out.setdefault(r.run_id, {})[(batch.key, step, ts)] = m
         return out
+
+    def _rework(
+        self,
+        api: MlflowApi,
+        cfg: MlflowTarget,
+        wanted: Callable[[str], bool],
+        latest: Mapping[str, Mapping[str, tuple[int, int]]],
+        states: Mapping[str, str],
+        past: Mapping[str, Past],
+        reads: list[Read],
+        values: Values,
+        now: float,
+    ) -> None:
+        """Adds to ``values`` the steps runs logged again below their latest (resumed from a checkpoint
+        into the same run: monitor.sources.mlflow_rewind) and moves the runs' rework cursors."""
+        moved = {(r.run_id, r.key): r for r in reads}
+        window = min(cfg.page_steps, MAX_VALUES // 2)  # a step logged twice: two values
+        scans = []
+        for run_id, keys in latest.items():
+            p = past[run_id]
+            training = {
+                k: v for k, v in keys.items() if wanted(k) and not k.startswith(SYSTEM) and k in p.keys
+            }
+            lead = lead_key(training)
+            if lead is None:
+                if p.probed is None:
+                    p.probed = now
+                continue
+            r = moved.get((run_id, lead))
+            moved_from = r.before[0] if r is not None and r.before is not None else None
+            again = any(
+                _again(moved.get((run_id, name)), s, ts)
+                for (name, s, ts) in values.get(run_id, {})
+                if not name.startswith(SYSTEM)  # their own counter
+            )
+            due = (
+                states[run_id] == "running"
+                and moved_from is None
+                and (p.rework is not None or p.probed is None or now - p.probed >= cfg.rewind_probe)
+            )
+            if due and p.rework is None:
+                p.probed = now
+            scan = plan(
+                run_id,
+                lead,
+                keys[lead][0],
+                p.horizon[lead],
+                moved_from=moved_from,
+                relogged_in_read=again,
+                rework=p.rework,
+                due=due,
+                window=window,
+            )
+            if scan is not None:
+                scans.append(scan)
+            if moved_from is not None:
+                p.rework = None  # past its old top again
+        found = relogged(api.history, scans, window)
+        others = []
+        for scan in scans:
+            got = found.get(scan.run_id)
+            if not got:
+                continue
+            steps = [int(m.get("step") or 0) for m in got]
+            for m, s in zip(got, steps, strict=True):
+                values.setdefault(scan.run_id, {})[(scan.key, s, int(m.get("timestamp") or 0))] = m
+            top = latest[scan.run_id][scan.key][0]
+            if max(steps) < top and (scan.run_id, scan.key) not in moved:
+                past[scan.run_id].rework = max(steps)
+            p = past[scan.run_id]
+            for name, (s, ts) in latest[scan.run_id].items():
+                if name != scan.key and name in p.horizon and not name.startswith(SYSTEM) and wanted(name):
+                    others.append(Read(scan.run_id, name, min(steps), max(steps), (s, ts), p.horizon[name]))
+        self._read(api, others, cfg.page_steps, values)
 
     @staticmethod
     def _info(

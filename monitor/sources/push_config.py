@@ -42,10 +42,11 @@ class PushTarget(SourceTarget):
         return v
 
     def promises(self) -> frozenset[str]:
-        """A pushed run says its steps and its state (started, exit) itself."""
-        from monitor.samples import STATE, STEP
+        """A pushed run says its steps. Its state only if the job reports it (``herowatch emit run``,
+        ``started``/``exit``): a job that never does is shown without a state, never paged as blind."""
+        from monitor.samples import STEP
 
-        return frozenset({STEP, STATE})
+        return frozenset({STEP})
 
 
 register(

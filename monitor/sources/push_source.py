@@ -4,6 +4,7 @@ the spool (monitor.sources.push_spool) incrementally.
 A poll lists the watch's run files and reads only those that grew past their cursor (the byte offset
 after the last whole line read). A run is ``push:<watch>/<run>``; its state is the last one it pushed
 (``started`` is running, an exit is finished, failed or killed), unknown (as good as running) before.
+A custom alert the job sent rides on its sample (``Sample.alert``) to the ``job_alert`` rules.
 A job that stops pushing gets no state change from here: its steps stop (``progress_stalled``) and its
 telemetry stops (``telemetry_gone``), as with any tracker that goes quiet.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from monitor.run_ids import qualify
-from monitor.samples import RunInfo, Sample
+from monitor.samples import JobAlert, RunInfo, Sample, alert_from_dict
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.push_config import PushTarget
@@ -40,7 +41,18 @@ def _sample(row: Mapping[str, object], key: str) -> Sample | None:
         metrics=metrics if isinstance(metrics, dict) else {},
         state=state if isinstance(state, str) else None,
         source=SOURCE,
+        alert=_alert(row.get("alert")),
     )
+
+
+def _alert(raw: object) -> JobAlert | None:
+    """A custom alert the job sent (``herowatch emit alert``), as the door wrote it."""
+    if raw is None:
+        return None
+    try:
+        return alert_from_dict(raw)
+    except ValueError:
+        return None  # never written by the door
 
 
 class PushSource:

@@ -1,9 +1,10 @@
 """The spool between the ingest door and the push source: one append-only JSON Lines file per run.
 
 ``POST /api/ingest`` appends what a job pushed (already validated, in the trace format's line shape:
-``t``, ``run``, ``step``, ``metrics``, ``state``) and returns only once the lines are on disk; the push
-source reads each file from its byte cursor, whole lines only. A push is never lost between the two:
-not when herowatch restarts (the cursor is stored with the run), not when the poller is behind.
+``t``, ``run``, ``step``, ``metrics``, ``state``, ``alert``) and returns only once the lines are on
+disk; the push source reads each file from its byte cursor, whole lines only. A push is never lost
+between the two: not when herowatch restarts (the cursor is stored with the run), not when the poller
+is behind.
 
 Layout: ``<ingest_dir>/<watch>/<sha256(run)[:32]>.jsonl``: the file name never depends on what a job
 may send (a run name with ``/`` or 200 characters), the run's own name is in every line.
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from monitor.samples import JobAlert, alert_to_dict
+
 SUFFIX = ".jsonl"
 
 
@@ -37,7 +40,14 @@ def _number(v: float) -> float | str:
     return v
 
 
-def line(t: float, run: str, step: int | None, metrics: Mapping[str, float], state: str | None) -> bytes:
+def line(
+    t: float,
+    run: str,
+    step: int | None,
+    metrics: Mapping[str, float],
+    state: str | None,
+    alert: JobAlert | None = None,
+) -> bytes:
     """One spool line: strict JSON (non-finite values spelled as the trace format does)."""
     row: dict[str, Any] = {"t": t, "run": run}
     if step is not None:
@@ -46,6 +56,8 @@ def line(t: float, run: str, step: int | None, metrics: Mapping[str, float], sta
         row["metrics"] = {k: _number(v) for k, v in metrics.items()}
     if state is not None:
         row["state"] = state
+    if alert is not None:
+        row["alert"] = alert_to_dict(alert)
     return json.dumps(row, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 

@@ -22,7 +22,7 @@ from monitor.config.yamlsize import read_yaml_file
 from monitor.durations import Duration, format_duration
 from monitor.rules.loader import TESTS_HINT, apply_overrides, load_rules
 from monitor.rules.notation import expand_values, expand_words
-from monitor.samples import Sample
+from monitor.samples import ALERT_METRIC, DEFAULT_ALERT_WAIT, JobAlert, Sample
 from monitor.traces.replay import Replayer
 from monitor.traces.trace import STATES, parse_time
 
@@ -55,6 +55,21 @@ class Series(_Strict):
     values: str | float | None = None
 
 
+class PushedAlertRow(_Strict):
+    """A custom alert the job sends at ``at`` after the start (``herowatch emit alert``)."""
+
+    at: Duration
+    title: str
+    text: str = ""
+    level: Literal["info", "warn", "error"] = "info"
+    wait: Duration = DEFAULT_ALERT_WAIT
+    resolved: bool = False
+
+    def sample(self, t: float, run: str) -> Sample:
+        alert = JobAlert(self.title, self.text, self.level, self.wait, self.resolved)
+        return Sample(t, run, metrics={ALERT_METRIC: alert.metric()}, alert=alert)
+
+
 class RuleTest(_Strict):
     name: str = ""
     interval: Duration | None = None
@@ -67,6 +82,9 @@ class RuleTest(_Strict):
     steps: str | None = Field(default=None, description="the step at each point; '_': no row there")
     state: str | None = Field(default=None, description="the run state at each point, e.g. runningx9 crashed")
     input_series: list[Series] = Field(default_factory=list)
+    job_alerts: list[PushedAlertRow] = Field(
+        default_factory=list, description="custom alerts the job sends (herowatch emit alert)"
+    )
     alert_rule_test: list[AlertCheck] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -122,6 +140,9 @@ def _rows(test: RuleTest, interval: float) -> list[Sample]:
         if not metrics and step is None and state is None:
             continue  # nothing arrived at this point
         rows.append(Sample(start + i * interval, test.run, step, metrics, state))
+    if test.job_alerts:
+        rows.extend(a.sample(start + a.at, test.run) for a in test.job_alerts)
+        rows.sort(key=lambda s: s.t)  # (stable: at one time, the series' row first)
     return rows
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from monitor.samples import NON_FINITE_WORDS, Sample
+from monitor.samples import ALERT_METRIC, NON_FINITE_WORDS, JobAlert, Sample, alert_from_dict, alert_to_dict
 from monitor.sources.registry import kinds as source_kinds
 
 STATES = frozenset({"running", "crashed", "finished", "failed", "killed", "preempted", "pending", "unknown"})
@@ -27,7 +27,7 @@ def _source_names() -> frozenset[str]:
     return frozenset(source_kinds())
 
 
-KNOWN_FIELDS = ("t", "run", "step", "metrics", "state", "source", "labels", "source_error")
+KNOWN_FIELDS = ("t", "run", "step", "metrics", "state", "source", "labels", "source_error", "alert")
 _DECODER = json.JSONDecoder()
 
 
@@ -151,7 +151,30 @@ def _sample(obj: object) -> Sample:
     error = get("source_error")
     if error is not None and type(error) is not str:
         raise _Bad("source_error", f"expected a string, got {_show(error)}")
-    return Sample(t, run, step, metrics, state, source, labels, error)
+    alert = get("alert")
+    if alert is None:
+        return Sample(t, run, step, metrics, state, source, labels, error)
+    return _with_alert(Sample(t, run, step, metrics, state, source, labels, error), alert)
+
+
+def _with_alert(sample: Sample, raw: object) -> Sample:
+    """A line with a custom alert: the alert checked, and the metric that carries it to its rules."""
+    try:
+        alert: JobAlert = alert_from_dict(raw)
+    except ValueError as exc:
+        raise _Bad("alert", str(exc)) from None
+    metrics = {**sample.metrics, ALERT_METRIC: alert.metric()}
+    return Sample(
+        sample.t,
+        sample.run,
+        sample.step,
+        metrics,
+        sample.state,
+        sample.source,
+        sample.labels,
+        sample.source_error,
+        alert,
+    )
 
 
 def _lines(source: str | Path | Iterable[str | bytes]) -> Iterator[str | bytes]:
@@ -294,6 +317,8 @@ def sample_to_dict(sample: Sample) -> dict[str, Any]:
         value = getattr(sample, name)
         if value is not None:
             out[name] = dict(value) if name == "labels" else value
+    if sample.alert is not None:
+        out["alert"] = alert_to_dict(sample.alert)
     return out
 
 

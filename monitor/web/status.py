@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from alerts.clock import isoformat
-from alerts.model import AlertState
+from alerts.model import AlertState, Severity
 from alerts.silences import SilenceSpec, silenced_by
 from monitor import run_ids
 from monitor.durations import format_duration
@@ -27,7 +27,6 @@ from monitor.web.context import STALE_POLLS, ApiContext
 from monitor.web.schemas import AlertOut, Goodput, GoodputSummary, HintOut, HintsOut, Incident, RunOut
 from monitor.web.stats_cache import Derived
 
-SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
 HEALTH_RANK = {"critical": 0, "warning": 1, "unknown": 2, "ok": 3, "ended": 4}
 INCIDENT_WORDS = {"stall": "No new step", "restart": "Restarting", "down": "Down", "startup": "Starting"}
 
@@ -106,7 +105,7 @@ def hints_out(stored: dict[str, Any] | None) -> HintsOut | None:
 
 def alert_order(a: AlertOut) -> tuple:
     """Firing before pending, critical first, then the longest-standing."""
-    return (a.state != AlertState.FIRING, SEVERITY_RANK.get(a.severity, 9), a.fired_at or a.active_at, a.id)
+    return (a.state != AlertState.FIRING, Severity.rank_of(a.severity), a.fired_at or a.active_at, a.id)
 
 
 # ---- goodput ------------------------------------------------------------------------------------

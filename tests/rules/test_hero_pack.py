@@ -45,6 +45,7 @@ def test_only_what_on_call_must_act_on_pages():
         "loss_spike",
         "loss_diverging",  # a slow divergence pages (issue 13)
         "run_finished_early",  # a clean exit before the target step pages (issue 13)
+        "job_alert_error",  # the job itself says ERROR (issue 31, as wandb.alert)
     }
     blips = [r for r in load_pack("hero") if r.kind == "spike" and r.mode == "point"]
     assert {r.name for r in blips} == {"loss_jump", "grad_norm_spike"}

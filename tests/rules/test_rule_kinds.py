@@ -41,6 +41,7 @@ def test_registry_has_every_kind():
         "trend",
         "ended",
         "straggler",
+        "job_alert",
     }
 
 

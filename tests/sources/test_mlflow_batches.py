@@ -34,3 +34,24 @@ def test_a_read_wants_its_window_after_its_cursor_only():
         True,
         False,
     ]
+
+
+def test_where_a_poll_looks_for_steps_logged_again():
+    from monitor.sources.mlflow_rewind import Scan, plan
+
+    h = (5000, 100)
+
+    def at(**kw):
+        args = {"moved_from": None, "relogged_in_read": False, "rework": None, "due": False, "window": 50}
+        return plan("a", "loss", 100, h, **{**args, **kw})
+
+    assert at() is None, "nothing moved and the probe is not due: no request"
+    assert at(due=True) == Scan("a", "loss", 51, 100, h, down=True), "the window below the top"
+    assert at(moved_from=90) is None, "moved as a run does: nothing logged again"
+    assert at(moved_from=90, relogged_in_read=True) == Scan("a", "loss", 41, 90, h, down=True)
+    assert at(rework=70, due=True) == Scan("a", "loss", 70, 100, h, down=False), "on from the rework"
+    assert at(rework=70, moved_from=100) == Scan("a", "loss", 70, 100, h, down=False), "up to the old top"
+    assert at(rework=70) is None, "a run that is not running is not probed"
+    assert plan(
+        "a", "loss", 10, h, moved_from=None, relogged_in_read=False, rework=None, due=True, window=50
+    ) == (Scan("a", "loss", 0, 10, h, down=True))

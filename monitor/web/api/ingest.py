@@ -8,7 +8,10 @@ bounded sizes, times near now), charges the watch's token bucket (``rate`` sampl
 
 Events are what only the job knows: ``started`` (state running), ``exit`` with the exit code and its
 cause (``exit``, ``oom-killed``, ``signal 9``): 0 is finished, anything else a failure with the
-``exit_code`` metric, so ``run_crashed`` pages at once and says why.
+``exit_code`` metric, so ``run_crashed`` pages at once and says why; ``alert`` (a custom alert, as W&B's
+``wandb.alert``: ``title`` of at most 64 characters, ``text``, ``level`` info/warn/error, ``wait``
+seconds within which a repeat of the title is dropped) and ``resolve`` (the job says the alert of that
+title is over), which the ``job_alert`` rules of the hero pack turn into alerts.
 """
 
 from __future__ import annotations
@@ -26,9 +29,16 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from monitor.samples import as_number
+from monitor.samples import (
+    ALERT_METRIC,
+    MAX_ALERT_TEXT,
+    MAX_ALERT_TITLE,
+    MAX_ALERT_WAIT,
+    JobAlert,
+    as_number,
+)
 from monitor.settings import MIN_TOKEN_CHARS
 from monitor.sources.push_config import PushTarget
 from monitor.sources.push_spool import SpoolWriter, line
@@ -59,15 +69,57 @@ class PushedSample(BaseModel):
         return v
 
 
+Title = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=MAX_ALERT_TITLE, pattern=r"^[^\x00-\x1f\x7f]+$"
+    ),
+]
+_ALERT_FIELDS = ("title", "text", "level", "wait")
+
+
 class PushedEvent(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["started", "exit"]
+    kind: Literal["started", "exit", "alert", "resolve"]
     t: float | None = None
     exit_code: int | None = Field(default=None, ge=-255, le=255, description="exit: the process's code")
     cause: str | None = Field(
         default=None, max_length=64, description="exit: 'exit', 'oom-killed' or 'signal N'"
     )
     step: int | None = Field(default=None, ge=0)
+    title: Title | None = Field(default=None, description="alert, resolve: what the alert is (its identity)")
+    text: str | None = Field(default=None, max_length=MAX_ALERT_TEXT, description="alert: what to tell")
+    level: Literal["info", "warn", "error"] | None = Field(
+        default=None, description="alert: info (recorded, never notifies), warn, error (pages); default info"
+    )
+    wait: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_ALERT_WAIT,
+        description="alert: seconds within which a repeat of this title is dropped (default 60)",
+    )
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level(cls, v: object) -> object:
+        return v.strip().lower() if isinstance(v, str) else v  # W&B spells them INFO, WARN, ERROR
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> PushedEvent:
+        if self.kind in ("alert", "resolve") and self.title is None:
+            raise ValueError(f"a {self.kind} event needs a title")
+        allowed = {"alert": _ALERT_FIELDS, "resolve": ("title",)}.get(self.kind, ())
+        extra = [f for f in _ALERT_FIELDS if getattr(self, f) is not None and f not in allowed]
+        if extra:
+            raise ValueError(f"{', '.join(extra)}: not fields of a {self.kind} event")
+        return self
+
+    def job_alert(self) -> JobAlert:
+        """The alert (or resolve) this event carries."""
+        if self.kind == "resolve":
+            return JobAlert(self.title or "", resolved=True)
+        wait = {} if self.wait is None else {"wait": self.wait}
+        return JobAlert(self.title or "", self.text or "", self.level or "info", **wait)
 
 
 class IngestBody(BaseModel):
@@ -180,6 +232,9 @@ def _lines(body: IngestBody, now: float) -> list[bytes]:
         t = e.t if e.t is not None else now
         if e.kind == "started":
             out.append(line(t, body.run, e.step, {}, "running"))
+        elif e.kind in ("alert", "resolve"):
+            alert = e.job_alert()
+            out.append(line(t, body.run, e.step, {ALERT_METRIC: alert.metric()}, None, alert))
         else:
             state, code = exit_sample(e)
             out.append(line(t, body.run, e.step, {} if code is None else {"exit_code": float(code)}, state))

@@ -42,14 +42,7 @@ def short_duration(seconds: float | None) -> str:
     """``3d4h``, ``2h5m``, ``4m10s``: the two largest units, for tight rows."""
     if seconds is None or not math.isfinite(seconds):
         return "—"
-    text = format_duration(max(0.0, round(seconds)))
-    parts, unit = [], ""
-    for ch in text:
-        unit += ch
-        if ch.isalpha():
-            parts.append(unit)
-            unit = ""
-    return "".join(parts[:2])
+    return format_duration(max(0.0, seconds), units=2)
 
 
 def compact(v: float | None, digits: int = 3) -> str:
