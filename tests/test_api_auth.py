@@ -42,6 +42,17 @@ def test_without_a_configured_token_changes_are_refused_with_how_to_fix_it(db_ur
     service.stop()
 
 
+def test_the_audit_trail_without_sign_in_says_it_needs_sign_in_not_that_reads_are_protected(db_url, clock):
+    service = build(db_url, clock, token=None)
+    r = client(service).get("/api/audit")
+    assert r.status_code == 403, r.text
+    error = r.json()["error"]
+    assert "the audit trail names people, so it needs sign-in" in error, error
+    assert "HEROWATCH_API_TOKEN" in error and "HEROWATCH_OIDC_ISSUER" in error, error
+    assert "reads are protected" not in error, "reads are not protected here"
+    service.stop()
+
+
 def test_silences_crud_with_the_token(db_url, clock):
     service = build(db_url, clock)
     tick(service, clock, 30 * 60, every=120)  # hero-a's stall alert is firing

@@ -118,6 +118,20 @@ def test_a_pushed_alert_goes_from_the_door_through_the_spool_to_the_rules_input(
             PushedEvent(**bad)
 
 
+def test_a_run_id_over_200_characters_from_a_source_is_logged_once_not_dropped_in_silence(caplog):
+    from monitor.samples import RunInfo, Sample
+    from monitor.sources.base import PollResult
+
+    long = "custom:" + "p" * 250
+    result = PollResult(
+        samples=[Sample(t=1.0, run=long, metrics={"loss": 1.0})], runs=[RunInfo(long, "custom")]
+    )
+    with caplog.at_level("WARNING", logger="monitor.sources.base"):
+        assert result.validated().runs == [] and result.validated().samples == []
+    said = [r.getMessage() for r in caplog.records if "characters (at most 200)" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("run custom:ppp"), said
+
+
 def test_a_job_that_never_reports_its_state_is_shown_without_one_never_paged_blind(tmp_path, monkeypatch):
     """A job script that pushes its loss but never runs under ``herowatch emit run`` (no started, no
     exit) is a healthy run: its state is unknown and said so, no ``watching_blind`` about it."""

@@ -12,7 +12,8 @@
 Sending retries what can pass later (a refused connection, a timeout, 5xx, 429 after its Retry-After)
 until ``deadline`` seconds have gone, and raises :class:`PushFailed` with the reason after that: a
 job decides itself whether its training goes on without herowatch (``herowatch emit`` warns and goes
-on). A refusal (401, 403, 404, 422) is raised at once: retrying cannot help.
+on). A refusal (401, 403, 404, 422) is raised at once: retrying cannot help. A batch larger than the
+watch takes at once (413, with the number it takes) is split to that size and sent again.
 """
 
 from __future__ import annotations
@@ -33,8 +34,20 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 BATCH = 1000  # samples per request: well under the server's 1 MiB body limit for ordinary rows
 
 
+MAX_SAMPLES_HEADER = "X-Herowatch-Max-Samples"  # on a 413: how many samples the watch takes at once
+
+
 class PushFailed(RuntimeError):
     pass
+
+
+class TooLarge(PushFailed):
+    """A 413: the request held more than the server takes at once (``fits``: how many it takes, when it
+    said so)."""
+
+    def __init__(self, message: str, fits: int | None) -> None:
+        super().__init__(message)
+        self.fits = fits
 
 
 def _json_number(v: float) -> float | str:
@@ -83,6 +96,12 @@ class Pusher:
             chunk, self.buffer = self.buffer[: self.batch], self.buffer[self.batch :]
             try:
                 self._post({"run": self.run, "samples": chunk})
+            except TooLarge as exc:
+                self.buffer = chunk + self.buffer
+                smaller = exc.fits if exc.fits is not None else len(chunk) // 2
+                if not 0 < smaller < len(chunk):
+                    raise
+                self.batch = smaller  # the server's limit (push.burst): send that many at a time from now
             except PushFailed:
                 self.buffer = chunk + self.buffer  # kept: a later flush tries again
                 raise
@@ -134,6 +153,12 @@ class Pusher:
                 reason = f"HTTP {r.status_code}: {_error(r)}"
                 if r.status_code == 429:
                     wait = _retry_after(r, wait)
+                elif r.status_code == 413:
+                    fits = r.headers.get(MAX_SAMPLES_HEADER, "")
+                    raise TooLarge(
+                        f"herowatch at {self.url} refused the push: {reason}",
+                        int(fits) if fits.isdigit() else None,
+                    )
                 elif r.status_code < 500:
                     raise PushFailed(f"herowatch at {self.url} refused the push: {reason}")
             if time.monotonic() + wait > end:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from monitor.fleet.frame import FleetFrame, clean_frame
+from monitor.run_ids import MAX_ID
 from monitor.samples import RunInfo, Sample, clean
+
+log = logging.getLogger(__name__)
+MAX_DISPLAY = 300  # a run's display name, as stored
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
 
@@ -47,9 +54,11 @@ class PollResult:
     def validated(self) -> PollResult:
         """The result with every sample and fleet frame checked and cleaned (``samples.clean``,
         ``fleet.frame.clean_frame``): the boundary where a source's data enters herowatch. Unusable
-        samples and frames are dropped."""
+        samples and frames are dropped; a run id over :data:`MAX_ID` characters (which
+        ``run_ids.qualify`` never makes) is logged once, never dropped in silence."""
+        _warn_long_ids({s.run for s in self.samples} | {r.run for r in self.runs})
         samples = [c for s in self.samples if (c := clean(s)) is not None]
-        runs = [r for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= 200]
+        runs = [_bounded(r) for r in self.runs if isinstance(r.run, str) and 0 < len(r.run) <= MAX_ID]
         gaps = {
             str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
             for run, by_alias in dict(self.gaps).items()
@@ -59,6 +68,39 @@ class PollResult:
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
         return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet)
+
+
+_warned: set[str] = set()  # long run ids already logged (bounded: a source cannot flood the log)
+_warned_lock = threading.Lock()
+
+
+def _warn_long_ids(ids: set[Any]) -> None:
+    long = sorted(r for r in ids if isinstance(r, str) and len(r) > MAX_ID)
+    with _warned_lock:
+        new = [r for r in long if r not in _warned and len(_warned) < 10_000]
+        _warned.update(new)
+    for r in new:
+        log.warning(
+            "run %s... has an id of %d characters (at most %d): its samples are not read; its source "
+            "must make ids with monitor.run_ids.qualify, which shortens them",
+            r[:80],
+            len(r),
+            MAX_ID,
+        )
+
+
+def _bounded(run: RunInfo) -> RunInfo:
+    """The run with its name and project cut to what storage holds (its id is the run's key; these are
+    what people read)."""
+    name, project, shown = run.name, run.project, run.display_name
+    if len(name or "") <= MAX_ID and len(project or "") <= MAX_ID and len(shown or "") <= MAX_DISPLAY:
+        return run
+    return dataclasses.replace(
+        run,
+        name=name[:MAX_ID] if name else name,
+        project=project[:MAX_ID] if project else project,
+        display_name=shown[:MAX_DISPLAY] if shown else shown,
+    )
 
 
 class Source(Protocol):

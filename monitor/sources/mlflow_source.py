@@ -53,6 +53,18 @@ def _latest(run: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _followed(cursors: Mapping[str, Cursor], experiment: str) -> dict[str, Cursor]:
+    """MLflow run id -> its cursor, for the runs of ``experiment`` among ``cursors``. A cursor names its
+    run id (older ones only in their key, ``mlflow:<experiment>/<run id>``)."""
+    prefix = qualify(SOURCE, experiment, "")
+    mine: dict[str, Cursor] = {}
+    for key, cursor in cursors.items():
+        run_id = cursor.get("run_id") or (key[len(prefix) :] if key.startswith(prefix) else None)
+        if isinstance(run_id, str) and run_id and qualify(SOURCE, experiment, run_id) == key:
+            mine[run_id] = cursor
+    return mine
+
+
 @dataclass
 class Past:
     """What a run's cursor says of the reads before: per key the latest (step, timestamp) seen and the
@@ -125,8 +137,7 @@ class MlflowSource:
         self, api: MlflowApi, cfg: MlflowTarget, target: Target, cursors: Mapping[str, Cursor], now: float
     ) -> PollResult:
         experiment = self._experiment(api, cfg)
-        prefix = qualify(SOURCE, cfg.experiment, "")
-        mine = {k[len(prefix) :]: c for k, c in cursors.items() if k.startswith(prefix)}
+        mine = _followed(cursors, cfg.experiment)
         runs = {r["info"]["run_id"]: r for r in api.search(experiment, cfg.filter, cfg.max_runs)}
         followed = [r for r, c in mine.items() if not c.get("deleted") and r not in runs]
         for i in range(0, len(followed), _IDS_PER_SEARCH):
@@ -151,7 +162,7 @@ class MlflowSource:
         self._rework(api, cfg, wanted, latest, states, past, reads, values, now)
         out = PollResult()
         for run_id, run in runs.items():
-            key = prefix + run_id
+            key = qualify(SOURCE, cfg.experiment, run_id)
             rows: dict[int, dict[str, float]] = {}
             times: dict[int, float] = {}
             for (name, _, _), m in sorted(
@@ -178,13 +189,14 @@ class MlflowSource:
                 p.horizon[name] = max(p.horizon.get(name, (ts, s)), (ts, s))
             last = max((ts for ts, _ in p.horizon.values()), default=None)  # steps logged again count
             cursor = {**(mine.get(run_id) or {}), **p.cursor(), "state": state, "experiment": experiment}
+            cursor["run_id"] = run_id  # the id may be shortened (run_ids.fit): the run is found by this
             cursor.pop("deleted", None)
             out.cursors[key] = cursor
             out.runs.append(self._info(cfg, target, experiment, run, state, last))
         for run_id in followed:
             if run_id not in runs:
                 log.warning("run %s is no longer in MLflow experiment %s (deleted?)", run_id, cfg.experiment)
-                key = prefix + run_id
+                key = qualify(SOURCE, cfg.experiment, run_id)
                 out.samples.append(Sample(t=now, run=key, state="deleted", source=SOURCE))
                 out.runs.append(
                     RunInfo(run=key, source=SOURCE, state="deleted", name=run_id, project=cfg.experiment)

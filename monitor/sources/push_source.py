@@ -65,7 +65,11 @@ class PushSource:
         cfg: PushTarget = target.config
         watch = target.watch
         prefix = qualify(SOURCE, watch, "")
-        by_file = {c["file"]: (k, c) for k, c in cursors.items() if k.startswith(prefix) and "file" in c}
+        by_file = {
+            c["file"]: (k, c)
+            for k, c in cursors.items()
+            if "file" in c and (k.startswith(prefix) or k == qualify(SOURCE, watch, str(c.get("name"))))
+        }
         out = PollResult()
         try:
             files = list(run_files(self.root, watch))
@@ -82,7 +86,7 @@ class PushSource:
                 for row in chunk.rows:
                     run = row.get("run")
                     if key is None and isinstance(run, str) and run:
-                        key, cursor["name"] = prefix + run, run
+                        key, cursor["name"] = qualify(SOURCE, watch, run), run
                     if key is None or (s := _sample(row, key)) is None:
                         continue
                     out.samples.append(s)

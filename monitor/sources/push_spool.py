@@ -61,30 +61,52 @@ def line(
     return json.dumps(row, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 
+class TooManyRuns(Exception):
+    """The watch already has as many run files as it may have: a new run is refused."""
+
+
 class SpoolWriter:
-    """Appends lines to run files; one writer per process (a lock per watch keeps lines whole)."""
+    """Appends lines to run files; one writer per process (a lock per watch keeps lines whole). It
+    counts each watch's run files (listed once, then kept as it creates them), so that a new run is
+    checked against the watch's limit and created under the same lock: concurrent first pushes of
+    distinct runs never make more than the limit."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self._locks: dict[str, threading.Lock] = {}
+        self._counts: dict[str, int] = {}  # watch -> its run files; read and changed under its lock
         self._guard = threading.Lock()
 
     def _lock(self, watch: str) -> threading.Lock:
         with self._guard:
             return self._locks.setdefault(watch, threading.Lock())
 
+    def _count(self, watch: str) -> int:
+        """The watch's run files (its lock held): the folder is listed the first time only."""
+        if watch not in self._counts:
+            folder = self.root / watch
+            self._counts[watch] = (
+                sum(1 for p in folder.iterdir() if p.suffix == SUFFIX) if folder.is_dir() else 0
+            )
+        return self._counts[watch]
+
     def runs(self, watch: str) -> int:
-        folder = self.root / watch
-        return sum(1 for p in folder.iterdir() if p.suffix == SUFFIX) if folder.is_dir() else 0
+        with self._lock(watch):
+            return self._count(watch)
 
     def known(self, watch: str, run: str) -> bool:
         return run_file(self.root, watch, run).exists()
 
-    def append(self, watch: str, run: str, lines: Iterable[bytes]) -> None:
-        """Write ``lines`` at the end of the run's file and sync them to disk before returning."""
+    def append(self, watch: str, run: str, lines: Iterable[bytes], max_runs: int | None = None) -> None:
+        """Write ``lines`` at the end of the run's file and sync them to disk before returning. A run
+        without a file yet is refused with :class:`TooManyRuns` when the watch has ``max_runs``."""
         path = run_file(self.root, watch, run)
         data = b"".join(lines)
         with self._lock(watch):
+            count = self._count(watch)
+            new = not path.exists()
+            if new and max_runs is not None and count >= max_runs:
+                raise TooManyRuns(f"watch {watch} already has {count} pushed runs")
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -94,6 +116,8 @@ class SpoolWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if new:
+                self._counts[watch] = count + 1
 
 
 @dataclass(frozen=True)

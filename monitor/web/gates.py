@@ -34,9 +34,18 @@ async def _check(request: Request, ctx: ApiContext, need: Need, always: bool = F
     if need == Need.read and not ctx.settings.protect_reads and not always:
         return None
     if not sign_in_configured(ctx.settings):
+        if need == Need.read and always:
+            raise HTTPException(
+                403,
+                "the audit trail names people, so it needs sign-in: configure an API token "
+                "(HEROWATCH_API_TOKEN), OpenID Connect (HEROWATCH_OIDC_ISSUER) or a sign-in proxy "
+                "(HEROWATCH_AUTH_PROXIES)",
+            )
         if need == Need.read:
             raise HTTPException(
-                403, "reads are protected (HEROWATCH_PROTECT_READS) but no HEROWATCH_API_TOKEN is set"
+                403,
+                "reads are protected (HEROWATCH_PROTECT_READS) but no sign-in is configured: set "
+                "HEROWATCH_API_TOKEN or HEROWATCH_OIDC_ISSUER",
             )
         raise HTTPException(403, NO_TOKEN)
     actor = await run_in_threadpool(actor_of, request, ctx)

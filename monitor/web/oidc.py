@@ -84,7 +84,7 @@ class Provider:
                     self._keys = KeySet.import_key_set(jwks.json())
                 except (httpx.HTTPError, ValueError, KeyError, JoseError) as exc:
                     raise OidcError(f"the sign-in provider did not answer ({type(exc).__name__})") from None
-                if doc.get("issuer", "").rstrip("/") != issuer:
+                if not isinstance(doc.get("issuer"), str) or doc["issuer"].rstrip("/") != issuer:
                     raise OidcError("the sign-in provider's discovery document names another issuer")
                 self._meta, self._fetched = doc, time.monotonic()
             assert self._meta is not None and self._keys is not None
@@ -134,7 +134,7 @@ class Provider:
         raw = token.get("id_token")
         if not isinstance(raw, str):
             raise OidcError("the sign-in provider sent no ID token")
-        claims = self._verified(raw, keys, pending.nonce)
+        claims = self._verified(raw, keys, pending.nonce, meta["issuer"])
         name = claims.get("preferred_username") or claims.get("email") or claims.get("sub")
         if not isinstance(name, str) or not name.strip():
             raise OidcError("the ID token names nobody")
@@ -145,7 +145,9 @@ class Provider:
             groups = []
         return Person(name.strip()[:200], frozenset(str(g)[:200] for g in groups[:500]))
 
-    def _verified(self, raw: str, keys: KeySet, nonce: str) -> dict[str, Any]:
+    def _verified(self, raw: str, keys: KeySet, nonce: str, issuer: str) -> dict[str, Any]:
+        """The ID token's claims, its ``iss`` compared with ``issuer`` exactly as the discovery document
+        publishes it (Auth0's ends in "/", and so do its tokens' ``iss``)."""
         try:
             try:
                 decoded = jwt.decode(raw, keys, algorithms=["RS256", "ES256", "PS256"])
@@ -154,7 +156,7 @@ class Provider:
             jwt.JWTClaimsRegistry(
                 now=int(time.time()),
                 leeway=60,
-                iss={"essential": True, "value": (self.settings.oidc_issuer or "").rstrip("/")},
+                iss={"essential": True, "value": issuer},
                 aud={"essential": True, "value": self.settings.oidc_client_id},
                 exp={"essential": True},
                 nonce={"essential": True, "value": nonce},

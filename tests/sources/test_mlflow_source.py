@@ -131,3 +131,26 @@ def test_doctor_looks_at_the_server_and_judges_the_runs(server, tmp_path):
     r = CliRunner().invoke(app, ["doctor", "--config", str(cfg), "--json"])
     text = json.dumps(json.loads(r.stdout[r.stdout.index("{") :]))
     assert "experiment 'doctor' found" in text and "sft-1" in text and "huggingface" in text, text[:3000]
+
+
+def test_a_long_experiment_name_shortens_the_run_id_and_loses_nothing(server):
+    c = MlflowClient(server.url)
+    name = "a-very-long-experiment-name-" * 7
+    exp = c.create_experiment(name)
+    run_id = c.create_run(exp, run_name="hero-long").info.run_id
+    for s in range(3):
+        c.log_metric(run_id, "train/loss", 1.0, step=s)
+    src = MlflowSource()
+    target = Target("w", MlflowTarget(tracking_uri=server.url, experiment=name))
+    first = poll(src, target, {})
+    assert len(f"mlflow:{name}/{run_id}") > 200
+    [run] = first.runs
+    assert len(run.run) == 200 and run.run.startswith("mlflow:") and "~" in run.run
+    assert run.display_name == "hero-long" and run.name == run_id
+    assert sorted(s.step for s in first.samples if s.step is not None) == [0, 1, 2]
+    c.log_metric(run_id, "train/loss", 0.5, step=3)
+    c.set_terminated(run_id, "FAILED")
+    second = poll(MlflowSource(), target, first.cursors)  # a restart: the stored cursors only
+    assert [r.run for r in second.runs] == [run.run]
+    assert [s.step for s in second.samples if s.step is not None] == [3], "from its cursor, once"
+    assert second.runs[0].state == "failed"

@@ -169,3 +169,22 @@ def test_an_object_store_without_its_filesystem_is_a_config_error_naming_the_ext
     # s3fs is not in the dev lock (it is the s3 extra): the config says what to install
     with pytest.raises(ValueError, match=r"herowatch\[s3\]"):
         TensorboardTarget(logdir="s3://bucket/tb")
+
+
+def test_a_run_under_a_long_logdir_is_read_under_a_shortened_stable_id(tmp_path):
+    logdir = tmp_path / ("deep-" * 30)  # tensorboard:<logdir>/<run> is well over 200 characters
+    a = TbRun(logdir, "hero-a")
+    for s in range(5):
+        a.log(s, {"lm loss": 2.0})
+    a.flush()
+    first = poll(TensorboardSource(), logdir, {})
+    assert len(f"tensorboard:{logdir}/hero-a") > 200
+    [run] = first.runs  # read, not dropped
+    assert len(run.run) == 200 and run.run.startswith("tensorboard:") and "~" in run.run
+    assert run.name == "hero-a", "the name people read is whole"
+    assert steps(first) == list(range(5)) and {s.run for s in first.samples} == {run.run}
+    a.log(5, {"lm loss": 1.0})
+    a.flush()
+    restarted = poll(TensorboardSource(), logdir, first.cursors)  # the same id after a restart
+    assert [r.run for r in restarted.runs] == [run.run]
+    assert steps(restarted) == [5], "read on from its cursor, nothing twice"

@@ -118,7 +118,13 @@ class Request(OAuth2Request):
 
 
 class OidcProvider:
-    def __init__(self, people: dict[str, tuple[str, list[str]]], client_id: str, client_secret: str) -> None:
+    def __init__(
+        self,
+        people: dict[str, tuple[str, list[str]]],
+        client_id: str,
+        client_secret: str,
+        issuer_suffix: str = "",
+    ) -> None:
         self.people = {n: Person(n, pw, list(g)) for n, (pw, g) in people.items()}
         self.key = RSAKey.generate_key(2048, parameters={"kid": "test-key-1", "use": "sig"}, private=True)
         self.codes: dict[str, Code] = {}
@@ -130,6 +136,7 @@ class OidcProvider:
         self.client = Client(client_id, client_secret, [])
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.issuer = self.url + issuer_suffix  # as published and put in tokens' iss (Auth0's ends in "/")
         self.auth = self._authorization_server()
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -212,7 +219,7 @@ class OidcProvider:
 
             def get_client_claims(self, client: Client) -> dict[str, Any]:
                 now = int(time.time())
-                return {"iss": provider.url, "aud": [client.get_client_id()], "iat": now, "exp": now + 300}
+                return {"iss": provider.issuer, "aud": [client.get_client_id()], "iat": now, "exp": now + 300}
 
             def generate_user_info(self, user: Person, scope: str) -> dict[str, Any]:
                 return {"sub": f"id-{user.name}", "preferred_username": user.name, "groups": user.groups}
@@ -226,7 +233,7 @@ class OidcProvider:
 
     def discovery(self) -> dict[str, Any]:
         return {
-            "issuer": self.url,
+            "issuer": self.issuer,
             "authorization_endpoint": f"{self.url}/authorize",
             "token_endpoint": f"{self.url}/token",
             "jwks_uri": f"{self.url}/jwks",

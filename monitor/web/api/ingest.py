@@ -3,7 +3,8 @@
 The door of a ``push:`` watch. It takes a per-watch ingest token (the environment variable the watch's
 ``push.token_env`` names; never the API token), checks the body once (the trace format's fields,
 bounded sizes, times near now), charges the watch's token bucket (``rate`` samples per second,
-``burst`` at once: 429 with Retry-After beyond), and appends the lines to the spool before it answers
+``burst`` at once: 429 with Retry-After beyond; a request larger than ``burst`` is a 413 saying how many
+fit, as it could never pass), and appends the lines to the spool before it answers
 202: what was accepted is on disk, and the push source reads it on its next poll.
 
 Events are what only the job knows: ``started`` (state running), ``exit`` with the exit code and its
@@ -31,6 +32,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from monitor.run_ids import MAX_ID, qualify
 from monitor.samples import (
     ALERT_METRIC,
     MAX_ALERT_TEXT,
@@ -41,11 +43,12 @@ from monitor.samples import (
 )
 from monitor.settings import MIN_TOKEN_CHARS
 from monitor.sources.push_config import PushTarget
-from monitor.sources.push_spool import SpoolWriter, line
+from monitor.sources.push_spool import SpoolWriter, TooManyRuns, line
 from monitor.web.schemas import ErrorOut
 
 MAX_SAMPLES = 5000  # per request; the body limit (HEROWATCH_MAX_BODY_API) bounds it too
 MAX_EVENTS = 100
+MAX_SAMPLES_HEADER = "X-Herowatch-Max-Samples"  # on a 413 for a batch over push.burst: what fits
 FUTURE = 300.0  # a time this far ahead of herowatch's clock is refused (a wrong clock, not a sample)
 PAST = 7 * 86400.0
 
@@ -272,8 +275,16 @@ router = APIRouter(tags=["ingest"], route_class=IngestTokenFirst)
         403: {"model": ErrorOut, "description": "no push watch here has an ingest token set"},
         404: {"model": ErrorOut, "description": "no watch here takes pushes"},
         409: {"model": ErrorOut, "description": "the watch has as many pushed runs as it takes"},
-        413: {"model": ErrorOut, "description": "the body is larger than HEROWATCH_MAX_BODY_API"},
-        422: {"model": ErrorOut, "description": "the body is not a valid push (field by field)"},
+        413: {
+            "model": ErrorOut,
+            "description": "the body is larger than HEROWATCH_MAX_BODY_API, or it holds more samples and "
+            "events than the watch's push.burst (header X-Herowatch-Max-Samples: send at most that many)",
+        },
+        422: {
+            "model": ErrorOut,
+            "description": "the body is not a valid push (field by field), or the run's name is too long "
+            "for its id push:<watch>/<name>",
+        },
         429: {"model": ErrorOut, "description": "faster than the watch's push.rate: wait Retry-After"},
     },
 )
@@ -288,9 +299,26 @@ def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
                 422, f"t={item.t}: over 5 minutes ahead of or 7 days behind herowatch's clock"
             )
     target = door.targets[watch]
+    longest = MAX_ID - len(qualify("push", watch, ""))
+    if len(body.run) > longest:
+        raise HTTPException(
+            422,
+            f"run name is {len(body.run)} characters: watch {watch} takes run names of at most {longest} "
+            f"(a run's id, push:{watch}/<name>, is at most {MAX_ID} characters)",
+        )
+    full = f"watch {watch} already has {target.max_runs} pushed runs (push.max_runs)"
     if not door.writer.known(watch, body.run) and door.writer.runs(watch) >= target.max_runs:
-        raise HTTPException(409, f"watch {watch} already has {target.max_runs} pushed runs (push.max_runs)")
+        raise HTTPException(409, full)
     n = len(body.samples) + len(body.events)
+    if n > target.burst:  # it could never fit the bucket: a 429 would be retried forever
+        return JSONResponse(
+            {
+                "error": f"watch {watch} takes at most {target.burst} samples and events per request "
+                f"(push.burst); this one has {n}: split it"
+            },
+            status_code=413,
+            headers={MAX_SAMPLES_HEADER: str(target.burst)},
+        )
     wait = door.charge(watch, n)
     if wait is not None:
         return JSONResponse(
@@ -298,5 +326,8 @@ def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
             status_code=429,
             headers={"Retry-After": str(math.ceil(wait))},
         )
-    door.writer.append(watch, body.run, _lines(body, now))
+    try:
+        door.writer.append(watch, body.run, _lines(body, now), max_runs=target.max_runs)
+    except TooManyRuns:
+        raise HTTPException(409, full) from None
     return IngestOut(run=body.run, accepted=n)
