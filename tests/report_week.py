@@ -60,8 +60,9 @@ class Truth:
 class Week:
     """Drives one run through the week; ``poll`` stores what was observed since the last call."""
 
-    def __init__(self, s: Session, week0: float, lead: float) -> None:
+    def __init__(self, s: Session, week0: float, lead: float, run: str = RUN) -> None:
         self.s = s
+        self.run = run
         self.week0 = week0
         self.stats = RunStats(target_step=1_000_000)
         self.t = week0 - lead
@@ -77,8 +78,8 @@ class Week:
             self.points.append(Point(float(step), loss, t))
 
     def flush(self) -> None:
-        goodput_repo.add(self.s, RUN, *self.stats.goodput.ledger.drain())
-        series.ingest(self.s, RUN, "train/loss", self.points, "step")
+        goodput_repo.add(self.s, self.run, *self.stats.goodput.ledger.drain())
+        series.ingest(self.s, self.run, "train/loss", self.points, "step")
         self.points = []
 
     def add(self, bucket: str, a: float, b: float) -> None:
@@ -103,15 +104,19 @@ class Week:
         self.obs(self.t, self.step)
 
 
-def build(s: Session, week0: float = WEEK0, lead: float = 2 * H) -> Truth:
-    """The week from ``week0``; the run is watched from ``lead`` before it."""
+def build(
+    s: Session, week0: float = WEEK0, lead: float = 2 * H, run: str = RUN, hang_at: float = DAY + 10 * H
+) -> Truth:
+    """The week from ``week0``; the run (id ``run``) is watched from ``lead`` before it; the rank hangs
+    ``hang_at`` after ``week0`` (the run goes on until the hang is over, if that is after the week)."""
     WEEK0 = week0  # noqa: N806 - the schedule below reads as the docstring above
-    s.add(Run(id=RUN, watch="hero", source="sim", name="hero-1", first_seen_at=WEEK0 - lead, labels={}))
+    name = run.rsplit("/", 1)[-1]
+    s.add(Run(id=run, watch="hero", source="sim", name=name, first_seen_at=WEEK0 - lead, labels={}))
     s.flush()
-    w = Week(s, WEEK0, lead)
+    w = Week(s, WEEK0, lead, run)
     w.obs(w.t, 0)
-    end = WEEK0 + 7 * DAY + H
-    hang = WEEK0 + DAY + 10 * H
+    hang = WEEK0 + hang_at
+    end = max(WEEK0 + 7 * DAY + H, hang + 5 * H)
     slow = WEEK0 + 2 * DAY + 14 * H
     crash = WEEK0 + 4 * DAY + 20 * H
     flaps = WEEK0 + 3 * DAY + 8 * H
@@ -153,8 +158,8 @@ def build(s: Session, week0: float = WEEK0, lead: float = 2 * H) -> Truth:
         if int(w.t // 900) != int(t0 // 900):
             w.flush()
     w.flush()
-    run = s.get(Run, RUN)
-    run.stats, run.last_polled_at = w.stats.snapshot(w.t), w.t
+    row = s.get(Run, run)
+    row.stats, row.last_polled_at = w.stats.snapshot(w.t), w.t
     for i in range(6):
         a = flaps + i * 40 * M
         pages.append(Page("loss_spike", a, a + 30, a + 3 * M + 30, symptom=a))
@@ -164,9 +169,9 @@ def build(s: Session, week0: float = WEEK0, lead: float = 2 * H) -> Truth:
                 fingerprint=f"fp{n}",
                 rule=p.rule,
                 kind="rule",
-                run_id=RUN,
+                run_id=run,
                 severity="critical" if p.rule != "loss_spike" else "warning",
-                labels={"alertname": p.rule, "run": RUN},
+                labels={"alertname": p.rule, "run": run},
                 annotations={},
                 state="resolved",
                 active_at=p.active,

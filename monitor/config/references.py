@@ -1,12 +1,12 @@
 """Checks across a watch config's parts, made after each part is valid on its own: every name a route,
-the watchdog or an inhibit rule refers to exists, and watch and receiver names are unique. Each problem
-names the field that holds the bad reference, so the user is sent to its line, not to the top of the
-file."""
+the watchdog or an inhibit rule refers to exists, a scheduled report goes to a receiver of a kind that
+can take one, and watch and receiver names are unique. Each problem names the field that holds the bad
+reference, so the user is sent to its line, not to the top of the file."""
 
 from __future__ import annotations
 
 from monitor.config.errors import Problem
-from monitor.config.schema import RouteConfig, WatchConfig
+from monitor.config.schema import REPORT_RECEIVER_KINDS, RouteConfig, WatchConfig
 
 
 def reference_problems(cfg: WatchConfig) -> list[Problem]:
@@ -44,9 +44,21 @@ def reference_problems(cfg: WatchConfig) -> list[Problem]:
     if cfg.watchdog and cfg.watchdog.receiver not in known:
         problems.append(Problem(None, "watchdog.receiver", unknown(cfg.watchdog.receiver)))
     watches = {w.name for w in cfg.watch}
+    kinds: dict[str, str] = {}
+    for r in cfg.receivers:
+        kinds.setdefault(r.name, r.kind)
     for i, rep in enumerate(cfg.reports):
         if rep.receiver not in known:
             problems.append(Problem(None, f"reports[{i}].receiver", unknown(rep.receiver)))
+        elif kinds[rep.receiver] not in REPORT_RECEIVER_KINDS:
+            problems.append(
+                Problem(
+                    None,
+                    f"reports[{i}].receiver",
+                    f"{rep.receiver!r} is a {kinds[rep.receiver]} receiver, which cannot take a report; "
+                    f"name a receiver of kind {', '.join(REPORT_RECEIVER_KINDS)}",
+                )
+            )
         if rep.watch is not None and rep.watch not in watches:
             problems.append(Problem(None, f"reports[{i}].watch", f"{rep.watch!r} is not a watch"))
     return problems

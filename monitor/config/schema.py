@@ -196,6 +196,11 @@ class ServerConfig(Strict):
     )
 
 
+# Receiver kinds a scheduled report can go to (``monitor.reports.schedule`` sends to each): the others
+# (a pager, Alertmanager, the dashboard) take alerts, not a report.
+REPORT_RECEIVER_KINDS = ("slack", "webhook", "console")
+
+
 class ReportSchedule(Strict):
     """A report sent on a schedule: ``every: "mon 09:00"`` (weekly) or ``"09:00"`` (daily)."""
 

@@ -75,6 +75,7 @@ def _ongoing(runs: list[Run], p: Period, now: float, gpus: dict[str, int]) -> li
         if ongoing is None:
             continue
         lost = ongoing["seconds_lost"]
+        inside = inc.lost_in(ongoing["start"], ongoing["start"] + lost, lost, p)
         n = gpus.get(run.id)
         out.append(
             Incident(
@@ -84,8 +85,9 @@ def _ongoing(runs: list[Run], p: Period, now: float, gpus: dict[str, int]) -> li
                 end=min(now, p.end),
                 step=ongoing["step"],
                 steps_redone=0,
-                lost_hours=lost / H,
-                lost_gpu_hours=lost / H * n if n else None,
+                lost_hours=inside / H,
+                lost_gpu_hours=inside / H * n if n else None,
+                whole_lost_hours=inc.whole_hours(lost, inside),
                 rules=[],
             )
         )

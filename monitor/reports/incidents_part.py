@@ -26,6 +26,23 @@ def incidents(s: Session, run_ids: list[str], p: Period) -> list[GoodputEvent]:
     return goodput_repo.events(s, run_ids, p.start - LOOKBACK, p.end, INCIDENT_KINDS)
 
 
+def lost_in(start: float, end: float, lost: float, p: Period) -> float:
+    """The seconds of an incident's loss that fall inside ``p``, laid out as the goodput ledger lays
+    them (``monitor.runs.goodput_ledger``): from the incident's start on (a stall from the last step),
+    and what exceeds its length (work redone after a rewind) at its end. So an incident across the
+    period's boundary counts in each period only its part there, as the goodput buckets do."""
+    spread = max(0.0, min(lost, end - start))
+    inside = max(0.0, min(start + spread, p.end) - max(start, p.start))
+    if p.start <= end < p.end:
+        inside += lost - spread
+    return inside
+
+
+def whole_hours(lost: float, inside: float) -> float | None:
+    """An incident's whole loss in hours when only part of it fell inside the period, else None."""
+    return lost / H if lost - inside >= 1 else None
+
+
 def _overlapping(events: list[GoodputEvent], run: str, a: float, b: float) -> list[GoodputEvent]:
     return [e for e in events if e.run_id == run and e.start <= b and e.end >= a]
 
@@ -82,8 +99,9 @@ def incident_list(
 ) -> list[Incident]:
     out = list(ongoing)
     for e in events:
-        if e.end <= p.start:
-            continue
+        inside = lost_in(e.start, e.end, e.seconds_lost, p)
+        if e.end <= p.start or (e.start < p.start and inside < 1):
+            continue  # over before the period, or all it lost was lost before it
         n = gpus.get(e.run_id)
         rules = sorted(
             {
@@ -102,8 +120,9 @@ def incident_list(
                 end=e.end,
                 step=e.step,
                 steps_redone=e.steps_redone,
-                lost_hours=e.seconds_lost / H,
-                lost_gpu_hours=e.seconds_lost / H * n if n else None,
+                lost_hours=inside / H,
+                lost_gpu_hours=inside / H * n if n else None,
+                whole_lost_hours=whole_hours(e.seconds_lost, inside),
                 rules=rules,
             )
         )

@@ -26,7 +26,9 @@ def summary_lines(r: Report) -> list[str]:
         c = r.costliest[0]
         cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
         rules = f" ({', '.join(c.rules)})" if c.rules else " (no page)"
-        lines.append(f"Costliest: {c.kind} of {c.run} at {w.when(c.start, r.timezone)}, {cost}{rules}.")
+        lines.append(
+            f"Costliest: {c.kind} of {c.run} at {w.when(c.start, r.timezone)}, {cost}{w.in_all(c)}{rules}."
+        )
     for rec in r.recurring[:3]:
         lines.append(f"Recurring: {rec.summary} ({rec.run}).")
     noisy = [q for q in r.quality if q.noise and q.noise_share and q.noise_share >= 0.5]
@@ -87,7 +89,7 @@ def render(r: Report) -> str:
         cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
         out.append(
             f"1. **{c.kind}** of {_cell(c.run)}, {w.when(c.start, tz)} to {w.when(c.end, tz)}: "
-            f"{w.hours(c.lost_hours)} lost ({cost}); pages: {', '.join(c.rules) or 'none'}"
+            f"{w.hours(c.lost_hours)} lost ({cost}){w.in_all(c)}; pages: {', '.join(c.rules) or 'none'}"
         )
     if not r.costliest:
         out.append("None.")

@@ -88,8 +88,11 @@ class Incident(BaseModel):
     end: float
     step: int | None
     steps_redone: int
-    lost_hours: float
+    lost_hours: float = Field(description="its loss inside the period (as the goodput buckets count it)")
     lost_gpu_hours: float | None
+    whole_lost_hours: float | None = Field(
+        None, description="the whole incident's loss, when part of it fell outside the period"
+    )
     rules: list[str]
 
 

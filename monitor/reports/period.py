@@ -7,10 +7,11 @@ is in the report's zone.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from alerts.durations import parse_duration
+from monitor import times
 from monitor.reports.model import Period
 
 WEEK = 7 * 86400.0
@@ -56,19 +57,33 @@ def last_full_week(now: float, tz: ZoneInfo) -> Period:
     return week_of(week_of(now, tz).start - 1, tz)
 
 
+def _midnight(d: datetime) -> bool:
+    return (d.hour, d.minute, d.second, d.microsecond) == (0, 0, 0, 0)
+
+
 def previous(p: Period, tz: ZoneInfo) -> Period:
-    span = p.end - p.start
-    return make(p.start - span, p.start, tz)
+    """The period just before ``p``. Whole days of ``tz`` (a week, a day: midnight to midnight) step
+    back on the calendar, so across a daylight-saving change the week before is still Monday 00:00 to
+    Monday 00:00 (167 or 169 hours long); any other period steps back by its length in seconds."""
+    a, b = datetime.fromtimestamp(p.start, tz), datetime.fromtimestamp(p.end, tz)
+    if not (_midnight(a) and _midnight(b)):
+        return make(p.start - (p.end - p.start), p.start, tz)
+    days = (b.date() - a.date()).days
+    if days == 7 and a.weekday() == 0:
+        return week_of(p.start - 1, tz)
+    first = a.date() - timedelta(days=days)
+    return make(datetime(first.year, first.month, first.day, tzinfo=tz).timestamp(), p.start, tz)
 
 
 def parse_time(text: str, tz: ZoneInfo) -> float:
+    """A typed date or time (in ``tz`` without an offset), between 2000 and 2100 like every time the
+    API takes (``monitor.times``): the weeks and days computed from it stay within what dates can hold."""
     try:
-        d = datetime.fromisoformat(text.strip())
-    except ValueError as e:
+        return times.parse_iso(text, tz)
+    except times.NotATime as e:
         raise PeriodError(f"{text!r} is not a date (use 2026-11-23 or 2026-11-23T09:00)") from e
-    if d.tzinfo is None:
-        d = d.replace(tzinfo=tz)
-    return d.astimezone(UTC).timestamp()
+    except ValueError as e:
+        raise PeriodError(str(e)) from e
 
 
 def choose(

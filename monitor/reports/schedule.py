@@ -6,8 +6,9 @@ Every ``CHECK_EVERY`` seconds each replica looks at every schedule: the period o
 without any goodput data (before herowatch watched anything) is not sent. A send that failed, or a
 replica that died while sending, leaves the claim unmarked: another try takes it over after ``STALE``.
 
-Receivers: Slack posts the summary as a message and uploads the pictures (PNG) in its thread; a webhook
-gets the report's JSON; any other kind (console) has the Markdown logged.
+Receivers (``REPORT_RECEIVER_KINDS``, checked when the config is read): Slack posts the summary as a
+message (``slack_post``) and uploads the pictures (PNG) in its thread; a webhook gets the report's JSON;
+console has the Markdown logged.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from alerts.clock import Clock
 from monitor.config.cadence import parse_every
 from monitor.config.schema import ReportSchedule, WatchConfig
-from monitor.reports import markdown, png
+from monitor.reports import markdown, png, slack_post
 from monitor.reports.cadence import latest_fire, period_of
 from monitor.reports.make import make
 from monitor.reports.model import Report
@@ -88,7 +89,7 @@ class ReportJob:
 
     def _send(self, sched: ReportSchedule, r: Report) -> None:
         receiver = self.receivers[sched.receiver]
-        kind = getattr(receiver, "kind", "")
+        kind = receiver.kind
         if kind == "slack":
             self._slack(receiver, r)
         elif kind == "webhook":
@@ -99,8 +100,10 @@ class ReportJob:
                 headers={"content-type": "application/json"},
             )
             resp.raise_for_status()
-        else:
+        elif kind == "console":
             log.info("herowatch report for %s:\n%s", sched.receiver, markdown.render(r))
+        else:  # the config check refuses these (``REPORT_RECEIVER_KINDS``); an error leaves it unsent
+            raise ValueError(f"receiver {sched.receiver!r} ({kind}) cannot take a report")
 
     def _slack(self, receiver: Any, r: Report) -> None:
         from slack_sdk import WebClient
@@ -115,16 +118,14 @@ class ReportJob:
                 ServerErrorRetryHandler(max_retry_count=2),
             ],
         )
-        head = f"herowatch report: {r.period.label}"
-        lines = markdown.summary_lines(r)
         link = self.cfg.server.external_url
-        more = f"\n<{link.rstrip('/')}/reports|The whole report>" if link else ""
-        text = head + "\n" + "\n".join(f"• {x}" for x in lines) + more
-        blocks = [
-            {"type": "header", "text": {"type": "plain_text", "text": head[:150]}},
-            {"type": "section", "text": {"type": "mrkdwn", "text": text.split("\n", 1)[1][:2900]}},
-        ]
-        answer = client.chat_postMessage(channel=receiver.channel, text=text[:3000], blocks=blocks)
+        message = slack_post.post(
+            r,
+            f"herowatch report: {r.period.label}",
+            f"{link.rstrip('/')}/reports" if link else None,
+            "The whole report: the dashboard's /reports page, or `herowatch report`",
+        )
+        answer = client.chat_postMessage(channel=receiver.channel, text=message.text, blocks=message.blocks)
         ts = answer["ts"]
         pictures = (
             ("goodput.png", "Where the hours went", png.goodput_png(r)),

@@ -87,7 +87,8 @@ def timeline(r: Report, width: int = 900) -> Markup:
         y = 30 + 22 * lanes[inc.run]
         a, b = x(inc.start), x(inc.end)
         pages = ", ".join(inc.rules) or "no page"
-        tip = f"{inc.kind} {w.when(inc.start, r.timezone)}, {w.hours(inc.lost_hours)} lost; {pages}"
+        cost = f"{w.hours(inc.lost_hours)} lost{w.in_all(inc)}"
+        tip = f"{inc.kind} {w.when(inc.start, r.timezone)}, {cost}; {pages}"
         body.append(
             f'<rect x="{a:.1f}" y="{y}" width="{max(2.0, b - a):.1f}" height="16" '
             f'fill="{w.COLORS.get(inc.kind, "#333")}"><title>{escape(tip)}</title></rect>'

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 from alerts.durations import format_duration
 
 if TYPE_CHECKING:
-    from monitor.reports.model import RunReport
+    from monitor.reports.model import Incident, RunReport
 
 BUCKET_WORDS = {
     "productive": "goodput",
@@ -58,6 +58,12 @@ def before(run: RunReport) -> str:
     if watched < 0.9 * run.watched_hours:
         return f"{pct(run.previous_goodput)} of {hours(watched)}"
     return pct(run.previous_goodput)
+
+
+def in_all(inc: Incident) -> str:
+    """For an incident across the period's edge, what it lost in all (its cost counts only the part
+    inside the period): " of 4.5 h in all"."""
+    return "" if inc.whole_lost_hours is None else f" of {hours(inc.whole_lost_hours)} in all"
 
 
 def dur(seconds: float | None) -> str:

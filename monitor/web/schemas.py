@@ -6,20 +6,19 @@ Times are ISO 8601 UTC strings ("2026-01-01T12:00:00Z"); durations are seconds.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from pydantic import BaseModel, Field
 
 from alerts.text import check_plain
+from monitor.times import NotATime, bounded, parse_iso
 
 Health = Literal["critical", "warning", "ok", "unknown", "ended"]
 
 # ---- what a request may hold (checked here, at the edge, so storage never sees it) -------------------
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in PostgreSQL
 db_id = Annotated[int, Path(ge=1, le=MAX_ID, description="a positive id")]
-EARLIEST, LATEST = 946_684_800.0, 4_102_444_800.0  # 2000-01-01 and 2100-01-01, UTC
 
 
 def plain_text(value: str, multiline: bool = False) -> str:
@@ -31,29 +30,23 @@ def plain_text(value: str, multiline: bool = False) -> str:
 
 def epoch_seconds(value: str | float | None) -> float | None:
     """Epoch seconds from epoch seconds or an ISO 8601 time (UTC when no offset is given), finite and
-    between 2000 and 2100."""
+    between 2000 and 2100 (``monitor.times``, the bound report periods use too)."""
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         raise ValueError("expected a time, not true/false")
     if isinstance(value, int | float):
-        t = float(value) if abs(value) < 1e300 else math.inf
-    else:
-        text = value.strip()
-        try:
-            t = float(text)
-        except ValueError:
-            try:
-                dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-            except ValueError:
-                raise ValueError(
-                    f"{value[:60]!r} is not a time; use ISO 8601, e.g. 2026-01-31T08:00:00Z"
-                ) from None
-            t = (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
-    if not math.isfinite(t) or not EARLIEST <= t <= LATEST:
-        shown = str(value)[:40]
-        raise ValueError(f"a time between 2000-01-01 and 2100-01-01, please (got {shown!r})")
-    return t
+        return bounded(float(value) if abs(value) < 1e300 else math.inf, value)
+    try:
+        t = float(value.strip())
+    except ValueError:
+        t = None
+    if t is not None:
+        return bounded(t, value)
+    try:
+        return parse_iso(value)
+    except NotATime:
+        raise ValueError(f"{value[:60]!r} is not a time; use ISO 8601, e.g. 2026-01-31T08:00:00Z") from None
 
 
 class Incident(BaseModel):

@@ -3,6 +3,8 @@ downtime, never sent twice by a second replica, tried again after a failed send;
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
@@ -13,9 +15,11 @@ from sqlalchemy import create_engine
 
 from alerts.clock import ManualClock
 from monitor.config.cadence import parse_every
+from monitor.config.errors import ConfigError
 from monitor.config.loader import parse_config
 from monitor.reports.cadence import latest_fire, period_of
 from monitor.reports.schedule import STALE, ReportJob
+from monitor.reports.slack_post import fit
 from monitor.storage import reports_sent
 from monitor.storage.db import make_sessionmaker
 from tests import report_week as rw
@@ -156,3 +160,53 @@ def test_a_webhook_gets_the_reports_json_once(migrated_url):
     finally:
         server.shutdown()
         engine.dispose()
+
+
+def test_run_names_in_the_scheduled_post_are_escaped_and_ping_nobody(migrated_url):
+    engine = create_engine(migrated_url)
+    with make_sessionmaker(engine)() as s:
+        rw.build(s, lead=0.0, run="push:hero/<!channel>")  # a pushed run may call itself anything
+    with SlackStandin(channels=[CHANNEL]) as slack:
+        cfg = parse_config(config(slack), "test.yaml")
+        clock = ManualClock(rw.WEEK0 + 7 * rw.DAY + 10 * rw.H)
+        job = ReportJob(cfg, make_sessionmaker(engine), clock, {"SLACK_BOT_TOKEN": DEFAULT_TOKEN})
+        assert job.run_once() == 1
+        (post,) = reports(slack)
+        mrkdwn = json.dumps(post.blocks)
+        assert "push:hero/&lt;!channel&gt;" in post.text and "push:hero/&lt;!channel&gt;" in mrkdwn
+        assert "<!" not in post.text and "<!" not in mrkdwn, "no special mention reaches Slack"
+    engine.dispose()
+
+
+def test_a_cut_message_never_ends_inside_an_escape_or_a_link():
+    name = "&lt;!channel&gt;" * 3
+    for n in range(20, 60):
+        cut = fit(f"• Costliest: stall of {name} <https://hw.example/reports|The whole report>", n)
+        assert len(cut) <= n and cut.endswith("…")
+        assert not re.search(r"&[a-z]*…$", cut) and cut.count("<") == cut.count(">"), cut
+    lines = "\n".join(f"• line {i} of the summary" for i in range(200))
+    assert fit(lines, 2900).endswith("summary\n…"), "cut at the end of a line"
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra"),
+    [("pagerduty", ""), ("alertmanager", ", urls: ['http://127.0.0.1:9']"), ("dashboard", "")],
+)
+def test_a_report_to_a_receiver_that_cannot_take_one_is_a_config_error(kind, extra):
+    text = f"""watch:
+  - {{name: hero, sim: {{run: hero-1}}}}
+receivers:
+  - {{name: oncall, kind: console}}
+  - {{name: pager, kind: {kind}{extra}}}
+route: {{receiver: oncall}}
+reports:
+  - {{every: "mon 09:00", receiver: oncall}}
+  - {{every: "mon 09:00", receiver: pager}}
+"""
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "test.yaml")
+    (problem,) = err.value.problems
+    assert (problem.line, problem.field) == (9, "reports[1].receiver")
+    assert f"'pager' is a {kind} receiver, which cannot take a report" in problem.message
+    assert "slack, webhook, console" in problem.message
+    assert "test.yaml:9: reports[1].receiver" in str(err.value)

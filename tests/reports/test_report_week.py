@@ -138,3 +138,31 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
         s.commit()
         monday = build_report(s, make(rw.WEEK0, rw.WEEK0 + rw.DAY, zone("UTC")), now=rw.WEEK0 + 9 * rw.DAY)
     assert monday.runs == [] and monday.not_accounted == [rw.RUN]
+
+
+def test_an_incident_across_sunday_and_monday_costs_each_week_only_its_part(migrated_url):
+    """The hang starts Sunday 22:00 and lasts 4.5 h: 2 h of it in this week, 2.5 h in the next, as the
+    stalled bucket counts it; never the whole 4.5 h in both (the costliest can't exceed the bucket)."""
+    engine = create_engine(migrated_url)
+    with Session(engine) as s:
+        truth = rw.build(s, hang_at=7 * rw.DAY - 2 * H)
+        weeks = [
+            build_report(
+                s, week_of(t, zone("UTC")), now=rw.WEEK0 + 9 * rw.DAY, gpus=GpuSettings({"hero": rw.GPUS}, {})
+            )
+            for t in (rw.WEEK0 + 1, rw.WEEK0 + 7 * rw.DAY + 1)
+        ]
+    engine.dispose()
+    parts = []
+    in_week = truth.seconds["stalled"]
+    for r, expected in zip(weeks, (in_week, 4.5 * H - in_week), strict=True):
+        (hang,) = [i for i in r.incidents if i.kind == "stall"]
+        assert hang.start == pytest.approx(truth.hang_start, abs=1)
+        assert hang.lost_hours * H == pytest.approx(expected, abs=MINUTE)
+        assert hang.lost_hours <= r.runs[0].hours.stalled + 1 / 60, "no more than the stalled bucket"
+        assert hang.lost_gpu_hours == pytest.approx(hang.lost_hours * rw.GPUS)
+        assert hang.whole_lost_hours == pytest.approx(4.5, abs=1 / 60)
+        md = markdown.render(r)
+        assert f"{hang.lost_hours:.1f} h lost" in md and "of 4.5 h in all" in md, md
+        parts.append(hang.lost_hours)
+    assert parts[0] == pytest.approx(2.0, abs=2 / 60) and sum(parts) == pytest.approx(4.5, abs=1 / 60)

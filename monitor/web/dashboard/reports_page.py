@@ -63,7 +63,7 @@ def reports_page(
         watch=watch or "",
         week=this_week,
         tz=r.timezone,
-        earlier=link(r.period.start - 7 * 86400),
+        earlier=link(r.period.start - 1),  # a moment of the week before names it (a DST week is 167 or 169 h)
         later=link(r.period.end) if r.period.end <= ctx.now() else None,
         downloads={f: "/api/report?" + urlencode({**query, "format": f}) for f in ("md", "html", "json")},
     )
