@@ -31,12 +31,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState, Finding, fingerprint
 from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
+from monitor.engine.alert_naming import AlertNaming
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import OWN_KINDS, RuleSpec
 from monitor.rules.spike import SpikeSpec
-from monitor.samples import Sample
+from monitor.samples import RunState, Sample
 
 _INACTIVE = Finding(False, reason="the alert's labels changed")
 _GONE = Finding(False, reason="the rule is no longer configured")
@@ -50,11 +51,9 @@ class Evaluator:
         title_for_run: Callable[[str], str] = lambda run: run,
     ) -> None:
         self._rules_for_run = rules_for_run
-        self._labels_for_run = labels_for_run
-        self._title_for_run = title_for_run  # what ``{run}`` says in annotations (its display name)
+        self.naming = AlertNaming(labels_for_run, title_for_run)  # alert labels and texts of a run
         self._runs: dict[str, RunRules] = {}
         self._open: dict[str, OpenAlert] = {}  # fingerprint -> the open instance
-        self._fp_cache: dict[tuple[tuple[str, str], ...], str] = {}
         self._vouched: tuple[Sequence[Sample], tuple[str, ...]] | None = None  # vouch_names
 
     # ---- runs ------------------------------------------------------------------------------
@@ -142,7 +141,11 @@ class Evaluator:
         step = sample.step
         t = sample.t
         names = tuple(sample.metrics)
+        was = rr.arrivals.state
         rr.arrivals.observe(t, names, step, sample.state)
+        if was == RunState.FINISHED and rr.arrivals.state != was:  # it resumed: every rule judges again
+            for slot in rr.slots:
+                rr.queue(slot)
         if t < rr.newest:
             if step is None or step <= rr.top_step:
                 return  # re-delivered or late: the run is already past it (not a rewind, not news)
@@ -181,24 +184,7 @@ class Evaluator:
 
     # ---- evaluation ------------------------------------------------------------------------
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:
-        labels = {
-            **self._labels_for_run(run),
-            **rule.labels,
-            "alertname": rule.name,
-            "run": run,
-            "severity": rule.severity.value,
-        }
-        if rule.metric:
-            labels["metric"] = rule.metric
-        if finding is not None and finding.extra_labels:
-            labels.update(finding.extra_labels)
-        cache_key = tuple(labels.items())
-        fp = self._fp_cache.get(cache_key)
-        if fp is None:
-            if len(self._fp_cache) > 100_000:
-                self._fp_cache.clear()
-            fp = self._fp_cache[cache_key] = fingerprint(labels)
-        return AlertKey(rule, run, labels, fp)
+        return self.naming.key(rule, run, finding)
 
     def quiet_until(self, run: str) -> float:
         """Before this time, evaluating ``run`` without new samples cannot produce an event."""
@@ -352,20 +338,7 @@ class Evaluator:
         return out
 
     def annotations(self, rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
-        """The rule's annotations for ``run``: ``{run}`` is what people call the run (its display name,
-        with its project where that name is shared), ``{run_id}`` herowatch's id of it."""
-        shown = self._title_for_run(run)
-        values = {
-            "run": shown,
-            "run_id": run,
-            "value": finding.value,
-            "threshold": finding.threshold,
-            "step": finding.step,
-            "reason": finding.reason,
-        }
-        out = {k: rule.render(k, **values) for k in rule.annotations}
-        out.setdefault("summary", f"{shown}: {rule.name}: {finding.reason}")
-        return out
+        return self.naming.annotations(rule, run, finding)
 
     # ---- coverage ------------------------------------------------------------------------------
     def coverage(

@@ -14,7 +14,7 @@ from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
 from monitor.rules.spec import RuleSpec
-from monitor.samples import TERMINAL_STATES, Sample
+from monitor.samples import RunState, Sample
 
 MAX_PLANS = 256
 STATE_VERSION = 1  # of the per-run snapshot (RunRules.export_state)
@@ -160,12 +160,12 @@ class RunRules:
         return frozenset(f for f, sources in self.providers.items() if sources and sources <= unavailable)
 
     def judged(self, slot: Slot, finding: Finding) -> Finding:
-        """The slot's finding, unless the run is over: then its metrics no longer change and what they
-        showed is no longer a condition of a live run (its open alerts resolve, none opens). Rules about
-        the run's end (a crash, a failure) judge on."""
-        over = self.arrivals.state
-        if over in TERMINAL_STATES and finding.active and not slot.det.about_the_end:
-            why = f"the run is {over}: its metrics no longer change"
+        """The slot's finding, unless the run finished: then its metrics no longer change and what they
+        showed is no longer a condition of a live run (its open alerts resolve, none opens). A run that
+        crashed, failed or was killed keeps its alerts: its last condition is part of what on-call acts
+        on (a NaN before the crash). Rules about the run's end judge on."""
+        if self.arrivals.state == RunState.FINISHED and finding.active and not slot.det.about_the_end:
+            why = "the run finished: its metrics no longer change"
             return Finding(False, step=finding.step, reason=why)
         return finding
 

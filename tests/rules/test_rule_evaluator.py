@@ -127,8 +127,8 @@ class NaiveEvaluator:
         out = []
         for spec, d in zip(self.rules, self.dets.get(run, []), strict=True):
             finding = d.evaluate(now)
-            if self.state.get(run) in ("crashed", "failed", "killed", "finished") and not d.about_the_end:
-                finding = Finding(False, reason="the run is over")  # its metrics' conditions are over too
+            if self.state.get(run) == "finished" and not d.about_the_end:
+                finding = Finding(False, reason="the run finished")  # its metrics' conditions are over too
             fp = self.keys.key(spec, run, finding).fingerprint
             status, tr = advance(self.active.get(fp), finding, now, spec.for_, spec.keep_firing_for)
             if status is not None and status.state.active:
