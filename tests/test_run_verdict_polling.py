@@ -36,3 +36,16 @@ def test_a_finished_run_not_polled_is_ended_not_a_warning():
         v = assess(run(state), [], None, NOW, 60.0)
         assert "Not polled" not in v.problem, (state, v)
     assert assess(run("finished"), [], None, NOW, 60.0).health == "ended"
+
+
+def test_a_run_that_is_over_shows_no_rate_and_no_eta():
+    """The run list's steps/s and ETA are about a run going on: a finished run's last rate read as an
+    ETA of weeks to a target it will never reach."""
+    from monitor.web.status import run_fields
+
+    stats = {"steps_per_second": 0.08, "eta_seconds": 30 * DAY}
+    going = run_fields(run("running"), stats, [], None, NOW - 4 * DAY + 30, 60.0)
+    assert going["steps_per_second"] == 0.08 and going["eta_seconds"] == 30 * DAY
+    for state in ("finished", "crashed"):
+        over = run_fields(run(state), stats, [], None, NOW, 60.0)
+        assert over["eta_seconds"] is None and over["steps_per_second"] == 0.0, (state, over)

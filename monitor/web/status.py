@@ -21,7 +21,7 @@ from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
 from monitor.runs.goodput import attach_alerts
 from monitor.runs.run_stats import stale_ages
-from monitor.samples import DOWN_STATES, ENDED_STATES
+from monitor.samples import DOWN_STATES, ENDED_STATES, TERMINAL_STATES
 from monitor.storage import views
 from monitor.storage.models import Alert, Run
 from monitor.web.context import STALE_POLLS, ApiContext
@@ -262,8 +262,9 @@ def run_fields(
 ) -> dict[str, Any]:
     latest = stats.get("latest") or {}
     verdict = assess(run, alerts, report, now, interval, stats)
-    stopped = report is not None and any(
-        i.get("ongoing") and i["kind"] in ("stall", "down", "restart") for i in report["incidents"]
+    stopped = run.state in TERMINAL_STATES or (  # over, or not moving now: no rate, no ETA
+        report is not None
+        and any(i.get("ongoing") and i["kind"] in ("stall", "down", "restart") for i in report["incidents"])
     )
     rate = 0.0 if stopped else num(stats.get("steps_per_second"))
     eta = None if stopped else num(stats.get("eta_seconds"))
