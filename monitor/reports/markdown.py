@@ -27,10 +27,11 @@ def summary_lines(r: Report) -> list[str]:
         cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
         rules = f" ({', '.join(c.rules)})" if c.rules else " (no page)"
         lines.append(
-            f"Costliest: {c.kind} of {c.run} at {w.when(c.start, r.timezone)}, {cost}{w.in_all(c)}{rules}."
+            f"Costliest: {c.kind} of {r.name_of(c.run)} at {w.when(c.start, r.timezone)}, "
+            f"{cost}{w.in_all(c)}{rules}."
         )
     for rec in r.recurring[:3]:
-        lines.append(f"Recurring: {rec.summary} ({rec.run}).")
+        lines.append(f"Recurring: {rec.summary} ({r.name_of(rec.run)}).")
     noisy = [q for q in r.quality if q.noise and q.noise_share and q.noise_share >= 0.5]
     if noisy:
         q = max(noisy, key=lambda q: q.noise)
@@ -88,20 +89,21 @@ def render(r: Report) -> str:
     for c in r.costliest or []:
         cost = w.gpu_hours(c.lost_gpu_hours) if c.lost_gpu_hours is not None else w.hours(c.lost_hours)
         out.append(
-            f"1. **{c.kind}** of {_cell(c.run)}, {w.when(c.start, tz)} to {w.when(c.end, tz)}: "
+            f"1. **{c.kind}** of {_cell(r.name_of(c.run))}, {w.when(c.start, tz)} to {w.when(c.end, tz)}: "
             f"{w.hours(c.lost_hours)} lost ({cost}){w.in_all(c)}; pages: {', '.join(c.rules) or 'none'}"
         )
     if not r.costliest:
         out.append("None.")
     out += ["", "## Recurring causes", ""]
-    out += [f"- {_cell(x.summary)} on {_cell(x.run)}" for x in r.recurring] or ["None."]
+    out += [f"- {_cell(x.summary)} on {_cell(r.name_of(x.run))}" for x in r.recurring] or ["None."]
     out += ["", "## Pages", ""]
     out.append("| fired | run | rule | detect | ack | by | resolve | badput |")
     out.append("|---|---|---|---|---|---|---|---|")
     for p in r.pages[:MAX_PAGES]:
         cost = w.gpu_hours(p.badput_gpu_hours) if p.badput_gpu_hours is not None else w.hours(p.badput_hours)
         out.append(
-            f"| {w.when(p.fired_at, tz)} | {_cell(p.run)} | {_cell(p.rule)} | {w.dur(p.detect_seconds)} | "
+            f"| {w.when(p.fired_at, tz)} | {_cell(r.name_of(p.run))} | {_cell(p.rule)} | "
+            f"{w.dur(p.detect_seconds)} | "
             f"{w.dur(p.ack_seconds)} | {_cell(p.acked_by or '—')} | {w.dur(p.resolve_seconds)} | {cost} |"
         )
     if len(r.pages) > MAX_PAGES:
@@ -114,7 +116,9 @@ def render(r: Report) -> str:
             f"{w.dur(q.median_detect_seconds)} |"
         )
     out += ["", "## Blind time", ""]
-    out += [f"- {_cell(b.run)}: {_cell(b.input)} unseen for {w.hours(b.hours)}" for b in r.blind] or ["None."]
+    out += [
+        f"- {_cell(r.name_of(b.run))}: {_cell(b.input)} unseen for {w.hours(b.hours)}" for b in r.blind
+    ] or ["None."]
     out += ["", "## Silences", ""]
     out += [
         f"- {_cell(', '.join(x.matchers))} by {_cell(x.created_by)}: {w.hours(x.hours)}"

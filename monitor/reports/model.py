@@ -146,3 +146,7 @@ class Report(BaseModel):
     blind: list[Blind]
     silences: list[Silenced]
     not_accounted: list[str] = Field(description="runs without any goodput ledger in the period")
+
+    def name_of(self, run: str) -> str:
+        """What people call a run of this report (its name), else herowatch's id of it."""
+        return next((x.name for x in self.runs if x.run == run and x.name), run)

@@ -173,7 +173,7 @@ def test_run_names_in_the_scheduled_post_are_escaped_and_ping_nobody(migrated_ur
         assert job.run_once() == 1
         (post,) = reports(slack)
         mrkdwn = json.dumps(post.blocks)
-        assert "push:hero/&lt;!channel&gt;" in post.text and "push:hero/&lt;!channel&gt;" in mrkdwn
+        assert "&lt;!channel&gt;" in post.text and "&lt;!channel&gt;" in mrkdwn
         assert "<!" not in post.text and "<!" not in mrkdwn, "no special mention reaches Slack"
     engine.dispose()
 
