@@ -219,4 +219,5 @@ def test_a_door_stopped_while_it_opens_leaves_no_connection_open(tmp_path, monke
             door.stop()
             stopping = time.monotonic() - t0
             it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 5, f"stopped after {after}s")
-            assert stopping < 8, f"stop() took {stopping:.1f}s"
+            # bounded: a connection request under way (up to 5 s of join), then its handshake (up to 5 s)
+            assert stopping < 15, f"stop() took {stopping:.1f}s"
