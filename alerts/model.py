@@ -54,7 +54,11 @@ class Finding:
     """One evaluation result of a rule for one run: is the condition true now, and the evidence.
 
     ``unknown``: the rule cannot tell (its data source is unreadable, or it has not seen enough data
-    since herowatch started): the alert keeps the state it had, neither firing nor resolving."""
+    since herowatch started): the alert keeps the state it had, neither firing nor resolving.
+
+    ``onset``/``onset_step``: when the evidence began, the time (unix seconds) and step of the first
+    sample at which the condition the rule judged began to hold (None: the rule cannot say). Time to
+    detect is measured from it to the first notification."""
 
     active: bool
     value: float | None = None
@@ -63,3 +67,5 @@ class Finding:
     reason: str = ""
     extra_labels: Mapping[str, str] = field(default_factory=dict)
     unknown: bool = False
+    onset: float | None = None
+    onset_step: int | None = None
