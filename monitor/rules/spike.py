@@ -123,8 +123,10 @@ class SpikeDetector(Detector[SpikeSpec]):
         # steps after it must not lose it): [value, step, score, baseline, threshold]
         self.caught: list | None = None
         self.judged = False
-        # while the floor is raised: [threshold, baseline (metric units), baseline resets then], so a
-        # verdict after a rewind lost the baseline still speaks of the level the rule fired on
+        # while the floor is raised: [threshold, baseline (metric units), baseline resets then, raised
+        # since (time), its lowest floor since (on the signed scale)]: the text says how long it has been
+        # raised as of the newest value, and a verdict after a rewind lost the baseline still speaks of
+        # the level the rule fired on
         self.raised: list | None = None
 
     def share_key(self) -> Hashable:
@@ -261,11 +263,16 @@ class SpikeDetector(Detector[SpikeSpec]):
         floor = b.floor if b.floor is not None else y
         floor_raw = b.raw(floor)
         if b.floor_raised:
-            self.raised = [threshold, base_raw, b.resets]
+            t = b.latest[0]
+            was = self.raised if self.raised is not None and self.raised[2] == b.resets else None
+            since = was[3] if was else t - b.floor_span
+            least = min(was[4], floor) if was else floor
+            self.raised = [threshold, base_raw, b.resets, since, least]
             score = (floor - med) / b.sigma_eff()
+            age = f"; newest value {format_duration(now - t)} old" if now - t >= 60 else ""
             reason = (
-                f"{m} has stayed {up} {fmt_value(floor_raw)} for {format_duration(b.floor_span)} "
-                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma)"
+                f"{m} has stayed {up} {fmt_value(b.raw(least))} for {format_duration(t - since)} "
+                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma{age})"
             )
         else:
             self.raised = None
@@ -279,7 +286,7 @@ class SpikeDetector(Detector[SpikeSpec]):
         holds: the loss has not come back, and a rebuilt baseline would take the raised level for normal).
         None once the new baseline judges on its own."""
         b, m = self.baseline, self.metric
-        threshold, base_raw, _ = self.raised or (math.nan, math.nan, 0)
+        threshold, base_raw = self.raised[:2] if self.raised else (math.nan, math.nan)
         up, down = ("above", "below") if b.sign > 0 else ("below", "above")
         at = f" at step {step}" if step is not None else ""
         rebuilding = f"the run rewound and its baseline is rebuilding ({len(b.base)}/{b.min_points} values)"

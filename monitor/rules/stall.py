@@ -363,7 +363,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             value=idle,
             threshold=limit,
             step=self.last_step,
-            reason=f"last step {self.last_step} {format_duration(idle)} ago, within the limit "
+            reason=f"last step {self.last_step}, {format_duration(idle)} ago, within the limit "
             f"{format_duration(limit)}",
         )
 

@@ -295,7 +295,7 @@ def test_a_failing_stall_check_does_not_say_progress_resumed_for_a_stuck_run(tmp
     assert r.exit_code == 1, r.output
     said = next(line for line in r.output.splitlines() if "the rule says:" in line)
     assert "resumed" not in said and "stepping" not in said
-    assert said.strip() == "the rule says: last step 60 10m ago, within the limit 15m", said
+    assert said.strip() == "the rule says: last step 60, 10m ago, within the limit 15m", said
 
 
 def test_replay_of_an_unknown_vocabulary_prints_the_blind_rules(tmp_path: Path):
