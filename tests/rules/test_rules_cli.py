@@ -258,10 +258,29 @@ def test_one_step_spikes_are_counted_per_metric_not_per_rule_that_never_fired(tm
     assert "loss_spike" not in r.output, "the floor rule never fired: it is not named"
 
 
-def test_rules_list_shows_every_parameter_at_80_columns():
+def test_rules_list_says_per_rule_what_it_catches_its_severity_and_key_settings():
     from monitor.rules.loader import load_pack
 
-    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"})
+    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    specs = load_pack("hero")
+    assert len(lines) <= 2 * len(specs), r.output  # a line per rule (its settings below when long)
+    stall = next(line for line in lines if line.startswith("progress_stalled "))
+    assert "critical" in stall and "step counter has not moved" in stall, stall
+    assert "[stall; floor=15m k=10.0 startup=45m]" in stall, stall
+    tps = lines.index(next(line for line in lines if line.startswith("tokens_per_second_low ")))
+    assert "below=unset (off until set)" in " ".join(lines[tps : tps + 2]), lines[tps : tps + 2]
+    assert "importance=" not in r.output and "expect=None" not in r.output
+    narrow = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"}).output.splitlines()
+    assert max(len(line) for line in narrow) <= 80 and len(narrow) <= 2 * len(specs), narrow
+    assert all(any(line.startswith(f"{s.name} ") for line in narrow) for s in specs)
+
+
+def test_rules_list_verbose_shows_every_parameter_at_80_columns():
+    from monitor.rules.loader import load_pack
+
+    r = runner.invoke(rules_app, ["list", "hero", "--verbose"], env={"COLUMNS": "80"})
     assert r.exit_code == 0
     assert max(len(line) for line in r.output.splitlines()) <= 80 and "…" not in r.output
     words = set(r.output.split())
