@@ -95,7 +95,8 @@ class Scenario:
     def build(self) -> list[Sample]:
         out: list[Sample] = []
         t, rows = T0, llmc_rows()
-        evals = llmc_eval_steps() if self.eval_every is None else frozenset(range(0, 20000, self.eval_every)[1:])
+        every = self.eval_every
+        evals = llmc_eval_steps() if every is None else frozenset(range(every, len(rows) + every, every))
         self.pauses: dict[int, tuple[float, float]] = {}  # step -> (start, length)
         self.step_at: dict[int, float] = {}
         self.restarted_at: list[float] = []
