@@ -104,3 +104,24 @@ def test_the_buckets_add_up_to_wall_clock_times_gpus_for_every_run_and_period(ha
                 assert run["gpu_hours"][bucket] == pytest.approx(h * GPUS, abs=1e-3), (params, bucket)
         totals = body["totals"]
         assert sum(totals.values()) == pytest.approx(sum(r["watched_hours"] for r in body["runs"]), abs=1e-3)
+
+
+RL_CONFIG = """
+watch:
+  - name: rl-a
+    poll_interval: 60s
+    sim: {run: grpo, trains: rl, seed: 5, step_time: 30s}
+rules:
+  packs: [hero, rl]
+"""
+
+
+def test_an_rl_runs_report_picture_draws_its_reward(db_url):
+    clock = ManualClock(1_780_000_200.0)
+    service = build(db_url, clock, RL_CONFIG)
+    tick(service, clock, 40 * M, every=60)
+    html = client(service).get("/api/report", params={"since": "1h", "format": "html"}).text
+    assert "grpo: reward, incidents shaded" in html, html[-3000:]
+    assert "no reward logged" not in html and "no loss logged" not in html
+    service.stop()
+    service.db.dispose()
