@@ -347,6 +347,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=waited,
                 threshold=allowance,
                 step=self.last_step,
+                onset=self.awaiting_since,
                 reason=f"no first step {format_duration(waited)} after {what} "
                 f"(allowance {format_duration(allowance)}{learned})",
             )
@@ -361,6 +362,8 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=idle,
                 threshold=limit,
                 step=self.last_step,
+                onset=self.last_step_at,  # the evidence: no step since this one
+                onset_step=self.last_step,
                 reason=f"no new step for {format_duration(idle)} "
                 f"(limit {format_duration(limit)}{': ' + why if why else ''})",
             )
