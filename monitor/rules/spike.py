@@ -254,7 +254,9 @@ class SpikeDetector(Detector[SpikeSpec]):
                     f"{m} {fmt_value(v0)}{at0} was {score0:.1f} sigma {up} its baseline {fmt_value(base0)} "
                     f"(one-step spike; now {fmt_value(v)})"
                 )
-                return Finding(True, value=v0, threshold=threshold0, step=step0, reason=reason)
+                return Finding(
+                    True, value=v0, threshold=threshold0, step=step0, reason=reason, onset_step=step0
+                )
             elif score <= 0:  # on the side a spike never is: no figure that reads like an alarm
                 reason = f"{now_at} is not {up} its baseline {base}: no spike"
             else:
@@ -265,7 +267,7 @@ class SpikeDetector(Detector[SpikeSpec]):
         if b.floor_raised:
             t = b.latest[0]
             was = self.raised if self.raised is not None and self.raised[2] == b.resets else None
-            since = was[3] if was else t - b.floor_span
+            since = was[3] if was else b.floor_since  # the onset: kept while the floor stays raised
             least = min(was[4], floor) if was else floor
             self.raised = [threshold, base_raw, b.resets, since, least]
             score = (floor - med) / b.sigma_eff()
@@ -277,7 +279,10 @@ class SpikeDetector(Detector[SpikeSpec]):
         else:
             self.raised = None
             reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
-        return Finding(b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason)
+        onset = self.raised[3] if b.floor_raised and self.raised else None
+        return Finding(
+            b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason, onset=onset
+        )
 
     def _after_lost_baseline(self, v: float, step: int | None) -> Finding | None:
         """A raised floor's verdict once a step rewind (a restart from a checkpoint) reset the baseline it
