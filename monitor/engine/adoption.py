@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.engine.run_rules import STATE_VERSION
 from monitor.samples import Sample
@@ -18,19 +18,43 @@ from monitor.storage import alerts_repo, rule_state_repo, runs_repo
 from monitor.storage.series_tails import SeriesWrites
 
 if TYPE_CHECKING:
+    from monitor.config.schema import Watch
     from monitor.engine.checkpoints import CheckpointCounter
-    from monitor.engine.cycle import Engine
+    from monitor.engine.evaluator import Evaluator
+    from monitor.engine.polling import WatchPoller
     from monitor.engine.run_memory import RunMemory
+    from monitor.engine.source_polls import SourcePolls
+    from monitor.runs.run_stats import RunStats
+    from monitor.storage.leases import Leases
+    from monitor.storage.models import Run
+    from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
 
 
+class Holder(Protocol):
+    """What taking a watch up and letting it go act on: the engine's parts (``cycle.Engine``)."""
+
+    watches: dict[str, Watch]
+    sessions: sessionmaker[Session]
+    evaluator: Evaluator
+    pollers: dict[str, WatchPoller]
+    leases: Leases | None  # None: one process does all the work (SQLite)
+    source_polls: SourcePolls
+    series: SeriesTails
+
+    def stats_of(self, run: Run, watch: Watch) -> RunStats: ...
+
+    def forget(self, run: str) -> None: ...
+
+
 class Adoption:
-    """``memory``: the runs it takes up or lets go; ``checkpoints``: told when a run's state is saved;
-    ``lock``: the engine's, held while a watch is taken up or let go."""
+    """``engine``: the parts it acts on (``Holder``); ``memory``: the runs it takes up or lets go;
+    ``checkpoints``: told when a run's state is saved; ``lock``: the engine's, held while a watch is
+    taken up or let go."""
 
     def __init__(
-        self, engine: Engine, memory: RunMemory, checkpoints: CheckpointCounter, lock: threading.RLock
+        self, engine: Holder, memory: RunMemory, checkpoints: CheckpointCounter, lock: threading.RLock
     ) -> None:
         self.engine = engine
         self.memory = memory
