@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from monitor.config.schema import Watch
 from monitor.engine.evaluator import AlertEvent
+from monitor.engine.isolation import write_rule
 from monitor.engine.source_health import source_rule
 from monitor.samples import TERMINAL_STATES
 
@@ -71,4 +72,8 @@ class HealthJob:
             event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
+        writes = eng.write_health.finding(watch.name, now)
+        event = eng.evaluator.apply(write_rule(watch.unavailable_after), watch.name, writes, now)
+        if event is not None:
+            events.append(event)
         return events
