@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from alerts.text import MAX_TEXT, bounded
+
 # Feeds that are not metric names: the step counter, the run's state, any sample at all. Rules say which
 # feeds they need (Detector.feeds), sources which they deliver (SourceTarget.promises).
 STEP, STATE, ANY = "@step", "@state", "@any"
@@ -277,8 +279,9 @@ def clean(sample: Sample) -> Sample | None:
         if alert is not None:
             metrics[ALERT_METRIC] = alert.metric()  # the rules' dispatch key (see ALERT_METRIC)
         same = False
+    source_error = sample.source_error
+    if source_error is not None and (type(source_error) is not str or len(source_error) > MAX_TEXT):
+        source_error, same = bounded(source_error), False
     if same and t == sample.t and step == sample.step and state is sample.state:
         return sample  # already clean: no copy on the hot path
-    return Sample(
-        t, sample.run, step, metrics, state, sample.source, sample.labels, sample.source_error, alert
-    )
+    return Sample(t, sample.run, step, metrics, state, sample.source, sample.labels, source_error, alert)
