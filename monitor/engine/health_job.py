@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from monitor.config.schema import Watch
 from monitor.engine.evaluator import AlertEvent
 from monitor.engine.isolation import write_rule
-from monitor.engine.source_health import source_rule
+from monitor.engine.source_health import down_rule, source_rule
 from monitor.samples import TERMINAL_STATES
 
 if TYPE_CHECKING:
@@ -71,6 +71,10 @@ class HealthJob:
             finding = health.finding(kind, now, affected, any_known=bool(runs))
             event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
+                events.append(event)
+            down = health.down_finding(kind, now, affected, any_known=bool(runs))
+            rule = down_rule(kind, max(watch.unavailable_page_after, watch.unavailable_after))
+            if (event := eng.evaluator.apply(rule, watch.name, down, now)) is not None:
                 events.append(event)
         writes = eng.write_health.finding(watch.name, now)
         event = eng.evaluator.apply(write_rule(watch.unavailable_after), watch.name, writes, now)
