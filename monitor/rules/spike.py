@@ -245,7 +245,9 @@ class SpikeDetector(Detector[SpikeSpec]):
                     f"{m} {fmt_value(v0)}{at0} was {score0:.1f} sigma {up} its baseline {fmt_value(base0)} "
                     f"(one-step spike; now {fmt_value(v)})"
                 )
-                return Finding(True, value=v0, threshold=threshold0, step=step0, reason=reason)
+                return Finding(
+                    True, value=v0, threshold=threshold0, step=step0, reason=reason, onset_step=step0
+                )
             elif score <= 0:  # on the side a spike never is: no figure that reads like an alarm
                 reason = f"{now_at} is not {up} its baseline {base}: no spike"
             else:
@@ -261,4 +263,7 @@ class SpikeDetector(Detector[SpikeSpec]):
             )
         else:
             reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
-        return Finding(b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason)
+        onset = b.floor_since if b.floor_raised else None
+        return Finding(
+            b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason, onset=onset
+        )
