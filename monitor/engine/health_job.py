@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.config.schema import Watch
 from monitor.engine.evaluator import AlertEvent
-from monitor.engine.source_health import source_rule
+from monitor.engine.isolation import write_rule
+from monitor.engine.source_health import down_rule, source_rule
 from monitor.samples import TERMINAL_STATES
 
 if TYPE_CHECKING:
@@ -93,4 +94,12 @@ class HealthJob:
             event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
+            down = health.down_finding(kind, now, affected, any_known=bool(runs))
+            rule = down_rule(kind, max(watch.unavailable_page_after, watch.unavailable_after))
+            if (event := eng.evaluator.apply(rule, watch.name, down, now)) is not None:
+                events.append(event)
+        writes = eng.write_health.finding(watch.name, now)
+        event = eng.evaluator.apply(write_rule(watch.unavailable_after), watch.name, writes, now)
+        if event is not None:
+            events.append(event)
         return events
