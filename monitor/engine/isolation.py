@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -32,7 +32,23 @@ from monitor.engine.source_health import SCOPE, SourceHealthSpec
 from monitor.storage.models import Run
 
 if TYPE_CHECKING:
-    from monitor.engine.cycle import Engine
+    from sqlalchemy.orm import sessionmaker
+
+    from alerts.clock import Clock
+
+
+class Rewriter(Protocol):
+    """What a careful rewrite uses of the engine (the engine itself, without importing it here)."""
+
+    sessions: sessionmaker[Session]
+    clock: Clock
+    adoption: Any
+    leases_kept: Any
+    write_health: WriteHealth
+
+    def forget(self, run: str) -> None: ...
+
+    def persist(self, s: Session, job: WriteJob, writes: Writes, guard: Any) -> None: ...
 
 log = logging.getLogger(__name__)
 MAX_LISTED = 10
@@ -97,7 +113,7 @@ class Careful:
                 point.rollback()
 
 
-def write_carefully(eng: Engine, job: WriteJob) -> None:
+def write_carefully(eng: Rewriter, job: WriteJob) -> None:
     """A poll whose batch failed, written again on its own: from what the database holds, each run in a
     savepoint of its own; a run whose write fails is set aside, the rest is written."""
     eng.adoption.reset(job.watch)  # what the failed attempt put in memory must not outlive it
