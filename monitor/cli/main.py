@@ -41,11 +41,7 @@ app.add_typer(silence_app, name="silence")
 app.add_typer(alert_app, name="alert")
 app.add_typer(slack_app, name="slack")
 app.add_typer(emit_app, name="emit")
-app.command(
-    "replay",
-    help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
-    "docs/examples/llmc-gpt2-124m.jsonl).",
-)(replay_command)
+app.command("replay")(replay_command)
 app.command("report")(report_command)
 app.command("record")(record_command)
 app.command("backfill")(backfill_command)
