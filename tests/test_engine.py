@@ -65,26 +65,28 @@ def test_restart_does_not_notify_a_firing_alert_again(db_url, clock):
     again.stop()
 
 
+class Down:
+    kind = "sim"
+
+    def poll(self, target, cursors, now):
+        return PollResult(error="connection refused")
+
+    def close(self):
+        pass
+
+
 def test_an_unreadable_source_is_reported_as_such_not_as_a_stall(db_url, clock):
     service, out = make_service(db_url, clock)
     service.engine.resume()
     tick(service, clock, 5 * 60)
     real = service.engine.sources["sim"]
-
-    class Down:
-        kind = "sim"
-
-        def poll(self, target, cursors, now):
-            return PollResult(error="connection refused")
-
-        def close(self):
-            pass
-
     service.engine.sources["sim"] = Down()
     tick(service, clock, 60 * 60)  # an hour without data
     text = out.getvalue()
     assert "progress_stalled" not in text, "an outage must not page as a stalled run"
-    assert "FIRING WARNING source_unavailable run=hero-a" in text
+    assert text.count("FIRING WARNING source_unavailable run=hero-a") == 1
+    # an hour is past the grace (unavailable_page_after, 10m): the outage escalates once, critical
+    assert text.count("FIRING CRITICAL source_down run=hero-a") == 1, "a long outage must reach a human"
     with service.sessions() as s:
         assert "connection refused" in s.get(Run, sim_id("hero-a")).source_error
     service.engine.sources["sim"] = real
@@ -92,6 +94,26 @@ def test_an_unreadable_source_is_reported_as_such_not_as_a_stall(db_url, clock):
     assert "RESOLVED" not in out.getvalue(), "an outage ends after the source answered for a while"
     tick(service, clock, 10 * 60)
     text = out.getvalue()
-    assert "RESOLVED WARNING source_unavailable run=hero-a" in text
+    # the outage is one incident: its warning and its escalation end together, after the settling
+    assert text.count("RESOLVED WARNING source_unavailable run=hero-a") == 1
+    assert text.count("RESOLVED CRITICAL source_down run=hero-a") == 1
     assert "progress_stalled" not in text, "the backlog read after the outage shows the run kept stepping"
+    service.stop()
+
+
+def test_a_brief_outage_stays_one_quiet_warning_even_while_it_settles(db_url, clock):
+    """8 minutes down (past the 2m warning, short of the 10m grace), then 8 of settling: 16 minutes
+    from its start to its end, and still no page: the escalation counts the failing, not the settling."""
+    service, out = make_service(db_url, clock)
+    service.engine.resume()
+    tick(service, clock, 5 * 60)
+    real = service.engine.sources["sim"]
+    service.engine.sources["sim"] = Down()
+    tick(service, clock, 8 * 60)
+    service.engine.sources["sim"] = real
+    tick(service, clock, 20 * 60)
+    text = out.getvalue()
+    assert text.count("FIRING WARNING source_unavailable run=hero-a") == 1
+    assert text.count("RESOLVED WARNING source_unavailable run=hero-a") == 1
+    assert "source_down" not in text, text
     service.stop()

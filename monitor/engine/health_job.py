@@ -94,8 +94,9 @@ class HealthJob:
             event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
-            down = health.down_finding(kind, now, affected, any_known=bool(runs))
-            rule = down_rule(kind, max(watch.unavailable_page_after, watch.unavailable_after))
+            page_after = max(watch.unavailable_page_after, watch.unavailable_after)
+            down = health.down_finding(kind, now, affected, any_known=bool(runs), page_after=page_after)
+            rule = down_rule(kind, page_after)
             if (event := eng.evaluator.apply(rule, watch.name, down, now)) is not None:
                 events.append(event)
         writes = eng.write_health.finding(watch.name, now)

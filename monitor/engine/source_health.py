@@ -14,6 +14,10 @@ is judged) but the silence rules (a stall: ``Detector.silence``) wait, and after
 the backlog: until the run's newest step is as recent as the time the source came back, at most half
 as long as the outage lasted (at least the settling, at most ``MAX_CATCH_UP``). Late steps with their
 own timestamps inside the outage are progress then (``settling(now)``: source -> since when).
+
+Escalation: an outage that has *failed* for ``page_after`` (never read counts) is also ``source_down``,
+critical (``down_finding``); the settling does not count towards it, and once due it ends with
+``source_unavailable``, after the same settling: one outage, one incident.
 """
 
 from __future__ import annotations
@@ -182,11 +186,20 @@ class SourceHealth:
             )
         return None
 
-    def down_finding(self, source: str, now: float, affected: Iterable[str], any_known: bool) -> Finding:
-        """The ``source_down`` finding: as ``finding``, but only while the source fails (or hangs) now,
-        not while it settles after answering again."""
+    def down_finding(
+        self, source: str, now: float, affected: Iterable[str], any_known: bool, page_after: float
+    ) -> Finding:
+        """The ``source_down`` finding: it begins only while the source fails (or hangs) now, so a brief
+        outage that answers again before ``page_after`` never pages; once the outage had failed for
+        ``page_after`` (the alert fired, or was due), it ends with ``source_unavailable``, after the
+        same settling: one outage, one escalation, one resolution for both."""
+        st = self._status.get(source)
         if self.error(source, now) is None:
-            return Finding(False, reason="the source answers", extra_labels=SCOPE)
+            failed = 0.0
+            if st is not None and st.clean_since is not None and st.failing_since is not None:
+                failed = (st.failed_at or st.failing_since) - st.failing_since
+            if failed < page_after:
+                return Finding(False, reason="the source answers", extra_labels=SCOPE)
         return self.finding(source, now, affected, any_known)
 
     def finding(self, source: str, now: float, affected: Iterable[str], any_known: bool) -> Finding:

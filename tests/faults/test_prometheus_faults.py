@@ -54,17 +54,25 @@ def test_server_killed_and_restarted_under_the_watch(tmp_path: Path) -> None:
                 (r,) = cycle(service)
                 assert r.errors.get("prometheus")
             assert rule_states(service, "source_unavailable") == ["firing"]
+            # 20 minutes is past the grace (10m): the outage escalates to a critical page, once
+            assert rule_states(service, "source_down") == ["firing"]
             prom.start()
-            for _ in range(20):
+            for minute in range(20):
                 clock.advance(60)
                 (r,) = cycle(service)
                 assert not r.errors, r.errors
+                if minute == 4:  # answering again, but the outage has not settled: both still fire
+                    assert rule_states(service, "source_unavailable") == ["firing"]
+                    assert rule_states(service, "source_down") == ["firing"]
             assert rule_states(service, "source_unavailable") == ["resolved"]
+            assert rule_states(service, "source_down") == ["resolved"]
             assert false_pages(service) == []
             counts = assert_exactly_once(service, out)
             assert dict(counts) == {
                 ("source_unavailable", "infra", "firing"): 1,
+                ("source_down", "infra", "firing"): 1,
                 ("source_unavailable", "infra", "resolved"): 1,
+                ("source_down", "infra", "resolved"): 1,
             }
         finally:
             service.stop()
@@ -93,8 +101,13 @@ def test_erroring_and_empty_queries(tmp_path: Path) -> None:
             assert notifications(empty) == [] and false_pages(empty) == []
             assert rule_states(bad, "source_unavailable") == ["firing"] and false_pages(bad) == []
             # The source never answered, so no run of the watch is known yet: the watch ("infra") itself
-            # carries the outage, so that a wrong query, project or key from the start still pages.
-            assert dict(assert_exactly_once(bad, bad_out)) == {("source_unavailable", "infra", "firing"): 1}
+            # carries the outage, so that a wrong query, project or key from the start still pages:
+            # a warning first, critical (source_down) after the grace.
+            assert rule_states(bad, "source_down") == ["firing"]
+            assert dict(assert_exactly_once(bad, bad_out)) == {
+                ("source_unavailable", "infra", "firing"): 1,
+                ("source_down", "infra", "firing"): 1,
+            }
         finally:
             empty.stop()
             bad.stop()

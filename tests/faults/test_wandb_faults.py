@@ -101,23 +101,31 @@ def _outage_then_recovery(h: Harness, inject, polls: int, every: float = 60.0) -
     assert rule_states(h.service, "source_unavailable") == ["pending"]
     h.minute(polls - 1, every)  # long enough for stall (15 m) and telemetry_gone (10 m) to fire if unfrozen
     assert rule_states(h.service, "source_unavailable") == ["firing"]
+    # past the grace (unavailable_page_after, 10m): the outage escalates to a page, once
+    assert rule_states(h.service, "source_down") == ["firing"]
     assert false_pages(h.service) == []
     h.server.clear_faults()
     back = h.minute(1)
     assert not back[0].errors, back[0].errors
     assert back[0].samples > 0, "the backlog logged during the outage is read"
-    # one clean answer does not end an outage (hysteresis): it ends after ten minutes of them
+    # one clean answer does not end an outage (hysteresis): it ends after ten minutes of them, for the
+    # warning and its escalation alike (one incident: they end together)
     assert rule_states(h.service, "source_unavailable") == ["firing"]
+    assert rule_states(h.service, "source_down") == ["firing"]
     h.minute(9)
     assert rule_states(h.service, "source_unavailable") == ["firing"]
+    assert rule_states(h.service, "source_down") == ["firing"]
     h.minute(1)
     assert rule_states(h.service, "source_unavailable") == ["resolved"]
+    assert rule_states(h.service, "source_down") == ["resolved"]
     h.minute(10)
     assert false_pages(h.service) == [], "an outage of W&B became a stalled-run page"
     counts = assert_exactly_once(h.service, h.out)
     assert dict(counts) == {  # one alert for the watch (listing its runs), not one per run
         ("source_unavailable", "hero", "firing"): 1,
+        ("source_down", "hero", "firing"): 1,
         ("source_unavailable", "hero", "resolved"): 1,
+        ("source_down", "hero", "resolved"): 1,
     }
     [alert] = [a for a in alerts(h.service) if a.rule == "source_unavailable"]
     assert "r1" in alert.annotations["summary"], "the runs it hides are named"
