@@ -88,8 +88,10 @@ def main() -> None:
         ("herowatch doctor --help", [*HEROWATCH, "doctor", "--help"], None),
     ]
     load = os.getloadavg()[0]
-    print(f"herowatch CLI start-up: median of {args.runs} runs; load average {load:.1f} on {os.cpu_count()} cores")
-    print(f"{'command':<26} {'wall s':>7} {'cpu s':>6} {'target':>7} {'cpu/target':>10} {'cpu/python':>10}  exit")
+    cores = os.cpu_count()
+    print(f"herowatch CLI start-up: median of {args.runs} runs; load average {load:.1f} on {cores} cores")
+    head = f"{'wall s':>7} {'cpu s':>6} {'target':>7} {'cpu/target':>10} {'cpu/python':>10}"
+    print(f"{'command':<26} {head}  exit")
     floor = None
     for what, argv, target in cases:
         runs = [timed(argv, env) for _ in range(args.runs)]
