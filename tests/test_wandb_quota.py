@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from monitor.engine.source_polls import SourcePolls
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import (
     PROJECT,
@@ -59,6 +60,12 @@ def test_hero_runs_are_read_every_poll_and_nothing_goes_over_the_quota(server: W
                     f"poll {poll}: hero run {name} got {got}: not read on time"
                 )
         assert res.throttle is not None and res.throttle.priority_deferred == 0
+        polls = SourcePolls()  # what /readyz and /metrics read (herowatch_source_runs_deferred)
+        polls.polled("hero", "wandb", now[0], res.error, res.throttle)
+        assert polls.throttle_lines("wandb") == [
+            f"watch hero: {res.throttle.deferred} runs' history put off by the quota (60 requests per 60s); "
+            f"the longest wait since a read {res.throttle.waiting:.0f}s"
+        ]
         assert res.throttle.deferred == RUNS - HEROES - sum(1 for n in names[HEROES:] if steps(res, n))
         now[0] += INTERVAL
 
