@@ -36,7 +36,7 @@ def load(entry: Lazy) -> Any:
     else:  # a function: a one-command typer app becomes that command itself
         from monitor.cli.style import typer_app
 
-        holder = typer_app()
+        holder = typer_app(add_completion=False)
         holder.command(entry.name, help=entry.help)(obj)
         command = typer.main.get_command(holder)
     command.name = entry.name
