@@ -298,12 +298,14 @@ def format_of(name: str) -> LineFormat:
     return custom(name.removeprefix("regex:")) if name.startswith("regex:") else FORMATS[name]
 
 
-def detect(lines: list[str]) -> LineFormat | None:
-    """The trainer format whose progress lines are among ``lines`` (the most lines parsed wins; at least
-    two, so one stray line does not decide); None: none yet."""
-    best, hits = None, 1
-    for f in FORMATS.values():
-        n = sum(1 for line in lines if f.read(line) is not None)
-        if n > hits:
-            best, hits = f, n
-    return best
+def detect(lines: list[str]) -> tuple[LineFormat | None, int]:
+    """The trainer format whose progress lines are among ``lines`` and how many it parsed (the most
+    wins; a tie decides nothing); (None, 0): none."""
+    counts = sorted(
+        ((sum(1 for line in lines if f.read(line) is not None), f.name) for f in FORMATS.values()),
+        reverse=True,
+    )
+    (n, best), (second, _) = counts[0], counts[1]
+    if n == 0 or n == second:
+        return None, 0
+    return FORMATS[best], n

@@ -87,6 +87,7 @@ def read_file(
         if chunk.long_lines:
             out.notes.append(f"{f.path}: {chunk.long_lines} line(s) over {cfg.max_line} bytes skipped")
         _parse(chunk.lines, cur, cfg, out, mtime)
+        cur["m"] = mtime  # the next chunk's lines were written after this one's
     cur["m"] = f.mtime
     out.cursor = cur
     return out
@@ -94,7 +95,7 @@ def read_file(
 
 def _fresh(cur: dict[str, Any]) -> dict[str, Any]:
     """A cursor for a file read from its start (what was detected of its format is kept)."""
-    return {"offset": 0, **({"fmt": cur["fmt"]} if "fmt" in cur else {})}
+    return {"offset": 0, **{k: cur[k] for k in ("fmt", "m") if k in cur}}
 
 
 def _format(cfg: LogsTarget, cur: dict[str, Any], lines: list[str], out: FileRead) -> LineFormat | None:
@@ -102,8 +103,8 @@ def _format(cfg: LogsTarget, cur: dict[str, Any], lines: list[str], out: FileRea
         return format_of(cfg.format)
     if cur.get("fmt"):
         return format_of(cur["fmt"])
-    found = detect(lines[-DETECT_LINES:])
-    if found is not None:
+    found, hits = detect(lines[:DETECT_LINES])
+    if found is not None and hits >= 2:  # settled; one line alone decides for its own chunk only
         cur["fmt"] = found.name
         out.notes.append(f"format detected: {found.name}")
     return found
@@ -145,7 +146,6 @@ def _parse(lines: list[str], cur: dict[str, Any], cfg: LogsTarget, out: FileRead
             len(pending), cur.get("m"), mtime, [p.metrics.get("throughput/duration") for p, _ in pending]
         )
         out.rows.extend(Row(s, t, p.metrics, p.total) for (p, s), t in zip(pending, times, strict=True))
-        out.rows.sort(key=lambda r: r.t)
 
 
 _CRASH_WORDS = (

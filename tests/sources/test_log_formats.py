@@ -116,13 +116,14 @@ def test_a_custom_regex_names_step_and_metrics():
     ],
 )
 def test_auto_detects_each_trainer_from_its_lines(lines, want):
-    assert detect(["loading data ...", *lines, "saving checkpoint"]).name == want
+    assert detect(["loading data ...", *lines, "saving checkpoint"])[0].name == want
     others = [f for f in FORMATS if f != want]
     assert all(format_of(o).read(lines[-1]) is None or o == "levanter" for o in others), "formats overlap"
 
 
-def test_auto_needs_two_lines_not_one_stray_one():
-    assert detect([real.MEGATRON_BLOOM[0], "hello"]) is None
+def test_auto_counts_its_evidence_and_a_tie_decides_nothing():
+    assert detect([real.MEGATRON_BLOOM[0], "hello"]) == (format_of("megatron"), 1)
+    assert detect([real.MEGATRON_BLOOM[0], real.NANOGPT[0]]) == (None, 0)
 
 
 @pytest.mark.parametrize(
