@@ -55,7 +55,7 @@ def read_file(
     if cur and cur.get("id") and f.ident and cur["id"] != f.ident:
         old = files.rotated(f.path, cur["id"])  # the rest of the file before it was rotated
         if old is not None and old.size > int(cur.get("offset", 0)):
-            _, data = files.read(old.path, int(cur["offset"]), limit)
+            _, data = files.read(old.path, int(cur["offset"]), min(limit, old.size - int(cur["offset"])))
             chunk = split_lines(data, int(cur["offset"]), cfg.max_line, bool(cur.get("skipping")), final=True)
             chunks.append((chunk, old.mtime))
             limit -= chunk.read
@@ -71,11 +71,11 @@ def read_file(
     cur["id"] = f.ident
     offset = int(cur["offset"])
     if f.size > offset and limit > 0:
-        head, data = files.read(f.path, offset, limit)
+        head, data = files.read(f.path, offset, min(limit, f.size - offset))  # what the listing saw
         if cur.get("head") and len(head) >= HEAD and digest(head) != cur["head"] and offset:
             out.notes.append(f"{f.path} was replaced (its first bytes changed): read from its start")
             cur = {**_fresh(cur), "id": f.ident}
-            head, data = files.read(f.path, 0, limit)
+            head, data = files.read(f.path, 0, min(limit, f.size))
             offset = 0
         if len(head) >= HEAD:
             cur["head"] = digest(head)
