@@ -40,6 +40,7 @@ from monitor.rules.loader import (
     load_pack,
     load_rule_file,
     pack_inhibit_rules,
+    pack_names,
 )
 from monitor.rules.panels import Layouts, layout_problems
 from monitor.rules.spec import RuleSpec
@@ -77,10 +78,13 @@ def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
 def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
     """Packs, then rule files; global overrides applied; every watch's overrides checked now. All the
     config's problems are raised together (a rule file's own problems name that file)."""
-    specs = []
-    for pack in cfg.rules.packs:
-        specs.extend(load_pack(pack))
-    problems = []
+    specs, problems = [], []
+    for i, pack in enumerate(cfg.rules.packs):
+        if pack in pack_names():
+            specs.extend(load_pack(pack))
+        else:  # said with its line; the rest of the file is still checked
+            known = ", ".join(pack_names())
+            problems.append(Problem(None, f"rules.packs[{i}]", f"no built-in pack {pack!r}; known: {known}"))
     for i, f in enumerate(cfg.rules.files):
         if (base_dir / f).is_file():
             specs.extend(load_rule_file(base_dir / f))

@@ -352,6 +352,7 @@ class Evaluator:
         """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
         rr = self._run(run)
         unread, plans = rr.unreadable(unavailable), rr.coverage_plans
+        rr.arrivals.look(frozenset(n for n in promised if not n.startswith("@")), now)
         return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans)
 
     # ---- detector state across restarts ----------------------------------------------------------
