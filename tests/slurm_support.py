@@ -101,6 +101,15 @@ def slurm_cluster(tmp: Path) -> Iterator[Slurm]:
         yield cluster
     finally:
         subprocess.run(["scancel", "--full", "--user=root"], env=cluster.env, capture_output=True, timeout=30)
+        deadline = time.monotonic() + 30  # slurmd ends the jobs' processes: stop it only after
+        while time.monotonic() < deadline:
+            left = subprocess.run(
+                ["squeue", "-h", "-t", "running,completing,configuring"],
+                env=cluster.env, capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            if left.returncode != 0 or not left.stdout.strip():
+                break
+            time.sleep(0.5)
         for pidfile in (root / "slurmd.pid", root / "slurmctld.pid", m / "pid"):
             try:
                 os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)

@@ -37,7 +37,7 @@ def test_slurm_jobs_page_a_hang_a_cancel_and_not_a_requeue(tmp_path):
         hang = slurm.sbatch("--job-name=hero-hang", out, str(script))
         cancel = slurm.sbatch("--job-name=hero-cancel", out, str(forever))
         requeue = slurm.sbatch("--job-name=hero-requeue", "--requeue", out, str(forever))
-        slurm.sbatch("--job-name=other", "--wrap=sleep 600")  # not a hero job: not watched
+        slurm.sbatch("--job-name=other", out, "--wrap=sleep 600")  # not a hero job: not watched
 
         stack.extra_env["SLURM_CONF"] = slurm.env["SLURM_CONF"]
         hw = stack.serve(stack.write_config("    slurm: {jobs: 'hero-*'}", RULES))
