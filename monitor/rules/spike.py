@@ -18,7 +18,10 @@ Two patterns, one per rule (``mode``):
   condition clears at the next normal value.
 - ``floor``: the minimum over the recent window (``floor_window``, at least ``floor_points`` values
   spanning half the window) sits that far above the baseline: the loss did not come back down.
-  This is what pages. While the floor is raised the baseline is frozen.
+  This is what pages. While the floor is raised the baseline is frozen. With ``floor_steps`` the
+  floor is also raised by that many values in a row beyond the bar (evidence counted in steps, and
+  never fewer than twice the longest such run the run recovered from): the window of wall time then
+  only bounds the wait, whatever the cadence.
 
 Rules on the same metric with the same statistics parameters share one baseline.
 """
@@ -50,6 +53,7 @@ _SHARED = (
     "min_points",
     "floor_window",
     "floor_points",
+    "floor_steps",
     "reset_on_rewind",
     "of_progress",
     "baseline_level",
@@ -78,6 +82,13 @@ class SpikeSpec(RuleSpec):
     floor_window: Duration = Field(default=300.0, gt=0, description="the recent window of the floor test")
     floor_points: int = Field(
         default=3, ge=2, le=MAX_WINDOW, description="the recent window holds at least this many"
+    )
+    floor_steps: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_WINDOW,
+        description="evidence in steps: the floor is also raised by this many values in a row beyond the "
+        "bar (and twice the longest such run the run recovered from), before floor_window has passed",
     )
     reset_on_rewind: bool = True
     baseline_level: Literal["median", "max"] = Field(
@@ -252,13 +263,18 @@ class SpikeDetector(Detector[SpikeSpec]):
                 reason = f"{now_at} is {score:.1f} sigma {up} its baseline {base}: no spike"
             return Finding(b.is_spike, value=v, threshold=threshold, step=step, reason=reason)
         floor = b.floor if b.floor is not None else y
+        if b.floor_raised and b.streak:  # the values in a row beyond the bar: the evidence, and its onset
+            floor = b.streak_min
         floor_raw = b.raw(floor)
-        if b.floor_raised:
-            score = (floor - med) / b.sigma_eff()
-            reason = (
-                f"{m} has stayed {up} {fmt_value(floor_raw)} for {format_duration(b.floor_span)} "
-                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma)"
-            )
-        else:
+        if not b.floor_raised:
             reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
-        return Finding(b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason)
+            return Finding(False, value=floor_raw, threshold=threshold, step=step, reason=reason)
+        score = (floor - med) / b.sigma_eff()
+        lasted = format_duration(b.latest[0] - b.streak_t if b.streak else b.floor_span)
+        steps = f"{b.streak} steps, " if b.streak else ""
+        reason = (
+            f"{m} has stayed {up} {fmt_value(floor_raw)} for {steps}{lasted} "
+            f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma)"
+        )
+        onset, onset_step = (b.streak_t, b.streak_step) if b.streak else (None, None)
+        return Finding(True, floor_raw, threshold, step, reason, onset=onset, onset_step=onset_step)
