@@ -13,7 +13,8 @@ from monitor.rules.loader import RuleSet
 
 
 def build_all_rules(cfg: WatchConfig, base_dir: Path, path: str) -> tuple[RuleSet | None, list[Problem]]:
-    from monitor.service import build_layouts, build_rules, matcher_problems
+    from monitor.alerting_setup import matcher_problems
+    from monitor.service import build_layouts, build_rules
 
     problems = matcher_problems(cfg)
     rules = None

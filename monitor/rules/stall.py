@@ -351,6 +351,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=waited,
                 threshold=allowance,
                 step=self.last_step,
+                onset=self.awaiting_since,
                 reason=f"no first step {format_duration(waited)} after {what} "
                 f"(allowance {format_duration(allowance)}{learned})",
             )
@@ -365,6 +366,8 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=idle,
                 threshold=limit,
                 step=self.last_step,
+                onset=self.last_step_at,  # the evidence: no step since this one
+                onset_step=self.last_step,
                 reason=f"no new step for {format_duration(idle)} "
                 f"(limit {format_duration(limit)}{': ' + why if why else ''})",
             )
@@ -373,7 +376,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             value=idle,
             threshold=limit,
             step=self.last_step,
-            reason=f"last step {self.last_step} {format_duration(idle)} ago, within the limit "
+            reason=f"last step {self.last_step}, {format_duration(idle)} ago, within the limit "
             f"{format_duration(limit)}",
         )
 

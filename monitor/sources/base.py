@@ -9,12 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from alerts.text import bounded
 from monitor.fleet.frame import FleetFrame, clean_frame
 from monitor.run_ids import MAX_ID
-from monitor.samples import RunInfo, Sample, clean, clean_info
+from monitor.samples import MAX_NAME, RunInfo, Sample, clean, clean_info
 
 log = logging.getLogger(__name__)
 MAX_DISPLAY = 300  # a run's display name, as stored
+MAX_LABELS = 100  # labels of a run a source describes, as stored
+MAX_LABEL = 1000  # a label's value, as stored
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
 
@@ -61,14 +64,15 @@ class PollResult:
         samples = [c for s in self.samples if (c := clean(s)) is not None]
         runs = [_bounded(c) for r in self.runs if (c := clean_info(r)) is not None]
         gaps = {
-            str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
+            str(run): {str(k): bounded(v, 1000) for k, v in dict(by_alias).items()}
             for run, by_alias in dict(self.gaps).items()
         }
         logged = {
             str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet)
+        error = None if self.error is None else bounded(self.error)  # a 50 MB error is stored as 2,000
+        return PollResult(samples, runs, dict(self.cursors), error, self.requests, gaps, logged, fleet)
 
 
 _warned: set[str] = set()  # long run ids already logged (bounded: a source cannot flood the log)
@@ -93,14 +97,26 @@ def _warn_long_ids(ids: set[Any]) -> None:
 def _bounded(run: RunInfo) -> RunInfo:
     """The run with its name and project cut to what storage holds (its id is the run's key; these are
     what people read)."""
-    name, project, shown = run.name, run.project, run.display_name
-    if len(name or "") <= MAX_ID and len(project or "") <= MAX_ID and len(shown or "") <= MAX_DISPLAY:
+    name, project, shown, labels = run.name, run.project, run.display_name, run.labels
+    long_labels = len(labels) > MAX_LABELS or any(
+        len(str(k)) > MAX_NAME or len(str(v)) > MAX_LABEL for k, v in labels.items()
+    )
+    if (
+        len(name or "") <= MAX_ID
+        and len(project or "") <= MAX_ID
+        and len(shown or "") <= MAX_DISPLAY
+        and not long_labels
+    ):
         return run
+    if long_labels:
+        items = list(labels.items())[:MAX_LABELS]
+        labels = {bounded(k, MAX_NAME): bounded(v, MAX_LABEL) for k, v in items}
     return dataclasses.replace(
         run,
-        name=name[:MAX_ID] if name else name,
-        project=project[:MAX_ID] if project else project,
-        display_name=shown[:MAX_DISPLAY] if shown else shown,
+        name=bounded(name, MAX_ID) if name else name,
+        project=bounded(project, MAX_ID) if project else project,
+        display_name=bounded(shown, MAX_DISPLAY) if shown else shown,
+        labels=labels,
     )
 
 

@@ -34,6 +34,7 @@ class ReplayEvent:
     reason: str
     fingerprint: str
     symptom: str | None = None  # the symptom label: alerts of one run and symptom are one incident
+    onset: float | None = None  # when the evidence began, as the rule reported it (time to detect from here)
 
     def to_json(self) -> dict[str, Any]:
         value = self.value
@@ -94,6 +95,7 @@ def to_replay_event(ev: AlertEvent) -> ReplayEvent:
         reason=ev.finding.reason,
         fingerprint=ev.key.fingerprint,
         symptom=ev.key.labels.get(SYMPTOM),
+        onset=status.onset if status else None,
     )
 
 

@@ -121,7 +121,7 @@ class HerowatchCollector(Collector):
         yield made
 
     def _gc(self) -> Iterator[Metric]:
-        policy = self.ctx.service.gc_policy if self.ctx.service is not None else None
+        policy = self.ctx.gc_policy
         if policy is None:
             return
         pauses = CounterMetricFamily(
@@ -145,7 +145,7 @@ class HerowatchCollector(Collector):
             "Seconds one attempt to send a notification took, by receiver, its kind and the outcome",
             labels=["receiver", "kind", "outcome"],
         )
-        stats = ctx.service.send_latency if ctx.service is not None else None
+        stats = ctx.send_latency
         for (receiver, kind, outcome), h in sorted((stats.snapshot() if stats else {}).items()):
             latency.add_metric([receiver, kind, outcome], h.cumulative(), h.total)
         yield latency
