@@ -135,9 +135,9 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.caught: list | None = None
         self.judged = False
         # while the floor is raised: [threshold, baseline (metric units), baseline resets then, raised
-        # since (time), its lowest floor since (on the signed scale)]: the text says how long it has been
-        # raised as of the newest value, and a verdict after a rewind lost the baseline still speaks of
-        # the level the rule fired on
+        # since (time), its lowest floor since (on the signed scale), raised since (step, if known)]: the
+        # text says how long it has been raised as of the newest value, and a verdict after a rewind lost
+        # the baseline still speaks of the level the rule fired on
         self.raised: list | None = None
 
     def share_key(self) -> Hashable:
