@@ -116,9 +116,11 @@ def run_(
         signal.signal(sig, signal.SIG_DFL)
     if agent is not None:
         agent.stop()
-    started.join(hw.deadline)
     if agent is not None and not agent.reached.is_set():
-        hw.deadline = min(hw.deadline, 10.0)  # herowatch never answered: do not hold the job's end long
+        started.join(5.0)  # herowatch never answered: do not hold the job's end long
+        hw.deadline = min(hw.deadline, 10.0)
+    else:
+        started.join(hw.deadline)
     if code < 0:
         name = next((s.name for s in signal.Signals if s.value == -code), str(-code))
         _send("the exit", lambda: hw.exit(128 - code, f"signal {-code}"))

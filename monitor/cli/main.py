@@ -20,6 +20,7 @@ from monitor.cli.report import report_command
 from monitor.cli.rules import rules_app
 from monitor.cli.silence import silence_app
 from monitor.cli.slack import slack_app
+from monitor.cli.stacks import stacks_command
 from monitor.cli.style import typer_app
 from monitor.config.errors import ConfigError
 
@@ -47,6 +48,7 @@ app.command(
     "docs/examples/llmc-gpt2-124m.jsonl).",
 )(replay_command)
 app.command("report")(report_command)
+app.command("stacks")(stacks_command)
 app.command("record")(record_command)
 app.command("backfill")(backfill_command)
 

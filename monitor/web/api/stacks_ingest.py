@@ -116,12 +116,12 @@ async def push(request: Request) -> PushOut:
     def keep() -> None:
         now = ctx.now()
         with ctx.sessions.begin() as s:
-            if s.get(Run, run_id) is None:
-                raise HTTPException(409, f"no run {run_id}: herowatch has not seen it yet")
             latest = stacks_repo.latest(s, [run_id]).get(run_id)
             if latest is None or latest.capture.capture_id != stacks.capture:
                 if ask is None or ask.id != stacks.capture:
                     raise HTTPException(409, f"herowatch did not ask {run_id} for capture {stacks.capture}")
+                if s.get(Run, run_id) is None:
+                    raise HTTPException(409, f"no run {run_id}: herowatch has not seen it yet")
                 stacks_repo.start(  # the answer came before the ask's own record: record it now
                     s,
                     run_id,
