@@ -338,7 +338,7 @@ def capture_stacks(s: Session, run_id: str, actor: Actor, ask: Asker, now: float
             f"run {run_id}",
             now,
             run_id=run_id,
-            outcome="failed",
+            outcome="refused",
             detail="no wrapper connected",
         )
         raise ActionError(
