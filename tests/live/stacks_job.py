@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -74,6 +75,13 @@ def main() -> None:
     for i in range(args.ranks):
         env = {**os.environ, "RANK": str(args.base + i), "LOCAL_RANK": str(i)}
         children.append(subprocess.Popen([sys.executable, __file__, "--rank", *sys.argv[1:]], env=env))
+
+    def end(signum: int, _frame: object) -> None:  # as torchrun does: the ranks go with the launcher
+        for c in children:
+            c.kill()
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end)
     for c in children:
         c.wait()
 
