@@ -266,7 +266,7 @@ class Engine:
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
         for kind, res in results.items():
-            self.source_polls.polled(watch.name, kind, now, res.error)
+            self.source_polls.polled(watch.name, kind, now, res.error, res.throttle)
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:

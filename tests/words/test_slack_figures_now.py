@@ -83,3 +83,36 @@ def test_a_stall_resolution_names_the_last_step_and_its_age_apart(tmp_path: Path
         [root] = slack.roots(CHANNEL)
         assert "RESOLVED" in root.text, root.text
         assert re.search(r"Now: last step \d+, \d+s ago, within the limit", str(root.blocks)), root.blocks
+
+
+def test_an_alert_held_firing_after_its_condition_ended_says_how_old_its_figures_are(
+    tmp_path: Path, monkeypatch
+):
+    """keep_firing_for (the raised-floor rule holds 30 minutes) keeps an alert firing after its condition
+    ended: acknowledged 15 minutes into the hold, the updated root does not repeat "has stayed above ...
+    for 29m46s" as if it were now; it says as of when, what the rule says since, and why it still fires."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", DEFAULT_TOKEN)
+    clock = ManualClock(1_780_000_000.0)
+    with SlackStandin(channels=[CHANNEL]) as slack:
+        incident = "{kind: loss_spike, at: 40m, duration: 30m, magnitude: 1.0}"
+        cfg = parse_config(_config(slack, incident), "t.yaml")
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}")
+        service = build_service(cfg, settings, clock, auto_migrate=True)
+        service.engine.resume()
+
+        def minutes(n: int) -> None:
+            for _ in range(n):
+                clock.advance(60)
+                service.engine.poll("hero-a")
+                service.dispatcher.run_once()
+
+        minutes(85)  # raised from ~40m to ~70m, then back: held firing since
+        [root] = [m for m in slack.roots(CHANNEL) if "loss_spike" in m.text]
+        with service.sessions.begin() as s:
+            assert oncall.ack_run(s, sim_id("hero-a"), Actor.slack_user("amy"), None, clock.time())
+        minutes(2)
+        root = slack.message(CHANNEL, root.ts)
+        assert root.edits and "Acknowledged" in str(root.blocks), root.blocks
+        m = re.search(r"\(as of (\d+)m ago; since then: train/loss floor [\d.]+ is back near", root.text)
+        assert m and int(m.group(1)) >= 10, root.text  # the figures' age, as of the update
+        assert "held firing 30m after it ends" in root.text, root.text
