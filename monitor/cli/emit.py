@@ -21,8 +21,6 @@ import typer
 
 from monitor.cli.push_client import RUN_ENV, TOKEN_ENV, URL_ENV, Pusher, PushFailed
 from monitor.cli.style import typer_app
-from monitor.stacks.agent import StackAgent
-from monitor.stacks.capture import Limits, py_spy_command
 
 NODE_ENV = "HEROWATCH_NODE"
 
@@ -100,6 +98,9 @@ def run_(
         signal.signal(sig, lambda n, _f: child.send_signal(n))
     agent = None
     if stacks:
+        from monitor.stacks.agent import StackAgent  # here: `emit --help` and `emit log` stay light
+        from monitor.stacks.capture import Limits, py_spy_command
+
         agent = StackAgent(
             url=hw.url,
             token=hw.token,
