@@ -19,8 +19,8 @@ from alerts.clock import Clock
 from alerts.notifiers.base import refresh_every
 from alerts.outbox import Dispatcher
 from monitor.alerting_setup import build_inhibit_rules, build_notifiers, build_route, check_matchers
-from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import WatchConfig
+from monitor.config_rules import build_layouts, build_rules
 from monitor.database_setup import DatabaseInUse, SchemaNotReady, lock_sqlite, prepare_database
 from monitor.delivery import reminders
 from monitor.delivery.compose import Composer
@@ -30,21 +30,15 @@ from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
+from monitor.engine.stack_asks import StackAsks
 from monitor.reports import schedule as report_schedule
 from monitor.reports.schedule import ReportJob
-from monitor.rules.loader import (
-    RuleSet,
-    check_overrides,
-    load_layouts,
-    load_pack,
-    load_rule_file,
-    pack_names,
-)
-from monitor.rules.panels import Layouts, layout_problems
+from monitor.rules.loader import RuleSet
 from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
+from monitor.stacks.broker import StackBroker
 from monitor.storage.db import is_sqlite, make_sessionmaker
 from monitor.storage.leases import Leases
 from monitor.web.context import ApiContext
@@ -53,46 +47,6 @@ from monitor.web.slack.socket_mode import SlackPorts, SocketMode
 
 log = logging.getLogger(__name__)
 __all__ = ["DatabaseInUse", "SchemaNotReady", "Service", "build_service", "lock_sqlite", "prepare_database"]
-
-
-def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
-    """Packs, then rule files; global overrides applied; every watch's overrides checked now. All the
-    config's problems are raised together (a rule file's own problems name that file)."""
-    specs, problems = [], []
-    for i, pack in enumerate(cfg.rules.packs):
-        if pack in pack_names():
-            specs.extend(load_pack(pack))
-        else:  # said with its line; the rest of the file is still checked
-            known = ", ".join(pack_names())
-            problems.append(Problem(None, f"rules.packs[{i}]", f"no built-in pack {pack!r}; known: {known}"))
-    for i, f in enumerate(cfg.rules.files):
-        if (base_dir / f).is_file():
-            specs.extend(load_rule_file(base_dir / f))
-        else:
-            missing = f"no rule file {str(base_dir / f)!r} (relative to the config)"
-            problems.append(Problem(None, f"rules.files[{i}]", missing))
-    rules = RuleSet(tuple(specs))
-    problems += check_overrides(rules, cfg.rules.overrides, "rules.overrides")
-    for bad in {*cfg.rules.disabled} - {r.name for r in specs}:
-        problems.append(Problem(None, "rules.disabled", f"no rule named {bad!r}"))
-    valid = {k: v for k, v in cfg.rules.overrides.items() if not check_overrides(rules, {k: v}, "")}
-    rules = RuleSet(tuple(rules.for_run(valid, cfg.rules.disabled)))
-    for i, w in enumerate(cfg.watch):
-        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
-    if problems:
-        raise ConfigError(config_path, problems)
-    return rules
-
-
-def build_layouts(cfg: WatchConfig, rules: RuleSet, base_dir: Path, config_path: str = "<config>") -> Layouts:
-    """What the packs and rule files in force declare for the pages (run kinds, panels), checked
-    against the rules and the watches' kinds."""
-    layouts = load_layouts(cfg.rules.packs, cfg.rules.files, base_dir)
-    kinds = {f"watch[{i}].kind": w.kind for i, w in enumerate(cfg.watch) if w.kind is not None}
-    problems = layout_problems(layouts, {r.name for r in rules.rules}, kinds)
-    if problems:
-        raise ConfigError(config_path, [Problem(None, field, msg) for field, msg in problems])
-    return layouts
 
 
 def runbooks_base(cfg: WatchConfig) -> str:
@@ -132,6 +86,7 @@ class Service:
     refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
     gc_policy: GcPolicy = field(default_factory=GcPolicy)
     socket_mode: SocketMode | None = None  # Slack's buttons and /herowatch over Socket Mode (SLACK_APP_TOKEN)
+    stacks: StackBroker | None = None  # the wrappers' long polls: stack captures (monitor.stacks)
     scheduler: BackgroundScheduler | None = field(default=None, init=False)  # set by ``start``
     _lock_fd: int | None = field(default=None, init=False, repr=False)  # the SQLite file's lock, while held
 
@@ -200,6 +155,7 @@ class Service:
             references={w.name: dict(w.references) for w in cfg.watch},
             external_url=cfg.server.external_url,
             silences=self.outbox.silences,
+            stacks=self.stacks,
         )
 
     def _singleton(self, name: str, ttl: float) -> bool:
@@ -265,6 +221,7 @@ def build_service(
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
+    stacks = StackBroker(clock.time)
     engine = Engine(
         watches=cfg.watch,
         sources=sources,
@@ -275,6 +232,7 @@ def build_service(
         leases=leases,
         speed=speed,
         layouts=layouts,
+        asks=StackAsks(stacks),
     )
     notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
@@ -294,6 +252,7 @@ def build_service(
         sources=sources,
         send_latency=latency,
         refresh=refresh,
+        stacks=stacks,
     )
     ports = SlackPorts.of(service.api_context())
     service.socket_mode = socket_mode.from_settings(settings, ports)  # None without SLACK_APP_TOKEN

@@ -19,7 +19,10 @@ def _commands() -> list[list[str]]:
     out: list[list[str]] = [[]]
 
     def walk(cmd: click.Command, path: list[str]) -> None:
-        for name, sub in getattr(cmd, "commands", {}).items():
+        if not hasattr(cmd, "list_commands"):
+            return
+        for name in cmd.list_commands(None):  # a lazy subcommand is loaded by get_command, as a run does
+            sub = cmd.get_command(None, name)
             out.append([*path, name])
             walk(sub, [*path, name])
 

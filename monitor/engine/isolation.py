@@ -50,6 +50,7 @@ class Rewriter(Protocol):
 
     def persist(self, s: Session, job: WriteJob, writes: Writes, guard: Any) -> None: ...
 
+
 log = logging.getLogger(__name__)
 MAX_LISTED = 10
 

@@ -40,6 +40,25 @@ class Target:
         return self.names.get(run, run)
 
 
+@dataclass(frozen=True)
+class Throttle:
+    """A poll that could not read every run that moved within its server's quota: how many runs' new
+    steps wait for a later poll (none lost: their cursors stay), how many of them were priority runs,
+    the longest any has waited since its last read (seconds), and the quota."""
+
+    deferred: int
+    priority_deferred: int
+    waiting: float
+    quota: str
+
+    def line(self) -> str:
+        first = f", {self.priority_deferred} of them priority runs" if self.priority_deferred else ""
+        return (
+            f"{self.deferred} runs' history put off by the quota ({self.quota}){first}; "
+            f"the longest wait since a read {self.waiting:.0f}s"
+        )
+
+
 @dataclass
 class PollResult:
     samples: list[Sample] = field(default_factory=list)
@@ -53,6 +72,7 @@ class PollResult:
     # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
     logged: dict[str, list[str]] = field(default_factory=dict)
     fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
+    throttle: Throttle | None = None  # reads the server's quota put off (W&B)
 
     def validated(self) -> PollResult:
         """The result with every sample, run and fleet frame checked and cleaned (``samples.clean``,
@@ -72,7 +92,9 @@ class PollResult:
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
         error = None if self.error is None else bounded(self.error)  # a 50 MB error is stored as 2,000
-        return PollResult(samples, runs, dict(self.cursors), error, self.requests, gaps, logged, fleet)
+        return PollResult(
+            samples, runs, dict(self.cursors), error, self.requests, gaps, logged, fleet, self.throttle
+        )
 
 
 _warned: set[str] = set()  # long run ids already logged (bounded: a source cannot flood the log)

@@ -45,6 +45,8 @@ def readiness(ctx: ApiContext) -> ReadyOut:
         limit = STALE_POLLS * interval
         if last is not None and now - last <= limit:
             checks[f"source:{kind}"] = "ok" + (f" (last poll failed: {error})" if error else "")
+            for line in engine.source_polls.throttle_lines(kind):  # slower reads, said, not a failure
+                checks[f"source:{kind}"] += f" ({line})"
             continue
         if last is None:
             what = "never polled"
