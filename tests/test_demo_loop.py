@@ -69,8 +69,21 @@ def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp
                 f"{rule} stays firing long enough to act on, and resolves: {lasted / 60:.0f}m"
             )
             assert resolved[0].at < T0 + (loop + 1) * LOOP, f"{rule} resolves before the loop comes round"
+    # the outage (30m) outlasts the grace (10m): it escalates once per loop, source_down, critical, and
+    # ends with its warning, at the same time (one outage, one incident)
+    outage_at = incidents["outage"].at
+    for loop in range(LOOPS):
+        start, end = T0 + loop * LOOP + outage_at, T0 + (loop + 1) * LOOP
+        seen = {
+            (a.rule, t.to_state): t.at
+            for t, a in rows
+            if a.rule in ("source_unavailable", "source_down") and start <= t.at < end
+        }
+        assert 10 * 60 <= seen[("source_down", "firing")] - start < 13 * 60, (loop, seen)
+        assert seen[("source_down", "resolved")] == seen[("source_unavailable", "resolved")], (loop, seen)
     pages = {a.rule for t, a in rows if t.to_state == "firing" and a.severity in ("critical", "warning")}
-    same_symptom = {"throughput_slowdown"}  # the throughput drop's other rule: one symptom, one page
+    # the throughput drop's other rule (one symptom, one page); the outage's escalation
+    same_symptom = {"throughput_slowdown", "source_down"}
     assert pages <= {*TAUGHT.values(), *RL_TAUGHT, *same_symptom}, (
         f"nothing pages but what the loop teaches: {pages}"
     )
