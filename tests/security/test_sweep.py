@@ -101,6 +101,7 @@ VALID_BODY = {
     "SilenceIn": {"matchers": ["run=hero-b"], "duration": "1h", "created_by": "alice"},
     "AckIn": {"by": "alice"},
     "IngestBody": {"run": "job-1", "samples": [], "events": []},
+    "PollIn": {"run": "job-1", "node": "node-1", "wait": 0},  # a wrapper's long poll, not held open
 }
 
 
