@@ -8,6 +8,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import Alert, FleetRaster, Run, SeriesBucket, SeriesMeta, Silence
+from monitor.storage.people_models import AuditEvent
 
 BLIND_RULES = ("watching_blind", "source_unavailable")
 
@@ -123,3 +124,18 @@ def curve(s: Session, run_id: str, metric: str, start: float, end: float) -> lis
         .limit(5000)
     )
     return [(float(t), float(total) / n) for t, total, n in s.execute(q)]
+
+
+def ack_notes(s: Session, alerts: list[Alert]) -> dict[int, list[str]]:
+    """alert id -> the comments people acknowledged it with (from the audit trail)."""
+    out: dict[int, list[str]] = {}
+    by_target = {f"alert {a.id}": a for a in alerts}
+    if not by_target:
+        return out
+    q = select(AuditEvent.target, AuditEvent.detail).where(
+        AuditEvent.action == "ack", AuditEvent.outcome == "done", AuditEvent.target.in_(list(by_target))
+    )
+    for target, detail in s.execute(q):
+        a = by_target[target]
+        out.setdefault(a.id, []).append(detail.removeprefix(f"{a.rule}:").strip())  # "rule: comment"
+    return out
