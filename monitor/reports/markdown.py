@@ -7,9 +7,10 @@ from monitor.reports.model import BADPUT, Report
 
 MAX_PAGES = 60  # rows (incidents) of the page table; the rest are counted
 PAGES_NOTE = (
-    "One row per incident: the pages of a run whose spans (symptom to resolution) overlap each other or one "
-    "goodput incident, folded; the JSON's `pages` lists each page. **Likely noise**: every page of it "
-    "resolved within 10 minutes of firing without an acknowledgement, or was marked as noise by a person "
+    "One row per incident: the pages of a run whose spans (symptom to resolution, stretched over the goodput "
+    "incident under them) overlap, folded; the JSON's `pages` lists each page. "
+    "**Likely noise**: every page of it resolved within 10 minutes of firing without an acknowledgement, "
+    "or was marked as noise by a person "
     '(an ack or silence comment starting "noise" or "false alarm").'
 )
 

@@ -4,17 +4,15 @@
 any acknowledgement, or one a person marked as noise: acknowledged with a comment, or muted by a silence
 (in force while it fired, matching it) with a comment, that starts with "noise" or "false alarm".
 
-**One row per incident**: pages of one run are one incident when their spans (symptom to resolution, or
-the period's end while open) overlap one goodput incident (a stall, a restart, downtime), or when they
-are pages of the same rule whose spans overlap (a rule that pages again while its last page is open):
-the hang's ``progress_stalled``, the ``telemetry_gone`` beside it and a repeat of either are one row,
-with the number of pages, the first and the last. Two rules that merely fire at the same time without
-a goodput incident stay two rows.
+**One row per incident**: pages of one run are one incident when their spans overlap: a page's span runs
+from its symptom to its resolution (the period's end while open), stretched over the goodput incidents
+it overlaps (a stall, and the restart that follows the kill). The hang's ``progress_stalled``, the
+``telemetry_gone`` beside it and a repeat of either are one row; so are an RL run's reward collapse,
+KL blow-up and entropy collapse firing together. Each row has the number of pages, the first and last.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -24,7 +22,7 @@ from monitor.reports.model import Page, PagedIncident, Period
 from monitor.storage.models import Alert, GoodputEvent, Silence
 
 H = 3600.0
-LOOKBACK = 86400.0  # goodput incidents are at most this long for this search (as the report reads them)
+TOUCH = 60.0  # seconds: goodput incidents this close follow one another (the kill, then the restart)
 NOISE_WORDS = re.compile(r"\s*(noise|false alarm|false positive)\b", re.IGNORECASE)
 
 
@@ -65,34 +63,30 @@ def fold(
     for run in sorted({pg.run for pg in pages}):
         mine = sorted((pg for pg in pages if pg.run == run), key=lambda pg: (pg.symptom_at, pg.fired_at))
         spans = sorted((e for e in events if e.run_id == run), key=lambda e: e.start)
-        starts = [e.start for e in spans]
-        parent = list(range(len(mine) + len(spans)))  # pages, then goodput incidents
-
-        last_of_rule: dict[str, tuple[int, float]] = {}  # rule -> (its latest group's page, its end)
-        for i, pg in enumerate(mine):
-            a, b = pg.symptom_at, pg.resolved_at if pg.resolved_at is not None else p.end
-            prev = last_of_rule.get(pg.rule)
-            if prev is not None and a <= prev[1]:
-                parent[_root(parent, i)] = _root(parent, prev[0])
-                b = max(b, prev[1])
-            last_of_rule[pg.rule] = (i, b)
-            for j in range(bisect.bisect_right(starts, b) - 1, -1, -1):
-                if spans[j].end >= a:
-                    parent[_root(parent, i)] = _root(parent, len(mine) + j)
-                elif spans[j].start < a - LOOKBACK:
-                    break
-        groups: dict[int, list[Page]] = {}
-        for i, pg in enumerate(mine):
-            groups.setdefault(_root(parent, i), []).append(pg)
-        out += [_row(g, spans, gpus) for g in groups.values()]
+        group: list[Page] = []
+        end = float("-inf")
+        for pg in mine:
+            a, b = _span(pg, spans, p)
+            if group and a > end:
+                out.append(_row(group, spans, gpus))
+                group, end = [], float("-inf")
+            group.append(pg)
+            end = max(end, b)
+        if group:
+            out.append(_row(group, spans, gpus))
     return sorted(out, key=lambda r: (r.first_fired, r.run))
 
 
-def _root(parent: list[int], i: int) -> int:
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
+def _span(pg: Page, events: list[GoodputEvent], p: Period) -> tuple[float, float]:
+    """A page's span (symptom to resolution, or the period's end while open), stretched to the end of
+    the goodput incidents it overlaps, and of those that follow them without a gap (a hang, then the
+    restart after the kill)."""
+    a = pg.symptom_at
+    b = pg.resolved_at if pg.resolved_at is not None else p.end
+    for e in events:  # in order of their start
+        if e.start <= b + TOUCH and e.end >= a:
+            b = max(b, e.end)
+    return a, b
 
 
 def _row(group: list[Page], events: list[GoodputEvent], gpus: Mapping[str, int]) -> PagedIncident:

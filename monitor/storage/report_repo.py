@@ -139,3 +139,23 @@ def ack_notes(s: Session, alerts: list[Alert]) -> dict[int, list[str]]:
         a = by_target[target]
         out.setdefault(a.id, []).append(detail.removeprefix(f"{a.rule}:").strip())  # "rule: comment"
     return out
+
+
+def buckets_around(
+    s: Session, run_id: str, metric: str, start: float, end: float, each_side: int
+) -> list[tuple[float, float, float, float]]:
+    """(time, min, mean, max) of the stored buckets of ``metric`` last written in ``[start, end]``, and
+    at least ``each_side`` buckets before ``start`` and after ``end`` (however far: a long run's series
+    is coarse, and a picture of two points is no picture), in time order."""
+    sb = SeriesBucket
+    cols = (sb.t_last, sb.min, sb.sum, sb.count, sb.max)
+    mine = (sb.run_id == run_id, sb.metric == metric, sb.count > 0, sb.t_last.is_not(None))
+    before = s.execute(
+        select(*cols).where(*mine, sb.t_last < start).order_by(sb.t_last.desc()).limit(each_side)
+    )
+    inside = s.execute(
+        select(*cols).where(*mine, sb.t_last >= start, sb.t_last <= end).order_by(sb.t_last).limit(2000)
+    )
+    after = s.execute(select(*cols).where(*mine, sb.t_last > end).order_by(sb.t_last).limit(each_side))
+    rows = sorted([*before, *inside, *after], key=lambda r: r[0])
+    return [(float(t), float(lo), float(total) / n, float(hi)) for t, lo, total, n, hi in rows]
