@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from types import SimpleNamespace
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from monitor.cli.push_client import Pusher
+from monitor.cli.push_client import Pusher, Reply
 from monitor.settings import Settings
 from monitor.sources.base import Target
 from monitor.sources.push_config import PushTarget
@@ -64,8 +65,11 @@ def test_a_batch_over_the_burst_is_a_413_saying_what_fits_and_the_client_splits_
     assert "at most 10 samples" in big.json()["error"] and "push.burst" in big.json()["error"]
     assert "retry-after" not in big.headers
 
-    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=lambda s: None)
-    pusher.client = web  # the client's own requests, to the door in process
+    def post(url: str, body: bytes, headers: Mapping[str, str]) -> Reply:  # to the door in process
+        r = web.post(url.removeprefix("http://testserver"), content=body, headers=dict(headers))
+        return Reply(r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.text)
+
+    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=lambda s: None, post=post)
     now = time.time()
     for step in range(50):
         pusher.log(step, {"train/loss": 2.0 - step / 100}, t=now)

@@ -9,6 +9,7 @@ and leaves the rest of the poll alone.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from alerts.text import one_line
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.prometheus_series import Get, http_get
 
@@ -159,17 +161,15 @@ class PrometheusHttp:
             counter.add()
             try:
                 with sem:
-                    resp = self._client.post(
-                        cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
-                    )
+                    resp, failed = self._post(cfg.url + req.path, req.params, headers, cfg.timeout)
             except httpx.TimeoutException:
                 problem = f"no answer within {cfg.timeout:g}s"
                 continue
             except httpx.TransportError as exc:
                 problem = f"cannot reach the server ({type(exc).__name__}: {exc})"
                 continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                problem = f"HTTP {resp.status_code}{api_error(resp)}"
+            if failed is not None:
+                problem = f"HTTP {resp.status_code}{failed}"
                 continue
             try:
                 body = resp.json()
@@ -182,14 +182,47 @@ class PrometheusHttp:
             return parse(body.get("data") or {})
         raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
 
+    def _post(
+        self, url: str, params: dict, headers: dict[str, str], timeout: float
+    ) -> tuple[httpx.Response, str | None]:
+        """The answer, read whole; an answer to retry (429, 5xx) read only up to ``MAX_ERROR_ANSWER``
+        bytes and returned with what it says (``: <errorType>: <error>``, bounded)."""
+        request = self._client.build_request("POST", url, data=params, headers=headers, timeout=timeout)
+        resp = self._client.send(request, stream=True)
+        try:
+            if resp.status_code == 429 or resp.status_code >= 500:
+                data = bytearray()
+                for chunk in resp.iter_bytes():
+                    data += chunk
+                    if len(data) > MAX_ERROR_ANSWER:
+                        break
+                return resp, error_text(bytes(data), resp.headers.get("content-length"))
+            resp.read()
+            return resp, None
+        finally:
+            resp.close()
+
+
+MAX_ERROR_ANSWER = 64 * 1024  # an error answer larger than this is not read on: its size and start are told
+
 
 def api_error(resp: httpx.Response) -> str:
-    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
+    """``: <errorType>: <error>`` from a Prometheus error answer read whole, if it is one."""
+    return error_text(resp.content, None)
+
+
+def error_text(data: bytes, length: str | None) -> str:
+    """``: <errorType>: <error>`` from (the start of) an error answer, bounded (``alerts.text``): a
+    50 MB error string is neither read whole nor stored nor logged."""
+    if len(data) > MAX_ERROR_ANSWER:
+        size = f"{int(length):,} bytes" if length and length.isdigit() else f"over {MAX_ERROR_ANSWER:,} bytes"
+        start = data[:300].decode("utf-8", "replace")
+        return f": an error answer of {size}, starting {one_line(start, 300)!r}"
     try:
-        body = resp.json()
+        body = json.loads(data)
     except ValueError:
         return ""
     if not isinstance(body, dict) or "error" not in body:
         return ""
     kind = body.get("errorType")
-    return f": {kind}: {body['error']}" if kind else f": {body['error']}"
+    return one_line(f": {kind}: {body['error']}" if kind else f": {body['error']}", 1000)
