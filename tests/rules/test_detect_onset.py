@@ -164,7 +164,12 @@ def test_absent_onset_is_the_metrics_last_arrival():
 
 
 def test_telemetry_gone_onset_is_the_last_data():
-    d = det(kind="telemetry_gone", after="10m")
+    d = det(kind="telemetry_gone", after="10m")  # a run without a step clock (metrics only)
+    samples = [Sample(T0 + i * MIN, "r", metrics={"gpu/util": 0.9}) for i in range(5)]
+    samples += [Sample(T0 + i * MIN, "r", state="running") for i in range(5, 30)]
+    f = fired(d, samples, T0 + 20 * MIN)
+    assert f.onset == T0 + 4 * MIN
+    d = det(kind="telemetry_gone", after="10m", while_stepping=True)  # and a stepping run, when asked
     samples = steps([2.0] * 5, every=MIN) + [Sample(T0 + i * MIN, "r", state="running") for i in range(5, 30)]
     f = fired(d, samples, T0 + 20 * MIN)
     assert (f.onset, f.onset_step) == (T0 + 4 * MIN, 4)
