@@ -9,6 +9,7 @@ and leaves the rest of the poll alone.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from monitor.sources.bounded import AnswerTooLarge, read_httpx
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.prometheus_series import Get, http_get
 
@@ -92,7 +94,7 @@ class PrometheusHttp:
         headers = {**cfg.headers, "Accept": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        return http_get(self._client, cfg.url, headers, cfg.timeout)
+        return http_get(self._client, cfg.url, headers, cfg.timeout, cfg.max_answer_bytes)
 
     def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
         """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""
@@ -158,37 +160,44 @@ class PrometheusHttp:
                 raise _Aborted
             counter.add()
             try:
-                with sem:
-                    resp = self._client.post(
-                        cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
-                    )
+                with (
+                    sem,
+                    self._client.stream(
+                        "POST", cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
+                    ) as resp,
+                ):
+                    raw = read_httpx(resp, f"prometheus {cfg.url}{req.path}", cfg.max_answer_bytes)
+            except AnswerTooLarge as exc:
+                raise QueryFailed(str(exc)) from None
             except httpx.TimeoutException:
                 problem = f"no answer within {cfg.timeout:g}s"
                 continue
             except httpx.TransportError as exc:
                 problem = f"cannot reach the server ({type(exc).__name__}: {exc})"
                 continue
+            body = _json(raw)
             if resp.status_code == 429 or resp.status_code >= 500:
-                problem = f"HTTP {resp.status_code}{api_error(resp)}"
+                problem = f"HTTP {resp.status_code}{api_error(body)}"
                 continue
-            try:
-                body = resp.json()
-            except ValueError:
-                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON") from None
+            if not isinstance(body, dict):
+                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON")
             if resp.status_code != 200 or body.get("status") != "success":
-                raise QueryFailed(f"HTTP {resp.status_code}{api_error(resp)}")
+                raise QueryFailed(f"HTTP {resp.status_code}{api_error(body)}")
             for warning in body.get("warnings") or []:
                 log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
             return parse(body.get("data") or {})
         raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
 
 
-def api_error(resp: httpx.Response) -> str:
-    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
+def _json(raw: bytes) -> Any:
     try:
-        body = resp.json()
+        return json.loads(raw)
     except ValueError:
-        return ""
+        return None
+
+
+def api_error(body: Any) -> str:
+    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
     if not isinstance(body, dict) or "error" not in body:
         return ""
     kind = body.get("errorType")
