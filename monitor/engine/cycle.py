@@ -39,6 +39,7 @@ from monitor.engine.recording import Delivery, Recorder
 from monitor.engine.run_memory import RunMemory, page_facts
 from monitor.engine.source_polls import SourcePolls
 from monitor.engine.step_times import StepTimes, skew_rule
+from monitor.engine.unreadable_runs import UnreadableRuns
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
@@ -117,6 +118,7 @@ class Engine:
         self.adoption = Adoption(self, self.memory, self.checkpoints, self.lock)
         self.leases_kept = LeaseKeeper(self)
         self.health = HealthJob(self, self.memory, self.lock)
+        self.unreadable = UnreadableRuns()  # runs a source could not read while it read their watch
 
     # ---- wiring ---------------------------------------------------------------------------------
     def _rules_for_run(self, run: str):  # noqa: ANN202
@@ -265,6 +267,7 @@ class Engine:
                 samples_by_run[sample.run].append(sample)
             if res.error:
                 report.errors[kind] = res.error
+        unreadable = self.unreadable.note(self.evaluator, watch, results, now)  # one bad run, not the watch
         unavailable = self.pollers[watch.name].health.unavailable(now)
         settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
@@ -290,8 +293,9 @@ class Engine:
                 self.evaluator.observe(sample)
                 stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
             goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
-            run.source_error = errors
-            events = self.evaluator.evaluate(run_id, now, unavailable, settling)
+            run.source_error = self.unreadable.why(watch.name, run_id) or errors
+            blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)
+            events = self.evaluator.evaluate(run_id, now, blinded, settling)
             # the run's figures are known up to the last poll its own source answered, not to this one
             known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
             run.stats = {
@@ -314,6 +318,8 @@ class Engine:
             report.events.extend(events)
             if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
                 self.adoption.save_state(s, [run_id], now, writes.states)
+        self.recorder.record(s, unreadable, now)
+        report.events.extend(unreadable)
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self.memory.states(), now)
         self.recorder.record(s, blind, now)

@@ -50,6 +50,9 @@ class PollResult:
     # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
     logged: dict[str, list[str]] = field(default_factory=dict)
     fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
+    # run -> why this one run could not be read (a damaged file at a byte, an answer over a limit) while
+    # the rest of the watch was: the run gets its own source_unavailable, the other runs are unharmed
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def validated(self) -> PollResult:
         """The result with every sample, run and fleet frame checked and cleaned (``samples.clean``,
@@ -68,7 +71,10 @@ class PollResult:
             str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
-        return PollResult(samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet)
+        unreadable = {str(run)[:MAX_ID]: str(why)[:1000] for run, why in dict(self.unreadable).items()}
+        return PollResult(
+            samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet, unreadable
+        )
 
 
 _warned: set[str] = set()  # long run ids already logged (bounded: a source cannot flood the log)
