@@ -31,7 +31,13 @@ Series = tuple[dict[str, str], list[tuple[float, float]]]  # labels, (t, value) 
 
 
 class QueryFailed(Exception):
-    """A query could not be answered: the message says why (never holds credentials)."""
+    """A query could not be answered: the message says why (never holds credentials). ``run_only``: the
+    answer itself was the problem (over ``max_answer_bytes``, numbers herowatch cannot read): it makes
+    its run unreadable, not the server."""
+
+    def __init__(self, message: str, run_only: bool = False) -> None:
+        super().__init__(message)
+        self.run_only = run_only
 
 
 class _Aborted(Exception):
@@ -52,6 +58,7 @@ class Answers:
     series: dict[tuple[str, str], list[Series]] = field(default_factory=dict)
     error: str | None = None  # a hard request failed: the poll fails
     soft_errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    run_errors: dict[str, str] = field(default_factory=dict)  # run -> why its answers could not be used
 
 
 class Counter:
@@ -115,8 +122,8 @@ class PrometheusHttp:
         def one(req: Request) -> list[Series]:
             try:
                 return self._send(cfg, req, sem, abort, counter)
-            except QueryFailed:
-                if not req.soft:
+            except QueryFailed as exc:
+                if not req.soft and not exc.run_only:
                     abort.set()
                 raise
 
@@ -131,6 +138,8 @@ class PrometheusHttp:
                 except QueryFailed as exc:
                     if req.soft:
                         out.soft_errors[(req.run, req.alias)] = str(exc)
+                    elif exc.run_only:
+                        out.run_errors.setdefault(req.run, f"query {req.alias!r}: {exc}")
                     else:
                         failures.append(f"query {req.alias!r} for run {req.run!r}: {exc}")
         if failures:
@@ -168,7 +177,7 @@ class PrometheusHttp:
                 ):
                     raw = read_httpx(resp, f"prometheus {cfg.url}{req.path}", cfg.max_answer_bytes)
             except AnswerTooLarge as exc:
-                raise QueryFailed(str(exc)) from None
+                raise QueryFailed(str(exc), run_only=True) from None
             except httpx.TimeoutException:
                 problem = f"no answer within {cfg.timeout:g}s"
                 continue
@@ -185,7 +194,12 @@ class PrometheusHttp:
                 raise QueryFailed(f"HTTP {resp.status_code}{api_error(body)}")
             for warning in body.get("warnings") or []:
                 log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
-            return parse(body.get("data") or {})
+            try:
+                return parse(body.get("data") or {})
+            except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+                raise QueryFailed(
+                    f"an answer herowatch cannot read: {type(exc).__name__}", run_only=True
+                ) from None
         raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
 
 

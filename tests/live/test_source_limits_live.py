@@ -26,8 +26,12 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return got["VmRSS"], got["VmHWM"]
 
 
-def readyz(url: str) -> str:
-    return httpx.get(url + "/readyz", headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=5).text
+def told(url: str) -> str:
+    """What the watch says of its source: /readyz and its alerts (a run's answers over the limit make
+    that run unreadable; the probe's, the source)."""
+    auth = {"Authorization": f"Bearer {API_TOKEN}"}
+    ready = httpx.get(url + "/readyz", headers=auth, timeout=5).text
+    return ready + httpx.get(url + "/api/alerts?limit=500", headers=auth, timeout=5).text
 
 
 def test_a_100_mb_prometheus_answer_is_refused_at_the_limit_with_memory_bounded(tmp_path):
@@ -43,10 +47,10 @@ def test_a_100_mb_prometheus_answer_is_refused_at_the_limit_with_memory_bounded(
         prom.size = 100 << 20  # every answer from now on: a valid 100 MB matrix
         asked = prom.requests
         text = wait_for(
-            lambda: next((t for t in [readyz(hw.url)] if "max_answer_bytes" in t), None),
+            lambda: next((t for t in [told(hw.url)] if "max_answer_bytes" in t), None),
             90,
             "the watch to report the answer over its limit",
-            seen=lambda: readyz(hw.url),
+            seen=lambda: told(hw.url),
         )
         wait_for(lambda: prom.requests >= asked + 20, 90, "20 huge answers")
         now, peak = memory_mb(hw.pid)

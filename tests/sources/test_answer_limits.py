@@ -31,8 +31,8 @@ class Hostile:
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                pieces, size = body(self.path)
+                sent = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                pieces, size = body(f"{self.path}?{sent}")
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 if declare:
@@ -122,23 +122,41 @@ def test_an_mlflow_answer_within_the_limit_is_read():
     assert res.error is None, res.error
 
 
-def prometheus_answer(path: str):
-    series = b'{"metric":{"gpu":"0"},"values":[' + b",".join([b'[1.0,"1"]'] * 1000) + b"]}"
-    return json_pieces(b'{"status":"success","data":{"resultType":"matrix","result":[', series, b"]}}", HUGE)
+def prometheus_answer(request: str):
+    """A 100 MB matrix for run ``big``'s queries; a small valid one for the others."""
+    now = time.time()
+    series = b'{"metric":{},"values":[' + b",".join(b'[%.3f,"1"]' % (now - 10 + i) for i in range(10)) + b"]}"
+    head, tail = b'{"status":"success","data":{"resultType":"matrix","result":[', b"]}}"
+    if "big" not in request:
+        return [head + series + tail], len(head + series + tail)
+    return json_pieces(head, series, tail, HUGE)
 
 
 @pytest.mark.parametrize("declare", [False, True], ids=["streamed", "declared"])
-def test_a_100_mb_prometheus_matrix_is_an_outage_naming_a_limit_set_per_watch(declare):
+def test_a_100_mb_prometheus_matrix_makes_its_run_unreadable_naming_a_limit_set_per_watch(declare):
     srv = Hostile(prometheus_answer, declare=declare)
     try:
         cfg = PrometheusTarget(
-            url=srv.url, runs=["r"], queries={"q": "up"}, retries=0, timeout=10, max_answer_bytes=1 << 20
+            url=srv.url,
+            runs=["big", "small"],
+            queries={"q": 'up{job="{run}"}'},
+            retries=0,
+            timeout=10,
+            step=1,
+            max_answer_bytes=1 << 20,
         )
         tracemalloc.start()
-        res = PrometheusSource().poll(Target("w", cfg), {}, time.time())
+        res = PrometheusSource().poll(Target("w", cfg), {}, time.time()).validated()
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     finally:
         srv.close()
-    assert res.error is not None and f"over the limit of {1 << 20} bytes" in res.error, res.error
+    assert res.error is None, res.error
+    big, small = "prometheus:w/big", "prometheus:w/small"
+    assert list(res.unreadable) == [big], res.unreadable
+    assert (
+        f"over the limit of {1 << 20} bytes" in res.unreadable[big]
+        and "max_answer_bytes" in res.unreadable[big]
+    )
+    assert {s.run for s in res.samples} == {small}, "the other run is read"
     assert peak < 16 << 20, f"{peak >> 20} MB held while reading"
