@@ -82,8 +82,12 @@ class PushSource:
             if size > int(cursor.get("offset", 0)):
                 try:
                     chunk = read_from(path, int(cursor.get("offset", 0)), cfg.read_bytes)
-                except OSError as exc:
-                    return PollResult(error=f"cannot read {path}: {exc}")
+                except OSError as exc:  # this run's file only: the other runs are read
+                    log.warning("watch %s: cannot read the push spool file %s: %s", watch, path, exc)
+                    if key is not None:
+                        out.unreadable[key] = f"cannot read its push spool file {path}: {exc}"
+                        out.cursors[key] = cursor
+                    continue
                 for row in chunk.rows:
                     run = row.get("run")
                     if key is None and isinstance(run, str) and run:

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import SecretStr
@@ -213,13 +214,30 @@ class _Poll:
             rows = merge([*earlier, *rows])
         return settle(p, cursor, rows, rewritten)
 
-    def read_all(self, plans: list[Plan], cursors: Mapping[str, Cursor]) -> dict[str, Settled | None]:
+    def read_one(self, p: Plan, cursor: Cursor | None) -> Settled | Unreadable | None:
+        """One run's history; an answer about this run that makes no sense is this run's problem
+        (``Unreadable``), a server that cannot be read is the watch's (``WandbUnavailable``)."""
+        try:
+            return self.read(p, cursor)
+        except WandbUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one run's odd history never blinds the others
+            return Unreadable(f"unexpected history of run {p.run.id}: {type(exc).__name__}: {str(exc)[:300]}")
+
+    def read_all(
+        self, plans: list[Plan], cursors: Mapping[str, Cursor]
+    ) -> dict[str, Settled | Unreadable | None]:
         if len(plans) <= 1:
-            return {p.run.id: self.read(p, cursors.get(p.run.id)) for p in plans}
+            return {p.run.id: self.read_one(p, cursors.get(p.run.id)) for p in plans}
         workers = min(self.cfg.max_concurrency, len(plans))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wandb-history") as pool:
-            futures = {p.run.id: pool.submit(self.read, p, cursors.get(p.run.id)) for p in plans}
+            futures = {p.run.id: pool.submit(self.read_one, p, cursors.get(p.run.id)) for p in plans}
         return {run_id: f.result() for run_id, f in futures.items()}
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    why: str
 
 
 class WandbSource:
@@ -290,7 +308,10 @@ class WandbSource:
             if run_id in read and read[run_id] is None:  # deleted between the listing and its history
                 self._gone(out, cfg, run_id, cursor, now)
                 continue
-            if (settled := read.get(run_id)) is not None:
+            if isinstance(settled := read.get(run_id), Unreadable):
+                out.unreadable[prefix + run_id] = self._redact(settled.why)
+                settled = None
+            if settled is not None:
                 if settled.rewound_to is not None:
                     log.info(
                         "watch %s: run %s went back from step %s to %s (resumed from a checkpoint)",
