@@ -47,7 +47,7 @@ class PushTarget(SourceTarget):
         description="spool bytes pushed at once above the rate",
     )
     spool_bytes: int = Field(
-        default=256 << 20,
+        default=64 << 20,
         ge=1 << 20,
         le=1 << 40,
         description="bytes accepted but not yet read by the watch's poller (429 beyond, until it catches up)",
