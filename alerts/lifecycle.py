@@ -23,6 +23,21 @@ class AlertStatus:
     last_true_at: float | None = None  # the last evaluation at which the condition held
     value: float | None = None
     step: int | None = None
+    onset: float | None = None  # when the evidence began (the rule's ``Finding.onset``), the earliest said
+    onset_step: int | None = None
+
+
+def _onset(status: AlertStatus | None, finding: Finding) -> dict[str, float | int | None]:
+    """The episode's onset: the earliest a rule reported for it (None: no rule said)."""
+    if (
+        status is not None
+        and status.onset is not None
+        and (finding.onset is None or status.onset <= finding.onset)
+    ):
+        return {"onset": status.onset, "onset_step": status.onset_step}
+    if finding.onset is None:
+        return {"onset": None, "onset_step": None}
+    return {"onset": finding.onset, "onset_step": finding.onset_step}
 
 
 @dataclass(frozen=True)
@@ -62,13 +77,21 @@ def advance(
                     last_true_at=now,
                     value=finding.value,
                     step=finding.step,
+                    **_onset(None, finding),
                 )
                 return new, Transition(AlertState.INACTIVE, AlertState.FIRING, now, finding.reason)
             new = AlertStatus(
-                AlertState.PENDING, now, last_true_at=now, value=finding.value, step=finding.step
+                AlertState.PENDING,
+                now,
+                last_true_at=now,
+                value=finding.value,
+                step=finding.step,
+                **_onset(None, finding),
             )
             return new, Transition(AlertState.INACTIVE, AlertState.PENDING, now, finding.reason)
-        updated = replace(status, last_true_at=now, value=finding.value, step=finding.step)
+        updated = replace(
+            status, last_true_at=now, value=finding.value, step=finding.step, **_onset(status, finding)
+        )
         if status.state is AlertState.PENDING and now - status.active_at >= for_seconds:
             fired = replace(updated, state=AlertState.FIRING, fired_at=now)
             reason = f"{finding.reason} (held for {_fmt(now - status.active_at)})"

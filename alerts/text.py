@@ -55,3 +55,49 @@ def check_plain(text: str, multiline: bool = False) -> str:
     if bad is not None:
         raise ValueError(f"holds {bad}: plain text only")
     return text
+
+
+# ---- text from outside, stored or logged: bounded here, and only here ----------------------------
+MAX_TEXT = 2000  # an error, a summary, a label value as stored (characters)
+MAX_SHOWN = 200  # a name in a log line
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def bounded(text: object, limit: int = MAX_TEXT) -> str:
+    """``text`` as herowatch may store it: at most ``limit`` characters (cut before anything else is
+    done with it: a 50 MB error from a source costs no more than its first ``limit``), saying how long it
+    was when cut; no NUL (PostgreSQL's text cannot hold it) and no lone surrogate (not UTF-8)."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) > limit:
+        cut = f"... ({len(text):,} characters, cut to {limit:,})"
+        text = text[: max(0, limit - len(cut))] + cut
+    if "\x00" in text:
+        text = text.replace("\x00", "\\0")
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def one_line(text: object, limit: int = MAX_TEXT) -> str:
+    """``text`` bounded (:func:`bounded`) and on one line: control, format and separator characters
+    escaped (``\\n``, ``\\u202e``), so that a name or an error from outside cannot forge a log line or
+    print as something else."""
+    text = bounded(text, limit)
+    if text.isascii() and not _ASCII_CONTROL.search(text):
+        return text
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif (c.isascii() and _ASCII_CONTROL.match(c)) or (
+            not c.isascii() and unicodedata.category(c) in _REFUSED_CATEGORIES and c not in _ALLOWED_FORMAT
+        ):
+            out.append(f"\\u{ord(c):04x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def shown(name: object) -> str:
+    """A name (a run's, a file's, a person's) as a log line shows it: one line, at most ``MAX_SHOWN``."""
+    return one_line(name, MAX_SHOWN)

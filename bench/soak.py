@@ -23,6 +23,13 @@ series fill up to their bound (512 buckets per run and metric, ``monitor.storage
 accumulate, then halve (compaction) and fill again: the database apart from the alert history grows
 until the first compaction (day 12 at the defaults), then reuses the space VACUUM frees.
 
+What a soak covers: the month is compressed in polls as well as in time (at the defaults 60 polls a
+run, 240 at ``--poll 10800``; production polls every 15 s, 172,800 polls a month), so a leak that grows
+per poll rather than per sample would be weighted hundreds of times less than in production. The soak
+prints how many polls it covered, then runs a tail at the production interval (``--production-poll``,
+``--tail-cycles``) and extrapolates the per-poll growth of RSS and database to a month of such polls
+(``bench/soak_tail.py``).
+
     python bench/soak.py                       # 30 days, 200 runs, PostgreSQL on 127.0.0.1
     python bench/soak.py --days 2 --runs 20    # a quick check
 """
@@ -51,6 +58,7 @@ from soak_support import (  # noqa: E402
     sizes,
     vacuum,
 )
+from soak_tail import MONTH, print_extrapolation, production_tail  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
 from monitor.config.loader import parse_config  # noqa: E402
@@ -150,6 +158,13 @@ def main() -> None:  # noqa: PLR0915
     ap.add_argument(
         "--objects", action="store_true", help="print the object types whose count grew from day 2 on"
     )
+    ap.add_argument("--production-poll", type=float, default=15.0, help="the tail's poll interval, s")
+    ap.add_argument(
+        "--tail-cycles",
+        type=int,
+        default=60,
+        help="cycles at the production interval after the month (0: none)",
+    )
     args = ap.parse_args()
 
     if args.tracemalloc:
@@ -175,6 +190,13 @@ def main() -> None:  # noqa: PLR0915
         f"{args.poll:g} s ({cycles_per_day} cycles a day), a step every {args.step:g} s, incidents "
         f"every {incident_loop(args.poll) / 3600:g} h; a cycle's budget {budget * 1000:.0f} ms real (poll "
         f"interval / {speedup:.0f}x: {args.days:g} days in {args.real_minutes:g} min)"
+    )
+    covered = cycles_per_day * days
+    print(
+        f"polls covered: {covered} a run ({covered * args.runs:,} in all); production at one poll "
+        f"every {args.production_poll:g} s makes {MONTH / args.production_poll:,.0f} a run in a month, "
+        f"so a leak per poll weighs {MONTH / args.production_poll / covered:,.0f}x less here: "
+        "the tail after the month measures it"
     )
     if do_vacuum:
         print("the server's autovacuum is off: the soak runs VACUUM once a simulated day, as it would")
@@ -259,12 +281,26 @@ def main() -> None:  # noqa: PLR0915
                 ),
                 flush=True,
             )
+        if args.tail_cycles > 0:
+
+            def tail_cycle(poll: float) -> None:
+                clock.advance(poll)
+                for name in names:
+                    engine.poll(name, wait=False)
+                engine.batches.drain()
+                engine.check_health()
+                service.plan_repeats()
+                deliver(service)
+
+            tail = production_tail(tail_cycle, service.db, args.production_poll, args.tail_cycles, args.runs)
     finally:
         service.stop()
         receiver.close()
         if not args.keep:
             drop_database(args.database_url, args.db_name)
     report(per_day, late, worst, budget, days * cycles_per_day, time.monotonic() - started, receiver)
+    if args.tail_cycles > 0:
+        print_extrapolation(tail[0], tail[1], args.production_poll, per_day[-1]["rss"])
     total = sum(jobs.values()) or 1.0
     print(
         "cycles' real time by job: " + ", ".join(f"{j} {t:.1f} s ({t / total:.0%})" for j, t in jobs.items())

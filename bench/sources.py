@@ -17,6 +17,8 @@ make (one ``get-history`` per run and key): once for runs logging in step with e
 keys share reads: monitor.sources.mlflow_history), once for runs each at its own step. Then a poll with
 the rewind probe due (monitor.sources.mlflow_rewind) and a run resumed below its top into the same run.
 
+Logs: a 1 GB Megatron job log, a poll's cost against the new bytes (bench/sources_logs.py).
+
     .venv/bin/python bench/sources.py [--runs 200] [--gigabytes 1] [--advancing 10] [--new-kb 256]
                                       [--warmup-kb 1024] [--sample 20]
                                       [--mlflow-runs 200] [--mlflow-advancing 10] [--skip-mlflow]
@@ -296,12 +298,18 @@ def main() -> None:
     ap.add_argument("--mlflow-advancing", type=int, default=10)
     ap.add_argument("--skip-mlflow", action="store_true")
     ap.add_argument("--skip-tensorboard", action="store_true")
+    ap.add_argument("--log-gb", type=float, default=1.0, help="the logs source's log file, GiB")
+    ap.add_argument("--skip-logs", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("MLFLOW_TRACKING_URI", "")
     if not args.skip_tensorboard:
         tensorboard_bench(args)
     if not args.skip_mlflow:
         mlflow_bench(args)
+    if not args.skip_logs:
+        from sources_logs import logs_bench  # bench/sources_logs.py
+
+        logs_bench(args.log_gb, args.new_kb)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ import os
 from sqlalchemy import Engine as DbEngine
 from sqlalchemy.engine import make_url
 
-from monitor.settings import Settings
+from monitor.settings import Settings, data_dir, redact_url
 from monitor.storage import migrate
-from monitor.storage.db import is_sqlite, make_engine, normalise_url
+from monitor.storage.db import is_sqlite, make_engine, make_read_only_engine, normalise_url
 
 
 class SchemaNotReady(RuntimeError):
@@ -44,6 +44,42 @@ def lock_sqlite(database_url: str) -> int | None:
 
 class DatabaseInUse(RuntimeError):
     pass
+
+
+class NoDatabase(RuntimeError):
+    pass
+
+
+def read_database(settings: Settings, explicit: bool) -> tuple[DbEngine, str | None]:
+    """The database a read-only command (``report``, ...) reads, opened so that it can neither create
+    nor change it, and a note when it is not the one asked for. ``explicit``: the URL was given
+    (``--database-url`` or ``HEROWATCH_DATABASE_URL``). Without one, the server's default SQLite file;
+    when that does not exist but the demo's does (``make demo``), the demo's. Raises
+    :class:`NoDatabase` (nothing there: nothing is created) or :class:`SchemaNotReady`."""
+    url, note = settings.database_url, None
+    if is_sqlite(url):
+        path = make_url(normalise_url(url)).database or ""
+        demo = data_dir() / "demo.db"
+        if path and path != ":memory:" and not os.path.exists(os.path.expanduser(path)):
+            if explicit or not demo.is_file():
+                raise NoDatabase(
+                    f"no database at {path}: `herowatch serve` (or `make demo`) creates it; "
+                    "or give the server's with --database-url / HEROWATCH_DATABASE_URL"
+                )
+            url, note = f"sqlite:///{demo}", f"reading the demo's database {demo} (no {path} yet)"
+    db = make_read_only_engine(url)
+    try:
+        current = migrate.is_up_to_date(db)
+    except Exception as exc:  # noqa: BLE001 - not a herowatch database, or not readable
+        db.dispose()
+        raise NoDatabase(f"cannot read the database {redact_url(url)}: {type(exc).__name__}: {exc}") from None
+    if not current:
+        db.dispose()
+        raise SchemaNotReady(
+            f"the database {redact_url(url)} is not at the current schema (head {migrate.head_revision()}); "
+            "run `herowatch db upgrade` first (this command only reads)"
+        )
+    return db, note
 
 
 def prepare_database(settings: Settings, auto_migrate: bool | None = None) -> DbEngine:

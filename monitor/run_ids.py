@@ -10,7 +10,9 @@ scope it is unique in:
   with ``{run}`` = the name (a run another source of the same watch found keeps that source's id);
 - the simulator: ``sim:<watch>/<run>``;
 - TensorBoard: ``tensorboard:<logdir>/<run directory>``; MLflow: ``mlflow:<experiment>/<run id>``;
-  a run that pushes its own samples (``herowatch emit``): ``push:<watch>/<run name>``.
+  a run that pushes its own samples (``herowatch emit``): ``push:<watch>/<run name>``;
+- a job's log file: ``logs:<folder>/<file>`` (or ``logs:<watch>/<key>`` with a ``run_key``); a Slurm job:
+  ``slurm:<cluster>/<job id>`` (a requeue keeps the id: the same run).
 
 An id is at most 200 characters (``MAX_ID``): a longer one is cut and ends in ``~`` and a hash of the
 whole (``fit``), the same on every poll; the door of a push watch refuses a run name that would need it.

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from alerts.text import MAX_TEXT, bounded
+
 # Feeds that are not metric names: the step counter, the run's state, any sample at all. Rules say which
 # feeds they need (Detector.feeds), sources which they deliver (SourceTarget.promises).
 STEP, STATE, ANY = "@step", "@state", "@any"
@@ -186,6 +188,9 @@ def clean_info(info: RunInfo) -> RunInfo | None:
     none. None: no usable id. Applied once, with ``clean``, in ``PollResult.validated``."""
     if not isinstance(info.run, str) or not 0 < len(info.run) <= MAX_NAME:
         return None
+    heartbeat = info.heartbeat_at
+    if heartbeat is not None and storable_time(heartbeat) is None:
+        info = replace(info, heartbeat_at=None)  # a time storage cannot hold is no heartbeat
     if info.state is None or type(info.state) is RunState:
         return info
     return replace(info, state=RunState.of(info.state))
@@ -197,6 +202,26 @@ def is_finite(value: float | None) -> bool:
 
 MAX_NAME = 200  # run ids and metric names, as stored
 MAX_METRICS = 2000  # metrics per sample
+# What storage holds: steps and counters are signed 64-bit integers (BIGINT on SQLite and PostgreSQL);
+# times are epoch seconds, finite, from 1970 to the end of year 9999 (what a datetime can show).
+MAX_STEP = 2**63 - 1
+MIN_STEP = -(2**63)
+MAX_TIME = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
+def storable_step(value: object) -> int | None:
+    """A step as storage holds it: a whole number within signed 64 bits, else None."""
+    s = as_number(value)
+    if s is None or not math.isfinite(s) or s != int(s):
+        return None
+    step = value if type(value) is int else int(s)
+    return step if MIN_STEP <= step <= MAX_STEP else None
+
+
+def storable_time(value: object) -> float | None:
+    """Epoch seconds as storage holds them (finite, from 0 to :data:`MAX_TIME`), else None."""
+    t = as_number(value)
+    return t if t is not None and 0.0 <= t <= MAX_TIME else None
 
 
 def as_number(value: object) -> float | None:
@@ -221,15 +246,14 @@ def clean(sample: Sample) -> Sample | None:
     metric values under bounded names, a ``RunState`` or none. None: nothing usable in it.
 
     Applied once, where samples enter herowatch (``PollResult.validated``); everything inside trusts it."""
-    t = as_number(sample.t)
-    if t is None or not math.isfinite(t) or not isinstance(sample.run, str) or not sample.run:
+    t = storable_time(sample.t)
+    if t is None or not isinstance(sample.run, str) or not sample.run:
         return None
     if len(sample.run) > MAX_NAME:
         return None
     step = sample.step
     if step is not None:
-        s = as_number(step)
-        step = int(s) if s is not None and math.isfinite(s) and s == int(s) else None
+        step = storable_step(step)  # beyond 64 bits (2**63, 1e30): no step, the rest of the sample kept
     metrics: dict[str, float] = {}
     raw = sample.metrics if isinstance(sample.metrics, Mapping) else {}
     same = type(raw) is dict
@@ -255,8 +279,9 @@ def clean(sample: Sample) -> Sample | None:
         if alert is not None:
             metrics[ALERT_METRIC] = alert.metric()  # the rules' dispatch key (see ALERT_METRIC)
         same = False
+    source_error = sample.source_error
+    if source_error is not None and (type(source_error) is not str or len(source_error) > MAX_TEXT):
+        source_error, same = bounded(source_error), False
     if same and t == sample.t and step == sample.step and state is sample.state:
         return sample  # already clean: no copy on the hot path
-    return Sample(
-        t, sample.run, step, metrics, state, sample.source, sample.labels, sample.source_error, alert
-    )
+    return Sample(t, sample.run, step, metrics, state, sample.source, sample.labels, source_error, alert)

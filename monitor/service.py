@@ -1,5 +1,7 @@
 """The composition root: builds sources, rules, engine, outbox dispatcher, scheduler and API from
-config + settings + clock, and nothing else does."""
+config + settings + clock, and nothing else does. It hands each part only what it uses (the API and
+the dashboard ``api_context``, Socket Mode ``SlackPorts``, the report schedule a ``ReportJob``); only
+the entry points (monitor/cli) import it."""
 
 from __future__ import annotations
 
@@ -14,108 +16,35 @@ from sqlalchemy import Engine as DbEngine
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
-from alerts.grouping import GroupTiming
-from alerts.inhibition import InhibitRule
-from alerts.notifiers import BuildContext, Notifier, build_notifier
 from alerts.notifiers.base import refresh_every
 from alerts.outbox import Dispatcher
-from alerts.routing import Matcher, Route
-from monitor.config.errors import ConfigError, Problem
-from monitor.config.schema import RouteConfig, WatchConfig
+from monitor.alerting_setup import build_inhibit_rules, build_notifiers, build_route, check_matchers
+from monitor.config.schema import WatchConfig
+from monitor.config_rules import build_layouts, build_rules
 from monitor.database_setup import DatabaseInUse, SchemaNotReady, lock_sqlite, prepare_database
 from monitor.delivery import reminders
 from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline
 from monitor.delivery.send_stats import SendLatency
-from monitor.engine import blindness
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.reports import schedule as report_schedule
-from monitor.rules.loader import (
-    RuleSet,
-    check_overrides,
-    inside,
-    load_layouts,
-    load_pack,
-    load_rule_file,
-    pack_inhibit_rules,
-)
-from monitor.rules.panels import Layouts, layout_problems
+from monitor.reports.schedule import ReportJob
+from monitor.rules.loader import RuleSet
 from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
 from monitor.storage.db import is_sqlite, make_sessionmaker
 from monitor.storage.leases import Leases
+from monitor.web.context import ApiContext
 from monitor.web.slack import socket_mode
-from monitor.web.slack.socket_mode import SocketMode
+from monitor.web.slack.socket_mode import SlackPorts, SocketMode
 
 log = logging.getLogger(__name__)
 __all__ = ["DatabaseInUse", "SchemaNotReady", "Service", "build_service", "lock_sqlite", "prepare_database"]
-
-
-def build_route(cfg: RouteConfig, parent: GroupTiming | None = None) -> Route:
-    """The route tree; a child route inherits the timers it does not set (Alertmanager semantics)."""
-    base = parent or GroupTiming()
-    timing = GroupTiming(
-        group_wait=cfg.group_wait if cfg.group_wait is not None else base.group_wait,
-        group_interval=cfg.group_interval if cfg.group_interval is not None else base.group_interval,
-        repeat_interval=cfg.repeat_interval if cfg.repeat_interval is not None else base.repeat_interval,
-        send_resolved=cfg.send_resolved if cfg.send_resolved is not None else base.send_resolved,
-    )
-    return Route(
-        receiver=cfg.receiver,
-        matchers=tuple(Matcher.parse(m) for m in cfg.matchers),
-        group_by=tuple(cfg.group_by),
-        timing=timing,
-        continue_=cfg.continue_,
-        routes=tuple(build_route(c, timing) for c in cfg.routes),
-    )
-
-
-def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>") -> RuleSet:
-    """Packs, then rule files; global overrides applied; every watch's overrides checked now. All the
-    config's problems are raised together (a rule file's own problems name that file)."""
-    specs = []
-    for pack in cfg.rules.packs:
-        specs.extend(load_pack(pack))
-    problems = []
-    for i, f in enumerate(cfg.rules.files):
-        if not cfg.rules.files_outside and not inside(base_dir, f):
-            outside = (
-                f"{f!r} is outside the config's folder {str(base_dir)!r} (rules.files_outside allows it)"
-            )
-            problems.append(Problem(None, f"rules.files[{i}]", outside))
-        elif (base_dir / f).is_file():
-            specs.extend(load_rule_file(base_dir / f))
-        else:
-            missing = f"no rule file {str(base_dir / f)!r} (relative to the config)"
-            problems.append(Problem(None, f"rules.files[{i}]", missing))
-    rules = RuleSet(tuple(specs))
-    problems += check_overrides(rules, cfg.rules.overrides, "rules.overrides")
-    for bad in {*cfg.rules.disabled} - {r.name for r in specs}:
-        problems.append(Problem(None, "rules.disabled", f"no rule named {bad!r}"))
-    valid = {k: v for k, v in cfg.rules.overrides.items() if not check_overrides(rules, {k: v}, "")}
-    rules = RuleSet(tuple(rules.for_run(valid, cfg.rules.disabled)))
-    for i, w in enumerate(cfg.watch):
-        problems += check_overrides(rules, w.rules.overrides, f"watch[{i}].rules.overrides")
-    if problems:
-        raise ConfigError(config_path, problems)
-    return rules
-
-
-def build_layouts(cfg: WatchConfig, rules: RuleSet, base_dir: Path, config_path: str = "<config>") -> Layouts:
-    """What the packs and rule files in force declare for the pages (run kinds, panels), checked
-    against the rules and the watches' kinds."""
-    files = [f for f in cfg.rules.files if cfg.rules.files_outside or inside(base_dir, f)]
-    layouts = load_layouts(cfg.rules.packs, files, base_dir)
-    kinds = {f"watch[{i}].kind": w.kind for i, w in enumerate(cfg.watch) if w.kind is not None}
-    problems = layout_problems(layouts, {r.name for r in rules.rules}, kinds)
-    if problems:
-        raise ConfigError(config_path, [Problem(None, field, msg) for field, msg in problems])
-    return layouts
 
 
 def runbooks_base(cfg: WatchConfig) -> str:
@@ -136,57 +65,6 @@ def with_runbooks(rules: RuleSet, base: str) -> RuleSet:
         return spec.model_copy(update={"annotations": annotations})
 
     return RuleSet(tuple(resolved(r) for r in rules.rules))
-
-
-def inhibit_configs(cfg: WatchConfig) -> list:
-    """The config's inhibit rules, or when it sets none, those its packs declare."""
-    if cfg.inhibit_rules is not None:
-        return list(cfg.inhibit_rules)
-    return [r for pack in cfg.rules.packs for r in pack_inhibit_rules(pack)]
-
-
-def build_inhibit_rules(cfg: WatchConfig) -> list[InhibitRule]:
-    """The config's (or its packs') inhibit rules, and herowatch's own: a watch-wide watching_blind
-    stands for its runs' messages."""
-    configured = [
-        InhibitRule.parse(r.source_matchers, r.target_matchers, r.equal) for r in inhibit_configs(cfg)
-    ]
-    return [*configured, InhibitRule.parse(*blindness.INHIBIT)]
-
-
-def matcher_problems(cfg: WatchConfig) -> list[Problem]:
-    """Every matcher of the route tree and the inhibit rules that does not parse, with its field."""
-    problems: list[Problem] = []
-
-    def check(texts: list[str], where: str) -> None:
-        for j, text in enumerate(texts):
-            try:
-                Matcher.parse(text)
-            except ValueError as exc:
-                problems.append(Problem(None, f"{where}[{j}]", str(exc)))
-
-    def walk(route: RouteConfig, where: str) -> None:
-        check(route.matchers, f"{where}.matchers")
-        for i, child in enumerate(route.routes):
-            walk(child, f"{where}.routes[{i}]")
-
-    walk(cfg.route, "route")
-    for i, rule in enumerate(cfg.inhibit_rules or ()):
-        found = len(problems)
-        check(rule.source_matchers, f"inhibit_rules[{i}].source_matchers")
-        check(rule.target_matchers, f"inhibit_rules[{i}].target_matchers")
-        if len(problems) == found:  # each matcher parses: then what they cost together
-            try:
-                InhibitRule.parse(rule.source_matchers, rule.target_matchers, rule.equal)
-            except ValueError as exc:
-                problems.append(Problem(None, f"inhibit_rules[{i}]", str(exc)))
-    return problems
-
-
-def check_matchers(cfg: WatchConfig, config_path: str) -> None:
-    problems = matcher_problems(cfg)
-    if problems:
-        raise ConfigError(config_path, problems)
 
 
 @dataclass
@@ -250,9 +128,31 @@ class Service:
         self.scheduler.start()
         if self.socket_mode is not None:
             self.socket_mode.start(self.scheduler)
-        report_schedule.install(self)  # scheduled reports, once per period across replicas
+        env = {**os.environ, **self.settings.secret_env()}
+        job = ReportJob(self.config, self.sessions, self.clock, env)
+        report_schedule.install(sched, job, self.speed)  # scheduled reports, once per period across replicas
         url = self.settings.redacted_database_url()
         log.info("herowatch started: %d watches, database %s", len(self.config.watch), url)
+
+    def api_context(self) -> ApiContext:
+        """What the API, the dashboard and Slack's doors use of this service (monitor.web.context)."""
+        cfg = self.config
+        return ApiContext(
+            sessions=self.sessions,
+            clock=self.clock,
+            settings=self.settings,
+            poll_intervals={w.name: float(w.poll_interval) for w in cfg.watch},
+            engine=self.engine,
+            outbox=self.outbox,
+            config=cfg,
+            send_latency=self.send_latency,
+            gc_policy=self.gc_policy,
+            scheduler=lambda: self.scheduler,
+            layouts=self.engine.layouts,
+            references={w.name: dict(w.references) for w in cfg.watch},
+            external_url=cfg.server.external_url,
+            silences=self.outbox.silences,
+        )
 
     def _singleton(self, name: str, ttl: float) -> bool:
         """Work one replica does at a time (reminders, heartbeat): held by lease across replicas."""
@@ -347,27 +247,6 @@ def build_service(
         send_latency=latency,
         refresh=refresh,
     )
-    service.socket_mode = socket_mode.for_service(service)  # None without SLACK_APP_TOKEN
+    ports = SlackPorts.of(service.api_context())
+    service.socket_mode = socket_mode.from_settings(settings, ports)  # None without SLACK_APP_TOKEN
     return service
-
-
-def build_notifiers(
-    cfg: WatchConfig, settings: Settings, config_path: str = "<config>"
-) -> dict[str, Notifier]:
-    """A notifier per receiver that sends, built by its kind's registered builder. Secrets come from the
-    environment (and the settings' own, e.g. SLACK_BOT_TOKEN); a receiver that cannot work (its secret
-    is missing) is a config error naming the receiver."""
-    context = BuildContext(env={**os.environ, **settings.secret_env()}, external_url=cfg.server.external_url)
-    out: dict[str, Notifier] = {}
-    problems = []
-    for i, r in enumerate(cfg.receivers):
-        try:
-            notifier = build_notifier(r, context)
-        except ValueError as exc:
-            problems.append(Problem(None, f"receivers[{i}]", f"receiver {r.name!r}: {exc}"))
-            continue
-        if notifier is not None:
-            out[r.name] = notifier
-    if problems:
-        raise ConfigError(config_path, problems)
-    return out

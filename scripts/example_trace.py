@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes docs/examples/llmc-gpt2-124m.jsonl, the example trace for `herowatch replay`
+"""Writes monitor/traces/examples/llmc-gpt2-124m.jsonl, the example trace for `herowatch replay`
 (docs/examples/README.md).
 
 Steps 7200 to 7700 of a real run: llm.c GPT-2 124M as logged in KellerJordan/modded-nanogpt @
@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = Path(sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/real/llmc_gpt2_124m_steps.csv")
-OUT = REPO / "docs/examples/llmc-gpt2-124m.jsonl"
+OUT = REPO / "monitor/traces/examples/llmc-gpt2-124m.jsonl"
 T0 = 1_728_820_800.0  # 2024-10-13T12:00:00Z, the day the log was recorded
 STEP_SECONDS = 2.0
 FIRST, LAST = 7200, 7700

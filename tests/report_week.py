@@ -67,13 +67,15 @@ class Week:
         self.stats = RunStats(target_step=1_000_000)
         self.t = week0 - lead
         self.step = 0
+        self.started = self.t  # when the job's current process started (it logs its uptime, as W&B does)
         self.truth = Truth()
         self.points: list[Point] = []  # the loss since the last flush, as the engine stores series
         self.in_period = lambda a, b: max(0.0, min(b, week0 + 7 * DAY) - max(a, week0))
 
     def obs(self, t: float, step: int | None, state: str | None = "running") -> None:
         loss = 2.0 + 6.0 * math.exp(-(step or 0) / 4000) + 0.05 * math.sin((step or 0) / 7)
-        self.stats.observe(t, step, {"train/loss": loss}, state=state)
+        metrics = {"train/loss": loss, "_runtime": t - self.started}
+        self.stats.observe(t, step, metrics, state=state)
         if step is not None:
             self.points.append(Point(float(step), loss, t))
 
@@ -149,6 +151,7 @@ def build(
             w.add("productive", back - CADENCE, back)
             w.rework(back, SAVE_EVERY)
             ckpt_step = w.step
+            w.started = t0 + M
             w.step -= SAVE_EVERY - 1
             w.t = back
             w.obs(w.t, w.step)
@@ -192,6 +195,7 @@ def _restart(w: Week, t0: float, down: float, restore: float) -> None:
     step (from the last checkpoint) ``restore`` after that."""
     w.obs(t0 + M / 2, None, "crashed")
     up = t0 + down
+    w.started = up
     w.obs(up, None, "running")
     first = up + restore
     w.add("down", t0, up)

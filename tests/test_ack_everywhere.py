@@ -25,7 +25,6 @@ from monitor.settings import Settings
 from monitor.storage.models import AlertGroup, AlertTransition
 from monitor.web import people_tokens
 from monitor.web.app import create_app
-from monitor.web.context import ApiContext
 from tests.dashboard.conftest import free_port
 from tests.dashboard.support import TOKEN
 from tests.helpers import sim_id
@@ -86,7 +85,7 @@ def test_an_ack_from_the_api_the_dashboard_slack_and_the_cli_is_one_and_the_same
 
             # amy's personal token (issued from the dashboard's Tokens page once she signed in)
             amy = Actor(name="amy", role=Role.responder, door=Door.dashboard, via=Via.oidc)
-            _, amy_token = people_tokens.issue(ApiContext.from_service(service), amy, "laptop")
+            _, amy_token = people_tokens.issue(service.api_context(), amy, "laptop")
             # 1. the API, with her token: the body's name is not who acts
             r = httpx.post(
                 f"{url}/api/alerts/{ids['via-api']}/ack",

@@ -65,7 +65,7 @@ def test_short_pauses_are_overhead_long_ones_are_stalls_and_an_open_one_is_ongoi
 def test_a_rewind_is_a_restart_and_the_redone_steps_are_lost_work():
     g = Goodput()
     t = steps(g, 0.0, 1, 100)
-    g.observe(t + 400, 61, "running")  # resumed from the checkpoint at step 60
+    g.observe(t + 400, 61, "running", started=t + 5)  # resumed from the checkpoint at step 60
     end = steps(g, t + 410, 62, 50)
     r = g.report(end)
     (restart,) = r["incidents"]
@@ -140,7 +140,9 @@ def test_the_state_survives_json_and_a_restart_of_herowatch():
     for row in rows[70:]:
         resumed.observe(*row)
     a, b = whole.report(4000.0), resumed.report(4000.0)
-    assert b["incident_counts"] == a["incident_counts"] == {"restart": 2, "down": 1, "stall": 1}
+    assert b["incident_counts"] == a["incident_counts"] == {"restart": 2, "down": 1, "stall": 2}, (
+        "hung 900-2000, then down"
+    )
     assert b["incidents"] == a["incidents"]
     assert b["wall_seconds"] == pytest.approx(a["wall_seconds"], abs=0.01)
     assert b["productive_seconds"] == pytest.approx(a["productive_seconds"], abs=0.05)
@@ -169,16 +171,17 @@ def test_incidents_name_the_alerts_that_fired_during_them():
 
 
 def simulate(hours: float, **cfg) -> dict:
+    """The sim's rows through a run's stats, as the engine hands them (the process's uptime too)."""
     sim = SimRun(SimTarget(**cfg), "r", origin=0.0)
-    g = Goodput()
-    g.observe(0.0, None, "running")
+    rs = RunStats()
+    rs.observe(0.0, None, {}, state="running")
     t = 0.0
     while t < hours * H:
         t += 60.0
         for row in sim.advance(t):
-            g.observe(row.t, row.step, row.state)
-        g.observe(t, None, sim.state)  # the source's state sample, as every poll sends it
-    return g.report(t)
+            rs.observe(row.t, row.step, dict(row.metrics), state=row.state)
+        rs.observe(t, None, {}, state=sim.state)  # the source's state sample, as every poll sends it
+    return rs.goodput.report(t)
 
 
 SIM = {"step_time": 10, "checkpoint_every": 100, "checkpoint_pause": 60, "restore_time": 300}
@@ -270,3 +273,62 @@ def test_a_source_outage_is_not_counted_as_the_run_pausing(db_url, clock):
     after = healthy()
     assert after["ratio"] > 0.95, after
     service.stop()
+
+
+def test_a_hang_ended_by_a_kill_and_restart_is_booked_hung_then_restarting_never_relabelled():
+    """Steps every 10 s; a rank hangs after step 100 for 50 min; the job is killed and the new process
+    (its uptime logged as ``_runtime``) resumes from step 61 after a 3-minute restore."""
+    g = Goodput()
+    t = steps(g, 0.0, 1, 100)
+    shown = g.report(t + 50 * 60)  # what the run page said while the hang was on
+    assert shown["lost_seconds"]["stalled"] == pytest.approx(50 * 60 - 10)
+    kill, first = t + 50 * 60, t + 50 * 60 + 180 + 10
+    g.observe(first, 61, "running", started=kill)
+    r = g.report(first)
+    assert r["lost_seconds"]["stalled"] >= shown["lost_seconds"]["stalled"], "the hang stays a hang"
+    assert r["lost_seconds"]["stalled"] == pytest.approx(50 * 60 - 10)
+    assert r["lost_seconds"]["restarting"] == pytest.approx(180.0), "from the exit to the first new step"
+    assert r["lost_seconds"]["rework"] == pytest.approx(400.0), "steps 61-100 redone"
+    stall, restart = r["incidents"]
+    assert (stall["kind"], stall["start"], stall["end"]) == ("stall", t, kill)
+    assert (restart["kind"], restart["start"], restart["end"]) == ("restart", kill, first)
+    assert restart["steps_redone"] == 40
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+
+def test_a_hang_ended_by_a_reported_kill_is_hung_up_to_the_kill():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 100)
+    g.observe(t + 40 * 60, None, "killed")  # herowatch sees the job killed 40 min into the hang
+    g.observe(t + 45 * 60, None, "running")
+    g.observe(t + 50 * 60, 61, "running")
+    r = g.report(t + 50 * 60)
+    assert r["lost_seconds"]["stalled"] == pytest.approx(40 * 60 - 10)
+    assert r["lost_seconds"]["down"] == pytest.approx(5 * 60)
+    assert r["lost_seconds"]["restarting"] == pytest.approx(5 * 60 - 10)
+    assert [i["kind"] for i in r["incidents"]] == ["stall", "down", "restart"]
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+
+def test_a_restart_nothing_showed_leaves_the_hang_as_it_was_shown():
+    g = Goodput()
+    t = steps(g, 0.0, 1, 100)
+    g.observe(t + 30 * 60, 61, "running")  # no state, no uptime: the restart itself was not seen
+    r = g.report(t + 30 * 60)
+    assert r["lost_seconds"]["stalled"] == pytest.approx(30 * 60 - 10)
+    assert r["lost_seconds"]["restarting"] == 0.0 and r["lost_seconds"]["rework"] == pytest.approx(400.0)
+    assert total(r) == pytest.approx(r["wall_seconds"])
+
+
+def test_the_simulated_hang_then_restart_is_booked_as_it_happened():
+    """The demo's incident: a 50-minute hang, then the job is killed and restores in 5 minutes."""
+    incidents = [{"kind": "stall", "at": "1h", "duration": "50m"}, {"kind": "restart", "at": "1h50m"}]
+    during = simulate(1.75, **SIM, incidents=incidents)  # what the run page said while the hang was on
+    r = simulate(3, **SIM, incidents=incidents)
+    assert during["lost_seconds"]["stalled"] > 40 * 60 and during["lost_seconds"]["restarting"] < 20
+    assert r["lost_seconds"]["stalled"] >= during["lost_seconds"]["stalled"]
+    assert 49 * 60 < r["lost_seconds"]["stalled"] < 51 * 60
+    assert 300 <= r["lost_seconds"]["restarting"] - during["lost_seconds"]["restarting"] < 300 + 70
+    assert [i["kind"] for i in r["incidents"]] == ["stall", "restart"]
+    assert total(r) == pytest.approx(r["wall_seconds"]) == pytest.approx(3 * H)
+    assert r["incidents"][0]["end"] == pytest.approx(r["incidents"][1]["start"]) == pytest.approx(110 * 60)

@@ -13,7 +13,6 @@ from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.sources.base import PollResult
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.web.app import create_app
-from monitor.web.context import ApiContext
 from tests.dashboard.support import build, client
 from tests.helpers import tick
 
@@ -62,7 +61,7 @@ def test_readyz_needs_the_database_and_recent_polls(db_url, clock):
     )
     service.engine.sources["sim"] = real
 
-    dead = ApiContext.from_service(service)
+    dead = service.api_context()
     dead.sessions = make_sessionmaker(make_engine("postgresql://herowatch:pw@127.0.0.1:1/none"))
     r = TestClient(create_app(dead), base_url="http://localhost").get("/readyz")
     assert r.status_code == 503 and r.json()["checks"]["database"] == "unreachable (OperationalError)"
@@ -155,9 +154,7 @@ def test_poll_cycles_are_counted_from_the_scheduler(tmp_path, clock):
             m[("herowatch_poll_cycles_total", frozenset({"watch": "hero-b", "outcome": "ran"}.items()))] >= 1
         )
 
-    counter = ApiContext.from_service(
-        service
-    ).polls  # a scheduler of our own: several cycles, exactly counted
+    counter = service.api_context().polls  # a scheduler of our own: several cycles, exactly counted
     sched = make_scheduler(1)
     counter.attach(sched)
     counter.attach(sched)  # attaching twice counts once

@@ -19,7 +19,10 @@ def _commands() -> list[list[str]]:
     out: list[list[str]] = [[]]
 
     def walk(cmd: click.Command, path: list[str]) -> None:
-        for name, sub in getattr(cmd, "commands", {}).items():
+        if not hasattr(cmd, "list_commands"):
+            return
+        for name in cmd.list_commands(None):  # a lazy subcommand is loaded by get_command, as a run does
+            sub = cmd.get_command(None, name)
             out.append([*path, name])
             walk(sub, [*path, name])
 
@@ -68,3 +71,24 @@ def test_demo_help_counts_the_runs_the_demo_runs():
         text = " ".join(CliRunner().invoke(app, args, env={"COLUMNS": "80"}).output.replace("│", " ").split())
         assert "three simulated runs (two pretraining, one RL)" in text, text
         assert "two simulated hero runs" not in text
+
+
+def _help_column(text: str) -> int:
+    """How wide the options panel's help column is: from where the --help row's text starts to the border."""
+    (row,) = [line for line in text.splitlines() if "Show this message and exit." in line]
+    return len(row.rstrip()) - 1 - row.index("Show this message and exit.") - 1
+
+
+def test_replay_help_reads_at_80_columns_and_says_how_to_try_it():
+    """Its options' help is not squeezed into a narrow column (it was 25 characters wide: a long flag
+    pair and long metavars took the rest); the details are paragraphs above; the example to try is one
+    that ships with herowatch, not a path in a checkout."""
+    text = help_of("replay")
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert _help_column(text) >= 35, text
+    said = flat(text)
+    assert "To try it: herowatch replay --example llmc" in said, said
+    assert "docs/examples" not in said
+    assert "The end of the trace is the end of the run" in said
+    for option in ("--trace", "--example", "--rules", "--set", "--until", "--fail-on", "--no-progress"):
+        assert option in said, option

@@ -94,7 +94,19 @@ def test_the_shipped_example_and_demo_configs_are_valid(tmp_path):
     cfg = write(tmp_path, out)
     result = runner.invoke(app, ["check-config", str(cfg)])
     assert result.exit_code == 0, result.output
-    assert "hero-70b: sim every 30s" in result.output
+    assert "pretrain-70b: wandb every 30s" in result.output and "sim every" not in result.output
+    # the simulator is there, commented out and named as such; uncommented, it is valid too
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  # SIMULATOR, not a real run"))
+    block = []
+    for line in lines[at + 3 :]:
+        if not line.startswith("  # "):
+            break
+        block.append("  " + line[4:])
+    assert block[0] == "  - name: simulated-run" and any("incidents:" in b for b in block), block
+    cfg = write(tmp_path, "\n".join(lines[: at + 3] + block + lines[at + 3 + len(block) :]) + "\n")
+    result = runner.invoke(app, ["check-config", str(cfg)])
+    assert result.exit_code == 0 and "simulated-run: sim every 30s" in result.output, result.output
     demo = (REPO / "monitor" / "config" / "demo.yaml").read_text()
     assert [w.name for w in parse_config(demo).watch] == ["hero-demo-7b", "hero-demo-healthy", "rl-demo-grpo"]
 

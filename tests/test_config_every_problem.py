@@ -80,3 +80,61 @@ route: {receiver: console}
         "hw.yaml:5: watch[2].name: 'b' is already the name of watch[1]",
         "hw.yaml:7: watch[2].rules.overrides.nope: no rule named 'nope'; known: " + KNOWN,
     ], lines
+
+
+ISSUE_38 = """\
+watch:
+  - name: a
+    gpu: 8
+    poll_interval: 30x
+    sim: {}
+    rules:
+      overrides:
+        no_such_rule: {floor: 5m}
+rules: {packs: [hero, no_such_pack]}
+route:
+  receiver: nobody
+"""
+
+
+def test_an_unknown_pack_does_not_hide_the_other_mistakes_and_a_misspelt_field_gets_a_did_you_mean(tmp_path):
+    code, lines = check(tmp_path, ISSUE_38)
+    assert code == 2 and lines[0] == "hw.yaml: 5 problems", lines
+    said = lines[1:]
+    assert said[0].startswith("hw.yaml:3: watch[0].gpu: unknown field; did you mean `gpus`?"), said
+    assert said[1].startswith("hw.yaml:4: watch[0].poll_interval: '30x' is not a duration"), said
+    assert said[2].startswith("hw.yaml:8: watch[0].rules.overrides.no_such_rule: no rule named"), said
+    assert said[3] == "hw.yaml:9: rules.packs[1]: no built-in pack 'no_such_pack'; known: hero, rl, sft", said
+    assert said[4].startswith("hw.yaml:11: route.receiver: 'nobody' is not a receiver"), said
+
+
+def test_misspelt_settings_of_a_rule_and_of_a_receiver_kind_get_a_did_you_mean(tmp_path):
+    text = (
+        "watch:\n  - name: a\n    sim: {}\n    rules:\n      overrides:\n"
+        "        progress_stalled: {flor: 5m}\n"
+        "receivers:\n  - {name: s, kind: slack, chanel: C0}\n"
+    )
+    code, lines = check(tmp_path, text)
+    assert code == 2, lines
+    assert (
+        "hw.yaml:6: watch[0].rules.overrides.progress_stalled.flor: progress_stalled has no setting 'flor'; "
+        "did you mean 'floor'?" in lines
+    ), lines
+    assert any(
+        x.startswith("hw.yaml:8: receivers[0].chanel: unknown field; did you mean `channel`?") for x in lines
+    )
+
+
+def test_a_yaml_syntax_error_is_file_line_and_a_sentence_not_the_parsers_raw_text(tmp_path):
+    code, lines = check(tmp_path, "watch:\n  - name: a\n    sim: {seed: 1\n  - name: b\n")
+    assert code == 2 and lines[0] == "hw.yaml: 1 problem", lines
+    assert lines[1] == (
+        "hw.yaml:4: not valid YAML (column 9): expected ',' or '}', but got ':' "
+        "(in the flow mapping that began on line 3, column 10)"
+    ), lines
+    code, lines = check(tmp_path, "watch:\n  - name: a\n   sim: {}\n")
+    assert lines[1].startswith("hw.yaml:3: not valid YAML (column 4): the indentation does not match"), lines
+    code, lines = check(tmp_path, "watch:\n\t- name: a\n")
+    assert (
+        lines[1] == "hw.yaml:2: not valid YAML (column 1): a tab character: YAML indents with spaces only"
+    ), lines

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from types import SimpleNamespace
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from monitor.cli.push_client import Pusher
+from monitor.cli.push_client import Pusher, Reply
 from monitor.settings import Settings
 from monitor.sources.base import Target
 from monitor.sources.push_config import PushTarget
@@ -32,6 +33,14 @@ def door(tmp_path, watch: str = "w", **push) -> TestClient:
     errors.install(app)
     app.include_router(ingest.router)
     return TestClient(app)
+
+
+def in_process(web: TestClient):  # noqa: ANN201 - the client's own requests, to the door in process
+    def post(url: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+        r = web.post(url.removeprefix("http://testserver"), content=body, headers=dict(headers))
+        return Reply(r.status_code, {k.lower(): v for k, v in r.headers.items()}, r.text)
+
+    return post
 
 
 def samples(n: int) -> list[dict]:
@@ -64,8 +73,7 @@ def test_a_batch_over_the_burst_is_a_413_saying_what_fits_and_the_client_splits_
     assert "at most 10 samples" in big.json()["error"] and "push.burst" in big.json()["error"]
     assert "retry-after" not in big.headers
 
-    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=lambda s: None)
-    pusher.client = web  # the client's own requests, to the door in process
+    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=lambda s: None, post=in_process(web))
     now = time.time()
     for step in range(50):
         pusher.log(step, {"train/loss": 2.0 - step / 100}, t=now)
@@ -183,8 +191,7 @@ def test_the_client_splits_a_sample_with_too_many_metrics_and_waits_out_429(tmp_
         slept.append(s)
         clock[0] += s
 
-    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=sleep, batch=4)
-    pusher.client = web
+    pusher = Pusher("job", url="http://testserver", token=TOKEN, sleep=sleep, batch=4, post=in_process(web))
     now = time.time()
     for step in range(200):  # 200 x 1,000 metrics: 3 MB, over the 1 MiB burst
         pusher.log(step, {f"gpu{g}/util": float(g) for g in range(1000)}, t=now)

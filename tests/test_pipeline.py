@@ -213,8 +213,8 @@ def test_send_resolved_off_sends_no_resolution(migrated_url):
 
 
 def test_route_timers_come_from_the_config_and_children_inherit_them():
+    from monitor.alerting_setup import build_route
     from monitor.config import parse_config
-    from monitor.service import build_route
 
     cfg = parse_config(
         "receivers: [{name: a}, {name: b}]\n"
@@ -306,8 +306,8 @@ def test_an_acknowledgement_updates_the_thread_and_the_timeline(pipe):
 
 
 def test_the_packs_in_force_bring_their_inhibit_rules_and_a_config_can_replace_them():
+    from monitor.alerting_setup import build_inhibit_rules
     from monitor.config import parse_config
-    from monitor.service import build_inhibit_rules
 
     rule, blind = build_inhibit_rules(parse_config("rules: {packs: [hero]}\n"))
     crashed = {"alertname": "run_crashed", "run": "r"}

@@ -144,8 +144,7 @@ def test_what_is_not_herowatchs_is_acknowledged_and_left_alone(tmp_path, monkeyp
 def test_a_silent_network_path_is_replaced(tmp_path, monkeypatch):
     """A connection that stays open but carries nothing (a NAT that forgot it) raises no error at either
     end; herowatch notices its pings go unanswered and opens a new connection."""
-    from monitor.web.context import ApiContext
-    from monitor.web.slack.socket_mode import SocketMode
+    from monitor.web.slack.socket_mode import SlackPorts, SocketMode
 
     with stalled(f"sqlite:///{tmp_path / 'hw.db'}", monkeypatch) as it:
         it.service.socket_mode.stop()
@@ -154,7 +153,7 @@ def test_a_silent_network_path_is_replaced(tmp_path, monkeypatch):
         door = SocketMode(
             app_token=APP_TOKEN,
             api_url=it.slack.api_url,
-            ctx=ApiContext.from_service(it.service),
+            ports=SlackPorts.of(it.service.api_context()),
             worker="test:1",
             ping_interval=1.0,
         )
@@ -185,7 +184,7 @@ def test_slack_unreachable_at_start_is_retried_until_it_answers(tmp_path, monkey
         it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
         it.slack.fail(500, times=2, methods=["apps.connections.open"])  # Slack's API down a while
         door = type(it.service.socket_mode)(
-            app_token=APP_TOKEN, api_url=it.slack.api_url, ctx=it.service.socket_mode.ctx, worker="test:2"
+            app_token=APP_TOKEN, api_url=it.slack.api_url, ports=it.service.socket_mode.ports, worker="test:2"
         )
         started = time.monotonic()
         door.start()
@@ -211,7 +210,10 @@ def test_a_door_stopped_while_it_opens_leaves_no_connection_open(tmp_path, monke
         it.slack.socket.wait(lambda: not it.slack.socket.open_connections(), 10, "the first door gone")
         for n, after in enumerate((0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8)):
             door = type(it.service.socket_mode)(
-                app_token=APP_TOKEN, api_url=it.slack.api_url, ctx=it.service.socket_mode.ctx, worker=f"t:{n}"
+                app_token=APP_TOKEN,
+                api_url=it.slack.api_url,
+                ports=it.service.socket_mode.ports,
+                worker=f"t:{n}",
             )
             door.start()
             time.sleep(after)

@@ -26,6 +26,8 @@ class ConsoleNotifier:
         return "\n".join(self._one(a, view.kind) for a in view.changed_alerts)
 
     def _one(self, a: AlertView, kind: str) -> str:
+        if kind == "update" and a.state == AlertState.FIRING and a.acked_by:
+            return self._acked(a)
         word = "STILL FIRING" if kind == "repeat" else a.state.upper()
         t = a.ended_at if a.state == AlertState.RESOLVED and a.ended_at else a.started_at
         when = isoformat(float(int(t)))  # whole seconds: for people
@@ -40,6 +42,15 @@ class ConsoleNotifier:
         if a.acked_by:
             parts.append(f"  acknowledged by {a.acked_by}")
         return "\n".join(parts)
+
+    def _acked(self, a: AlertView) -> str:
+        """An acknowledgement is news about a page already printed: one line that cannot be read as a
+        second page (no FIRING, no severity in capitals)."""
+        since = isoformat(float(int(a.started_at)))
+        return (
+            f"[herowatch] acknowledged by {a.acked_by}: {a.alertname} run={a.run_shown or '?'}"
+            f" (firing since {since}{self._time_note}; no reminders while acknowledged)"
+        )
 
     def check(self) -> CheckReport:
         stream = self._stream or sys.stdout

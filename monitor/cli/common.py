@@ -7,13 +7,25 @@ import sys
 
 import typer
 
+from alerts.text import one_line
+
+MAX_LOG_MESSAGE = 8000  # characters of one log message (a traceback follows it, as Python writes it)
+FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+class OneLine(logging.Formatter):
+    """Every message on one line and bounded (``alerts.text.one_line``): a run directory named with a
+    newline, or a 50 MB error from a source, cannot forge a log line or flood the log."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        record.message = one_line(record.message, MAX_LOG_MESSAGE)
+        return super().formatMessage(record)
+
 
 def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr, format=FORMAT)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(OneLine(FORMAT))
     for noisy in ("apscheduler", "httpx", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from monitor.cli.log_limits import limit_repeats

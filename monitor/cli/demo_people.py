@@ -27,11 +27,10 @@ def person_name() -> str:
 def issue(service: Service, url: str) -> str:
     """A personal token for the person running the demo, and how to act as them."""
     from monitor.web import people_tokens
-    from monitor.web.context import ApiContext
 
     name = person_name()
     actor = Actor(name=name, role=Role.responder, door=Door.cli, via=Via.local)
-    _, token = people_tokens.issue(ApiContext.from_service(service), actor, "the demo")
+    _, token = people_tokens.issue(service.api_context(), actor, "the demo")
     text = (
         f"To act as yourself ({name}, a responder) from the CLI: export HEROWATCH_URL={url} "
         f"HEROWATCH_API_TOKEN={token} then `herowatch alert ack <id>`: the alert's timeline, the audit "

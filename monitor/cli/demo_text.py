@@ -10,6 +10,7 @@ import textwrap
 from datetime import UTC, datetime
 
 from alerts.clock import Clock
+from monitor.cli.common import FORMAT, OneLine
 from monitor.config.schema import WatchConfig
 from monitor.durations import format_duration
 
@@ -26,11 +27,11 @@ INCIDENT_WORDS = {
 }
 
 
-class _SimulatedTime(logging.Formatter):
+class _SimulatedTime(OneLine):
     """Log lines stamped with the demo's simulated clock, said so: every time the demo prints is simulated."""
 
     def __init__(self, clock: Clock, note: str) -> None:
-        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+        super().__init__(FORMAT)
         self.clock, self.note = clock, note
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802

@@ -9,11 +9,12 @@ from pathlib import Path
 from monitor.config.checked import load_checked
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import WatchConfig
+from monitor.config_rules import build_layouts, build_rules
 from monitor.rules.loader import RuleSet
 
 
 def build_all_rules(cfg: WatchConfig, base_dir: Path, path: str) -> tuple[RuleSet | None, list[Problem]]:
-    from monitor.service import build_layouts, build_rules, matcher_problems
+    from monitor.alerting_setup import matcher_problems
 
     problems = matcher_problems(cfg)
     rules = None

@@ -10,18 +10,54 @@ from pathlib import Path
 import typer
 
 from monitor import __version__
-from monitor.cli.alert import alert_app
 from monitor.cli.common import fail, settings_or_exit, setup_logging
-from monitor.cli.db import db_app
-from monitor.cli.emit import emit_app
-from monitor.cli.history import backfill_command, record_command
-from monitor.cli.replay import replay_command
-from monitor.cli.report import report_command
-from monitor.cli.rules import rules_app
-from monitor.cli.silence import silence_app
-from monitor.cli.slack import slack_app
+from monitor.cli.lazy import Lazy, LazyGroup
 from monitor.cli.style import typer_app
-from monitor.config.errors import ConfigError
+
+# Imported when they run, never for `--help` or `emit` (monitor/cli/lazy.py). `summary` is the line the
+# listing shows: the first paragraph of the command's own help (tests/test_cli_startup.py compares them).
+LAZY = (
+    Lazy(
+        "replay",
+        "monitor.cli.replay:replay_command",
+        "Replay a recorded trace through the rules on a simulated clock: which alerts would have "
+        "fired, when.",
+    ),
+    Lazy(
+        "report",
+        "monitor.cli.report:report_command",
+        "Where the GPU-hours went, which incidents cost them, which rules cried wolf.",
+    ),
+    Lazy(
+        "record",
+        "monitor.cli.history:record_command",
+        "Record what the pollers read into a trace, for `herowatch replay` and for rule tests.",
+    ),
+    Lazy(
+        "backfill",
+        "monitor.cli.history:backfill_command",
+        "Load runs' whole history (e.g. a finished run) into the database, for the dashboard and goodput.",
+    ),
+    Lazy("db", "monitor.cli.db:db_app", "Database schema: upgrade, downgrade, show the current revision."),
+    Lazy(
+        "rules",
+        "monitor.cli.rules:rules_app",
+        "Work with rule files: list the built-in packs, check rule files, unit-test rules.",
+    ),
+    Lazy(
+        "silence",
+        "monitor.cli.silence:silence_app",
+        "Silence alerts by label matchers, through a running herowatch's API (like amtool). A silenced "
+        "alert is still recorded and shown on the dashboard, but not sent.",
+    ),
+    Lazy("alert", "monitor.cli.alert:alert_app", "The alerts of a running herowatch, through its API."),
+    Lazy("slack", "monitor.cli.slack:slack_app", "herowatch's Slack app: the manifest that creates it."),
+    Lazy(
+        "emit",
+        "monitor.cli.emit:emit_app",
+        "Report a job's life to a push watch of a running herowatch (POST /api/ingest).",
+    ),
+)
 
 app = typer_app(
     name="herowatch",
@@ -34,22 +70,8 @@ app = typer_app(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyGroup.with_entries(LAZY, first=("replay", "report", "record", "backfill")),
 )
-app.add_typer(db_app, name="db")
-app.add_typer(rules_app, name="rules")
-app.add_typer(silence_app, name="silence")
-app.add_typer(alert_app, name="alert")
-app.add_typer(slack_app, name="slack")
-app.add_typer(emit_app, name="emit")
-app.command(
-    "replay",
-    help="Run the rule engine over a recorded trace (see docs/trace-format.md; to try: --trace "
-    "docs/examples/llmc-gpt2-124m.jsonl).",
-)(replay_command)
-app.command("report")(report_command)
-app.command("record")(record_command)
-app.command("backfill")(backfill_command)
-
 log = logging.getLogger("herowatch")
 
 
@@ -66,6 +88,8 @@ def check_config(
     Exit 0 when valid; exit 2 with every problem as FILE:LINE: FIELD: MESSAGE otherwise. --explain adds
     each watch's metrics profile and, from the database, the one detected for each run.
     """
+    from monitor.config.errors import ConfigError
+
     try:
         cfg, rules = _load(config)
     except ConfigError as exc:
@@ -105,6 +129,8 @@ def doctor(
     Exit 0 ready; 1 a problem found; 2 an unusable config; 3 something could not be checked.
     --json: ok, exit, problems, warnings, unchecked, items (level, subject, what, fix, cause), runs.
     """
+    from monitor.config.errors import ConfigError
+
     try:
         cfg, rules = _load(config)
     except ConfigError as exc:
@@ -181,6 +207,7 @@ def serve(
     `herowatch db upgrade`.
     """
     from alerts.clock import SystemClock
+    from monitor.config.errors import ConfigError
     from monitor.service import SchemaNotReady, build_service
 
     setup_logging(log_level)

@@ -20,14 +20,17 @@ same time and step.
 
 from __future__ import annotations
 
+import http.client
+import json
 import math
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-
-import httpx
 
 URL_ENV = "HEROWATCH_URL"
 TOKEN_ENV = "HEROWATCH_INGEST_TOKEN"
@@ -53,6 +56,40 @@ class TooLarge(PushFailed):
         self.fits, self.metrics = fits, metrics
 
 
+@dataclass(frozen=True)
+class Reply:
+    """What the server answered: the status, the headers (names in lower case), the body's text."""
+
+    status: int
+    headers: Mapping[str, str]
+    text: str
+
+
+Post = Callable[[str, bytes, Mapping[str, str]], Reply]  # url, JSON body, headers; raises OSError
+
+
+def http_post(timeout: float) -> Post:
+    """POST with the standard library only: `herowatch emit` runs once a step in some jobs, and an
+    HTTP client library would cost more to import than the request takes (docs/deploy.md)."""
+
+    def post(url: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+        request = urllib.request.Request(url, data=body, method="POST")
+        for name, value in headers.items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as r:  # noqa: S310 - herowatch's own URL
+                return Reply(r.status, {k.lower(): v for k, v in r.headers.items()}, _text(r.read()))
+        except urllib.error.HTTPError as exc:  # an answer, not a failure to reach the server
+            with exc:
+                return Reply(exc.code, {k.lower(): v for k, v in exc.headers.items()}, _text(exc.read()))
+
+    return post
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
+
+
 def _json_number(v: float) -> float | str:
     if math.isnan(v):
         return "NaN"
@@ -72,6 +109,7 @@ class Pusher:
         timeout: float = 10.0,
         deadline: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        post: Post | None = None,
     ) -> None:
         self.run = run or os.environ.get(RUN_ENV) or ""
         if not self.run:
@@ -82,7 +120,7 @@ class Pusher:
             raise ValueError(f"no ingest token: set {TOKEN_ENV} (the watch's push.token_env variable)")
         self.batch, self.deadline, self.sleep = batch, deadline, sleep
         self.buffer: list[dict[str, Any]] = []
-        self.client = httpx.Client(timeout=timeout)
+        self.post = post or http_post(timeout)
         self.requests = 0
 
     def log(self, step: int | None, metrics: Mapping[str, float], t: float | None = None) -> None:
@@ -147,27 +185,28 @@ class Pusher:
 
     def _post(self, body: dict[str, Any]) -> None:
         end = time.monotonic() + self.deadline
-        headers = {"Authorization": f"Bearer {self.token}"}
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        data = json.dumps(body).encode()
         wait, reason = 0.5, ""
         while True:
             self.requests += 1
             try:
-                r = self.client.post(f"{self.url}/api/ingest", json=body, headers=headers)
-            except httpx.HTTPError as exc:
+                r = self.post(f"{self.url}/api/ingest", data, headers)
+            except (OSError, http.client.HTTPException, ValueError) as exc:  # refused, reset, timed out
                 reason = f"{type(exc).__name__}: {exc}"
             else:
-                if r.status_code < 300:
+                if r.status < 300:
                     return
-                reason = f"HTTP {r.status_code}: {_error(r)}"
-                if r.status_code == 429:
+                reason = f"HTTP {r.status}: {_error(r)}"
+                if r.status == 429:
                     wait = _retry_after(r, wait)
-                elif r.status_code == 413:
+                elif r.status == 413:
                     raise TooLarge(
                         f"herowatch at {self.url} refused the push: {reason}",
                         _header_int(r, MAX_SAMPLES_HEADER),
                         _header_int(r, MAX_METRICS_HEADER),
                     )
-                elif r.status_code < 500:
+                elif r.status < 500:
                     raise PushFailed(f"herowatch at {self.url} refused the push: {reason}")
             if time.monotonic() + wait > end:
                 raise PushFailed(
@@ -177,11 +216,11 @@ class Pusher:
             wait = min(wait * 2, 10.0)
 
     def close(self) -> None:
-        self.client.close()
+        """Nothing held between requests (each is its own connection); kept for callers that close."""
 
 
-def _header_int(r: httpx.Response, name: str) -> int | None:
-    value = r.headers.get(name, "")
+def _header_int(r: Reply, name: str) -> int | None:
+    value = r.headers.get(name.lower(), "")  # a Reply's header names are in lower case
     return int(value) if value.isdigit() else None
 
 
@@ -198,14 +237,15 @@ def _split_metrics(rows: list[dict[str, Any]], most: int) -> list[dict[str, Any]
     return out
 
 
-def _error(r: httpx.Response) -> str:
+def _error(r: Reply) -> str:
     try:
-        return str(r.json().get("error") or r.text[:200])
+        answer = json.loads(r.text)
     except ValueError:
         return r.text[:200]
+    return str((answer.get("error") if isinstance(answer, dict) else None) or r.text[:200])
 
 
-def _retry_after(r: httpx.Response, default: float) -> float:
+def _retry_after(r: Reply, default: float) -> float:
     try:
         return max(0.1, float(r.headers.get("retry-after", default)))
     except ValueError:

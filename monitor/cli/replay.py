@@ -11,7 +11,9 @@ import json
 import os
 import stat
 import sys
+import textwrap
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from monitor.cli.replay_view import print_report
 from monitor.config.errors import ConfigError
 from monitor.durations import parse_duration
 from monitor.rules.loader import apply_overrides, load_rules, parse_override
+from monitor.traces.examples import EXAMPLES, describe, example_path
 from monitor.traces.replay import Replayer
 from monitor.traces.trace import TraceError, iter_trace
 
@@ -96,68 +99,69 @@ def _until(text: str, trace_end: float) -> float:
 
 def replay_command(
     trace: Path = typer.Option(
-        ...,
+        None,
         "--trace",
         "-t",
         exists=True,
         dir_okay=False,
         readable=True,
-        help="The trace (JSON Lines), see docs/trace-format.md.",
+        metavar="FILE",
+        help="The trace (JSON Lines; docs/trace-format.md).",
+    ),
+    example: str = typer.Option(
+        None, "--example", "-e", metavar="NAME", help="A trace that ships with herowatch: llmc."
     ),
     rules: list[str] = typer.Option(
-        None,
-        "--rules",
-        "-r",
-        help="A built-in pack name or a rule file; repeat for several. Default: the hero pack.",
+        None, "--rules", "-r", metavar="PACK|FILE", help="A rule pack or rule file; repeat. [default: hero]"
     ),
     format: str = typer.Option(
-        "table", "--format", "-f", help="table (for people) or jsonl (one alert transition per line)."
+        "table", "--format", "-f", metavar="table|jsonl", help="For people, or programs (below)."
     ),
-    interval: str = typer.Option(
-        "15s",
-        "--interval",
-        help="Evaluation interval between samples: time-based rules are checked this often.",
-    ),
+    interval: str = typer.Option("15s", "--interval", metavar="DURATION", help="Time between evaluations."),
     set_: list[str] = typer.Option(
-        None,
-        "--set",
-        help="Override a rule parameter for every run: RULE.PARAM=VALUE, e.g. loss_spike.z=8.",
+        None, "--set", metavar="OVERRIDE", help="RULE.PARAM=VALUE: a rule's parameter; repeat."
     ),
-    run: list[str] = typer.Option(None, "--run", help="Replay only this run; repeat for several."),
+    run: list[str] = typer.Option(None, "--run", metavar="RUN", help="Only this run; repeat."),
     until: str = typer.Option(
-        None,
-        "--until",
-        help="Run the clock to this time after the trace: a duration past its last line (30m, 2h) or a "
-        "time (2026-12-04T13:00:00Z, epoch seconds); silence rules (a stall) count too. Default: on "
-        "for as long as a timer the data armed can fire (a crashed run's grace), as live.",
+        None, "--until", metavar="WHEN", help="Run the clock on to this time (below). [default: the end]"
     ),
     metrics_profile: str = typer.Option(
         "auto",
         "--metrics-profile",
-        help="The trainer whose key names the trace holds (megatron, huggingface, verl, ...), mapped to "
-        "the names the rules use as the live engine does; auto: detected per run; none: as they are.",
+        metavar="NAME",
+        help="The trainer whose key names the trace holds (below).",
     ),
-    skip_bad: bool = typer.Option(
-        False, "--skip-bad", help="Skip bad trace lines (each reported on stderr) instead of stopping."
-    ),
+    skip_bad: bool = typer.Option(False, "--skip-bad", help="Skip bad lines (said on stderr), not stop."),
     fail_on: str = typer.Option(
-        None,
-        "--fail-on",
-        help="Exit 1 if an alert of this severity or worse fired (critical, warning, info).",
+        None, "--fail-on", metavar="SEVERITY", help="Exit 1 if an alert this bad or worse fired."
     ),
-    progress: bool = typer.Option(
-        True, "--progress/--no-progress", help="A progress bar on a terminal (never when piped)."
-    ),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (never one when piped)."),
 ) -> None:
     """Replay a recorded trace through the rules on a simulated clock: which alerts would have fired, when.
 
-    The same evaluator as the live engine. Each run's clock ticks at its samples and every --interval
-    in between, so stall and silence rules fire when they would have live. Prints every alert
-    transition (pending, firing, resolved) and a summary per run; --format jsonl prints one JSON
-    object per transition with t, run, rule, kind, metric, severity, state, step, value, summary.
+    To try it: `herowatch replay --example llmc` (a real llm.c run's steps with a one-step spike, then a
+    made-up 40-minute hang; the file's path is printed on stderr).
 
-    Examples: herowatch replay -t run.jsonl --fail-on critical (CI: this healthy run must not page);
-    herowatch replay -t run.jsonl --set tokens_per_second_low.below=350000 --format jsonl
+    The same evaluator as the live engine. Each run's clock ticks at its samples and every --interval in
+    between, so stall and silence rules fire when they would have live. The end of the trace is the end
+    of the run: the clock runs on past it only for a timer the data armed (a crashed run's grace), never
+    for a silence, unless --until says so: a duration past the trace's last line (30m, 2h) or a time
+    (2026-12-04T13:00:00Z, epoch seconds).
+
+    --format table prints every alert transition (pending, firing, resolved) and a summary per run;
+    jsonl, one JSON object per transition (t, run, rule, kind, metric, severity, state, step, value,
+    summary). --metrics-profile names the trainer (megatron, huggingface, verl, ...) whose keys are mapped
+    to the rules' names as live; auto detects it per run, none takes the keys as they are. --fail-on takes
+    critical, warning or info.
+
+    Examples:
+
+    ```
+    herowatch replay -t run.jsonl --fail-on critical     # CI: must not page
+    herowatch replay -t run.jsonl --set loss_spike.z=8 -f jsonl
+    ```
+
+    Exit 0 fine; 1 --fail-on saw an alert that bad; 2 unusable input (a bad trace line, option or pack).
     """
     err = _err()
     if format not in ("table", "jsonl"):
@@ -184,6 +188,33 @@ def replay_command(
         err.print(str(exc), markup=False)
         raise typer.Exit(2) from None
 
+    if (trace is None) == (example is None):
+        err.print("give a trace: --trace FILE, or --example llmc to try one that ships with herowatch")
+        raise typer.Exit(2)
+    with ExitStack() as stack:
+        if example is not None:
+            if example not in EXAMPLES:
+                err.print(f"--example: no example {example!r}; there are:\n{describe()}", markup=False)
+                raise typer.Exit(2)
+            trace = stack.enter_context(example_path(example))
+            said = textwrap.fill(f"({EXAMPLES[example][1]})", 78, break_on_hyphens=False)
+            err.print(f"the example trace {example}: {trace}\n{said}", markup=False)
+        _replay(trace, specs, step, format, worst, run, until, metrics_profile, skip_bad, not no_progress)
+
+
+def _replay(  # noqa: PLR0913 - the command's options, checked
+    trace: Path,
+    specs: list,
+    step: float,
+    format: str,
+    worst: Severity | None,
+    run: list[str] | None,
+    until: str | None,
+    metrics_profile: str,
+    skip_bad: bool,
+    progress: bool,
+) -> None:
+    err = _err()
     show = progress and sys.stderr.isatty() and not _piped(1)
     skipped: list[TraceError] = []
 

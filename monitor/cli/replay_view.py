@@ -76,6 +76,32 @@ def _heading(s: RunSummary, specs: Mapping[str, RuleSpec], width: int) -> list[s
     return [_wrap(lines[0], width, ""), *lines[1:]]
 
 
+def _last_step(s: RunSummary, width: int) -> str:
+    """The line that says where the run's steps stop while its trace goes on (what a stall counts from)."""
+    assert s.last_step_t is not None and s.last_t is not None
+    clock = time.strftime("%H:%M:%S", time.gmtime(s.last_step_t))
+    after = format_duration(s.last_t - s.last_step_t)
+    said = f"last step {s.last_step:,}; the trace goes on {after} with no new step"
+    return _wrap(said, width, " " * 12).replace(" " * 12, f"  {clock}  ", 1)
+
+
+def open_at_end(events: Sequence[ReplayEvent], width: int) -> list[str]:
+    """The alerts still pending or firing when the replay stopped, with since when."""
+    last: dict[str, ReplayEvent] = {}
+    since: dict[str, float] = {}
+    for e in events:  # since when each alert is in its state
+        prev = last.get(e.fingerprint)
+        if prev is None or prev.state != e.state:
+            since[e.fingerprint] = e.t
+        last[e.fingerprint] = e
+    still = [
+        f"{e.rule} ({e.severity}, {e.state} since {time.strftime('%H:%M:%S', time.gmtime(since[fp]))})"
+        for fp, e in last.items()
+        if e.state in (AlertState.PENDING, AlertState.FIRING)
+    ]
+    return [_wrap(f"still open when the replay stopped: {', '.join(still)}", width, "  ")] if still else []
+
+
 _COVERAGE_WORDS = (
     ("covered", "covered"),
     ("warming", "warming up"),
@@ -121,7 +147,11 @@ def print_report(
         mine = by_run.get(s.run, [])
         pad = min(22, max((len(e.rule) for e in mine), default=0))
         ended = trace_end is None
+        quiet = s.last_step_t is None or s.last_t is None or s.last_t <= s.last_step_t
         for e in mine:
+            if not quiet and e.t > s.last_step_t:
+                quiet = True
+                typer.echo(_last_step(s, width))
             if not ended and e.t > trace_end:
                 ended = True
                 last = time.strftime("%H:%M:%S", time.gmtime(trace_end))
@@ -141,6 +171,8 @@ def print_report(
             said = said.removeprefix(f"{e.run}: ")
             if said:
                 typer.echo(_wrap(said, width, " " * 12))
+        for line in open_at_end(mine, width):
+            typer.echo(line)
         for line in coverage_lines(s, width):
             typer.secho(line, fg=typer.colors.YELLOW if line.startswith("  watching blind") else None)
     if not events:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -44,9 +45,9 @@ def report_command(
     from alerts.clock import SystemClock
     from monitor.cli.common import settings_or_exit as _settings
     from monitor.cli.loading import load as _load
+    from monitor.database_setup import NoDatabase, SchemaNotReady, read_database
     from monitor.reports import period as periods
     from monitor.reports.make import make, render
-    from monitor.service import SchemaNotReady, prepare_database
     from monitor.storage.db import make_sessionmaker
 
     if fmt not in FORMATS:
@@ -66,10 +67,13 @@ def report_command(
     except periods.PeriodError as exc:
         raise _fail(str(exc)) from None
     settings = _settings(database_url)
-    try:
-        db = prepare_database(settings, auto_migrate=False)
-    except SchemaNotReady as exc:
+    explicit = database_url is not None or bool(os.environ.get("HEROWATCH_DATABASE_URL"))
+    try:  # read-only: never creates or migrates a database
+        db, note = read_database(settings, explicit)
+    except (NoDatabase, SchemaNotReady) as exc:
         raise _fail(str(exc)) from None
+    if note:
+        typer.echo(note, err=True)
     try:
         with make_sessionmaker(db)() as s:
             report = make(s, cfg, p, now=now, tz=tz.key, watch=watch, runs=list(run or ()))

@@ -38,8 +38,10 @@ def _err() -> Console:
 @rules_app.command("list")
 def list_command(
     pack: str = typer.Argument(None, help="A built-in pack (or a rule file) to list; omit for the packs."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every parameter of every rule, raw."),
 ) -> None:
-    """List the built-in rule packs, or the rules of one pack or rule file."""
+    """List the built-in rule packs, or the rules of one pack or rule file: one line per rule (what it
+    catches, its severity, the settings its pack gives it); --verbose for every raw parameter."""
     out = _out()
     if pack is None:
         for name in pack_names():
@@ -50,19 +52,62 @@ def list_command(
     except ConfigError as exc:
         _err().print(exc.render(), markup=False)
         raise typer.Exit(2) from None
-    # A block per rule: name, kind, metric and severity, then every parameter, wrapped whole (at 80
-    # columns a table column would cut them).
-    width = max(60, out.width)
     pad = max(len(s.name) for s in specs) if specs else 0
     for spec in specs:
+        style = _SEVERITY_STYLE.get(spec.severity.value, "")
+        width = max(60, out.width)
+        if not verbose:  # a line per rule; its settings on the line below when they do not fit
+            what, settings = summary(spec)
+            head = f"{spec.name:<{pad}}  {spec.severity.value:<8}  "
+            line = f"{head}{what}  {settings}"
+            if len(line) > width:
+                line = _clip(head + what, width) + "\n" + _clip(" " * len(head) + settings, width)
+            out.print(line, style=style, markup=False, soft_wrap=True)
+            continue
+        # A block per rule: name, kind, metric and severity, then every parameter, wrapped whole (at 80
+        # columns a table column would cut them).
         of = f" of {spec.metric}" if spec.metric else ""
         head = f"{spec.name:<{pad}}  {spec.severity.value:<8}  {spec.kind}{of}"
-        out.print(head, style=_SEVERITY_STYLE.get(spec.severity.value, ""), markup=False, soft_wrap=False)
+        out.print(head, style=style, markup=False, soft_wrap=False)
         params = textwrap.fill(
             _params(spec), width, initial_indent="    ", subsequent_indent="    ", break_long_words=False
         )
         if params.strip():
             out.print(params, markup=False, soft_wrap=True)
+
+
+_NOT_SETTINGS = {
+    "name",
+    "kind",
+    "metric",
+    "severity",
+    "labels",
+    "annotations",
+    "expect",
+    "importance",
+    "for_kind",
+}
+
+
+def summary(spec: RuleSpec) -> tuple[str, str]:
+    """What the rule catches (the first sentence of its description), and, in brackets, its kind and
+    metric and the settings its pack or file gives it; a bound left unset says the rule is off until a
+    run sets it."""
+    text = " ".join((spec.annotations.get("description") or "").split())
+    first = text.split(". ")[0].rstrip(".") if text else f"{spec.kind} rule"
+    raw = spec.raw()
+    settings = []
+    for key in sorted(spec.model_fields_set - _NOT_SETTINGS):
+        name = "for" if key == "for_" else key
+        value = raw.get(name, raw.get(key))
+        settings.append(f"{name}=unset (off until set)" if value is None else f"{name}={value}")
+    of = f" of {spec.metric}" if spec.metric else ""
+    return first, f"[{spec.kind}{of}{'; ' + ' '.join(settings) if settings else ''}]"
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` within ``width``, cut at a word with "…" when it is longer (``--verbose`` has it all)."""
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
 
 
 def _params(spec: RuleSpec) -> str:

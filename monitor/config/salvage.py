@@ -116,7 +116,7 @@ def salvage(
             return salvaged
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            found = problems_from(exc, {})
+            found = problems_from(exc, {}, model=model)
             for err, problem in zip(errors, found, strict=True):
                 orig = salvaged.original(_data_loc(data, tuple(err["loc"])))
                 new = round_ == 0 or (

@@ -68,6 +68,10 @@ class WatchBase(Strict):
         default=120.0,
         description="a source failing this long raises source_unavailable (its rules pause at once)",
     )
+    unavailable_page_after: Duration = Field(
+        default=600.0,
+        description="a source failing (or never read) this long raises source_down, critical: it pages",
+    )
     clock_skew_bound: Duration = Field(
         default=600.0, description="warn when new rows arrive this long after their own timestamps"
     )

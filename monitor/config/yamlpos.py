@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from monitor.config.didyoumean import did_you_mean
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.yamlsize import CountingLoader, TooManyValues, check_text_size, too_many_values
 
@@ -24,10 +25,7 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
     except TooManyValues as exc:
         raise too_many_values(path, exc) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-        raise ConfigError(path, [Problem(line, "", f"not valid YAML: {msg}")]) from None
+        raise ConfigError(path, [syntax_problem(exc)]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
     except RecursionError:
@@ -42,10 +40,7 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
         data = constructor.construct_document(node)
         constructor.dispose()
     except yaml.MarkedYAMLError as exc:  # e.g. an unhashable (list or mapping) key
-        mark = exc.problem_mark or exc.context_mark
-        msg = " ".join(str(x) for x in (exc.context, exc.problem) if x)
-        line = mark.line + 1 if mark else None
-        raise ConfigError(path, [Problem(line, "", f"not valid YAML: {msg}")]) from None
+        raise ConfigError(path, [syntax_problem(exc)]) from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, [Problem(None, "", f"not valid YAML: {exc}")]) from None
     except RecursionError:
@@ -56,6 +51,35 @@ def load_with_positions(text: str, path: str) -> tuple[Any, dict[Path_, int]]:
             path, [Problem(None, "", f"not valid YAML: a value does not fit its tag ({type(exc).__name__})")]
         ) from None
     return data, positions
+
+
+# the parser's words for the usual slips, as people say them
+_PLAIN = (
+    (
+        "expected <block end>, but found '<block mapping start>'",
+        "the indentation does not match the lines above",
+    ),
+    ("expected <block end>, but found '-'", "a list item ('-') indented unlike the lines above"),
+    ("found character '\\t' that cannot start any token", "a tab character: YAML indents with spaces only"),
+    ("found unexpected end of stream", "the file ends before the quote or bracket is closed"),
+    ("mapping values are not allowed here", "a ':' where no key can start (quote a value holding ': ')"),
+)
+
+
+def syntax_problem(exc: yaml.MarkedYAMLError) -> Problem:
+    """A YAML syntax error as FILE:LINE: message: the line and column where the parser stopped, what it
+    found, and where the construct it was reading began (not the parser's raw two-part text)."""
+    mark, began = exc.problem_mark or exc.context_mark, exc.context_mark
+    line = mark.line + 1 if mark else None
+    what = str(exc.problem or exc.context or "cannot be parsed")
+    what = what.replace("could not find expected", "expected")
+    what = next((plain for raw, plain in _PLAIN if raw in what), what)
+    msg = f"not valid YAML (column {mark.column + 1}): {what}" if mark else f"not valid YAML: {what}"
+    if exc.context and began is not None and exc.problem:
+        opened = str(exc.context).removeprefix("while parsing ").removeprefix("while scanning ")
+        opened = opened.removeprefix("a ")
+        msg += f" (in the {opened} that began on line {began.line + 1}, column {began.column + 1})"
+    return Problem(line, "", msg)
 
 
 class _Expansion:
@@ -138,9 +162,14 @@ CONFIG_HINT = "`herowatch example-config` shows every field"
 
 
 def problems_from(
-    exc: ValidationError, positions: dict[Path_, int], strip: Iterable[str] = (), hint: str = CONFIG_HINT
+    exc: ValidationError,
+    positions: dict[Path_, int],
+    strip: Iterable[str] = (),
+    hint: str = CONFIG_HINT,
+    model: type[BaseModel] | None = None,
 ) -> list[Problem]:
-    """One Problem per pydantic error, with the line of the deepest key it names."""
+    """One Problem per pydantic error, with the line of the deepest key it names; an unknown key of
+    ``model`` gets the closest field it accepts there ("did you mean `gpus`?")."""
     problems = []
     skip = set(strip)
     for err in exc.errors(include_url=False):
@@ -148,7 +177,9 @@ def problems_from(
         loc = tuple(p for p in err["loc"] if isinstance(p, int) or (p not in skip and "[" not in str(p)))
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = f"unknown field (check the spelling; {hint})"
+            close = did_you_mean(model, loc)
+            said = close or "check the spelling"
+            msg = f"unknown field; {close} ({hint})" if close else f"unknown field ({said}; {hint})"
         elif err["type"] == "missing":
             msg = "required field is missing"
         elif "input" in err and err["type"].endswith("_type") or err["type"].endswith("_parsing"):
@@ -174,7 +205,7 @@ def validate_yaml(
     try:
         obj = model.model_validate(data, context=context)
     except ValidationError as exc:
-        raise ConfigError(path, problems_from(exc, positions)) from None
+        raise ConfigError(path, problems_from(exc, positions, model=model)) from None
     problems = checks(obj) if checks else []
     if problems:
         raise ConfigError(path, [with_line(p, positions) for p in problems])

@@ -67,6 +67,7 @@ class Arrivals:
     shapes: dict[tuple[tuple[str, ...], bool], Seen] = field(default_factory=dict)
     state_seen: Seen | None = None
     state: RunState | None = None
+    looked: dict[str, float] = field(default_factory=dict)  # input -> herowatch's first look (queried)
     _plans: dict[tuple[tuple[str, ...], bool], tuple[tuple[str, ...], bool]] = field(default_factory=dict)
 
     def observe(self, t: float, names: tuple[str, ...], step: int | None, state: RunState | None) -> None:
@@ -115,6 +116,13 @@ class Arrivals:
                 count += 1
         seen.last, seen.count = last, count
 
+    def look(self, names: frozenset[str], now: float) -> None:
+        """herowatch looks for these queried inputs now (a source of the watch asks for them): the first
+        look is remembered, and saved with the rest, so a restart does not start the grace afresh."""
+        for name in names:
+            if name not in self.looked and len(self.looked) < 256:
+                self.looked[name] = now
+
     def seen(self) -> dict[str, Seen]:
         """Per input (metric, ``STEP``, ``STATE``, ``ANY``): its arrivals, merged over the shapes."""
         parts: dict[str, list[Seen]] = {}
@@ -129,7 +137,7 @@ class Arrivals:
     def export(self) -> dict:
         shapes = [[list(names), stepped, seen.export()] for (names, stepped), seen in self.shapes.items()]
         state_seen = self.state_seen.export() if self.state_seen is not None else None
-        return {"state": self.state, "state_seen": state_seen, "shapes": shapes}
+        return {"state": self.state, "state_seen": state_seen, "shapes": shapes, "looked": dict(self.looked)}
 
     def restore(self, data: Mapping | None) -> None:
         if not isinstance(data, Mapping):
@@ -141,6 +149,11 @@ class Arrivals:
                 self.state_seen = Seen.restore(data["state_seen"])
             for names, stepped, raw in data.get("shapes") or ():
                 self.shapes.setdefault((tuple(str(n) for n in names), bool(stepped)), Seen.restore(raw))
+            looked = data.get("looked")
+            if isinstance(looked, Mapping):
+                for name, t in list(looked.items())[:256]:
+                    if math.isfinite(float(t)):  # the earlier look wins: it is herowatch's first
+                        self.looked[str(name)] = min(float(t), self.looked.get(str(name), math.inf))
         except (TypeError, ValueError):
             return
 

@@ -59,9 +59,15 @@ class Writes:
         runs_repo.upsert_cursors(s, [(r, k, c) for (r, k), c in self.cursors.items()], now)
         self.series.flush(s)
         rule_state_repo.save_many(s, {r: (v, st) for r, (v, st) in self.states.items()}, now)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the rows not written yet (a run's part rolled back: ``isolation.Careful``)."""
         self.runs.clear()
         self.cursors.clear()
         self.states.clear()
+        self.series.buckets.clear()
+        self.series.metas.clear()
 
 
 class GroupCommit:

@@ -7,7 +7,9 @@ turns that, at ``now``, into a state per rule and input, learned from the run it
 
 - ``covered``  the input arrives (or came, and has not stopped for long);
 - ``warming``  the run is young: it has logged fewer than ``MIN_ROWS`` steps since it was first seen
-  (or, with no step clock, rows), or the input is expected only at evals or saves and none came yet;
+  (or, with no step clock, rows), or the input is expected only at evals or saves and none came yet,
+  or it is a queried input (Prometheus) herowatch first looked for less than ``LOOK_GRACE`` ago (a
+  Prometheus that just started has no series before its first scrapes, whatever the run's history);
 - ``blind``    the run is running and an input it needs never arrived though the run is past warming,
   or the input stopped for far longer than its own cadence (``STOP_FACTOR`` x its median gap, and at
   least twice its longest recent gap) while the run went on logging;
@@ -38,6 +40,9 @@ from monitor.rules.base import ANY, STATE, STEP
 from monitor.samples import TERMINAL_STATES
 
 MIN_ROWS = 20  # logged steps (or rows) without an input before it counts as never sent
+# A queried input (Prometheus) has no history before its first scrape: it counts as never sent only
+# this long after herowatch first looked for it (``Arrivals.look``), whatever the run logged before.
+LOOK_GRACE = 300.0
 SPECIAL = (STEP, STATE, ANY)
 ORDER = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "unused": 4, "ended": 5}
 
@@ -174,7 +179,12 @@ def _input_state(
         young = ref.count < MIN_ROWS or now - ref.first < for_
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
-        silent = now - ref.first
+        looked = arrivals.looked.get(name)
+        if looked is not None and now - looked < max(for_, LOOK_GRACE):
+            return InputState(
+                name, "warming", None, 0, f"first looked for {_ago(now - looked)} ago; none yet"
+            )
+        silent = now - (ref.first if looked is None else max(ref.first, looked))
         return InputState(
             name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent, essential=True
         )

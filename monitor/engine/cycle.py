@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.clock import Clock
+from alerts.text import one_line
 from monitor.config.schema import Watch
 from monitor.engine.adoption import Adoption
 from monitor.engine.batching import GroupCommit, WriteJob, Writes
@@ -32,6 +33,7 @@ from monitor.engine.checkpoints import CheckpointCounter
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
 from monitor.engine.health_job import HealthJob
+from monitor.engine.isolation import Careful, Plain, WriteHealth, write_carefully
 from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, read_sources, stuck_after
@@ -64,6 +66,7 @@ class CycleReport:
     events: list[AlertEvent] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
     skipped: bool = False  # another replica holds this watch
+    set_aside: dict[str, str] = field(default_factory=dict)  # runs whose write failed -> why (isolation)
 
 
 class LeaseLost(Exception):
@@ -118,6 +121,7 @@ class Engine:
         self.adoption = Adoption(self, self.memory, self.checkpoints, self.lock)
         self.leases_kept = LeaseKeeper(self)
         self.health = HealthJob(self, self.memory, self.lock)
+        self.write_health = WriteHealth()  # whose polls' writes fail now (``isolation``)
         self.unreadable = UnreadableRuns()  # runs a source could not read while it read their watch
 
     # ---- wiring ---------------------------------------------------------------------------------
@@ -231,36 +235,46 @@ class Engine:
                             if job.watch not in held:
                                 job.lost = True
                                 continue
-                            watch = self.watches[job.watch]
-                            self._persist(s, watch, job.results, job.known, job.now, job.report, writes)
+                            self.persist(s, job, writes, Plain())
                     with self.phases.timed("flush"):
                         writes.flush(s, max(j.now for j in jobs))
                         s.flush()
             except Exception as exc:
+                log.warning(
+                    "writing a batch of %d polls failed (%s): each is written again on its own, run by run",
+                    len(jobs),
+                    one_line(exc, 500),
+                )
                 for job in jobs:
                     if not job.lost:
-                        job.error = exc
+                        write_carefully(self, job)
+            else:
+                for job in jobs:
+                    if not job.lost:
+                        self.write_health.written(job.watch, job.now)
         self.phases.add("batch size", 0.0, 0.0, len(jobs))
         self.phases.add("batches", 0.0, 0.0, 1)
 
-    def _persist(
-        self,
-        s: Session,
-        watch: Watch,
-        results: Mapping[str, PollResult],
-        known: Mapping[str, dict],
-        now: float,
-        report: CycleReport,
-        writes: Writes,
-    ) -> None:
+    def persist(self, s: Session, job: WriteJob, writes: Writes, guard: Plain | Careful) -> None:
+        """Persist one poll (``job``) in ``s``; ``guard``: how each run's part is written (``isolation``)."""
+        watch, results, known, now, report = (
+            self.watches[job.watch],
+            job.results,
+            job.known,
+            job.now,
+            job.report,
+        )
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
         for kind, res in results.items():
-            self.source_polls.polled(watch.name, kind, now, res.error)
+            self.source_polls.polled(watch.name, kind, now, res.error, res.throttle)
             for frame in res.fleet:
                 frames_by_run[frame.run].append(frame)
             for info in res.runs:
-                runs_repo.apply_info(self.memory.run(s, info, watch.name, now, writes), info, watch.name)
+                if guard.skip(info.run):
+                    continue
+                with guard.run(info.run):
+                    runs_repo.apply_info(self.memory.run(s, info, watch.name, now, writes), info, watch.name)
             self.blind.note_gaps(kind, res.gaps)
             self.blind.note_logged(res.logged)
             for sample in self.step_times[watch.name].correct(res.samples, now):
@@ -268,58 +282,18 @@ class Engine:
             if res.error:
                 report.errors[kind] = res.error
         unreadable = self.unreadable.note(self.evaluator, watch, results, now)  # one bad run, not the watch
-        unavailable = self.pollers[watch.name].health.unavailable(now)
-        settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
-        errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
-        for run_id in sorted(run_ids):
-            # samples for a run no source described: recorded minimally
-            info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
-            run = self.memory.run(s, info, watch.name, now, writes)
-            self.memory.remember(run)
-            run.last_polled_at = now
-            samples = list(samples_by_run.get(run_id, ()))
-            samples += self.fleet.ingest(s, watch, run_id, frames_by_run.get(run_id, ()))
-            samples = sorted(samples, key=lambda x: x.t)
-            samples = self.vocabulary.translate(
-                run_id, samples, watch.metrics_profile, run.stats, watch.metrics
-            )
-            self.series.fold(s, run_id, runs_repo.fold_samples(run, samples), writes.series)
-            self.memory.set_state(run_id, run.state)
-            report.samples += len(samples)
-            stats = self.stats_of(run, watch)
-            for sample in samples:
-                self.evaluator.observe(sample)
-                stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-            goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
-            run.source_error = self.unreadable.why(watch.name, run_id) or errors
-            blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)
-            events = self.evaluator.evaluate(run_id, now, blinded, settling)
-            # the run's figures are known up to the last poll its own source answered, not to this one
-            known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
-            run.stats = {
-                **stats.snapshot(now, known),
-                "metrics_profile": self.vocabulary.describe(run_id),
-                "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
-                **page_facts(self.layouts, self.drawn, self.evaluator, run, watch, stats),
-            }
-            skew = self.evaluator.apply(
-                skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
-            )
-            if skew is not None:
-                events.append(skew)
-            blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable, run.kind)
-            events.extend(blind)
-            run.stats = {**run.stats, "coverage": coverage}
-            self.recorder.record(s, events, now)
-            self.recorder.refresh(s, run_id, now)
-            self.blind.refresh(s, run_id)
-            report.events.extend(events)
-            if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
-                self.adoption.save_state(s, [run_id], now, writes.states)
-        self.recorder.record(s, unreadable, now)
-        report.events.extend(unreadable)
+        for run_id in sorted(run_ids | set(unreadable)):
+            if guard.skip(run_id):
+                continue
+            with guard.run(run_id):
+                if run_id in run_ids:
+                    self._persist_run(
+                        s, watch, run_id, results, samples_by_run, frames_by_run, now, report, writes
+                    )
+                self.recorder.record(s, unreadable.get(run_id, []), now)
+                report.events.extend(unreadable.get(run_id, []))
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self.memory.states(), now)
         self.recorder.record(s, blind, now)
@@ -327,8 +301,68 @@ class Engine:
         report.events.extend(blind)
         for kind, res in results.items():
             if not res.error:
-                self.memory.cursors_read(kind, res.cursors, writes)
+                self.memory.cursors_read(
+                    kind, {r: c for r, c in res.cursors.items() if r not in guard.bad}, writes
+                )
         report.runs = len(run_ids)
+
+    def _persist_run(
+        self,
+        s: Session,
+        watch: Watch,
+        run_id: str,
+        results: Mapping[str, PollResult],
+        samples_by_run: Mapping[str, list[Sample]],
+        frames_by_run: Mapping[str, list[FleetFrame]],
+        now: float,
+        report: CycleReport,
+        writes: Writes,
+    ) -> None:
+        unavailable = self.pollers[watch.name].health.unavailable(now)
+        settling = self.pollers[watch.name].health.settling(now)  # back from an outage: the backlog may come
+        errors = "; ".join(f"{k}: {e}" for k, e in sorted(report.errors.items())) or None
+        # samples for a run no source described: recorded minimally
+        info = RunInfo(run=run_id, source=next(iter(results), "unknown"))
+        run = self.memory.run(s, info, watch.name, now, writes)
+        self.memory.remember(run)
+        run.last_polled_at = now
+        samples = list(samples_by_run.get(run_id, ()))
+        samples += self.fleet.ingest(s, watch, run_id, frames_by_run.get(run_id, ()))
+        samples = sorted(samples, key=lambda x: x.t)
+        samples = self.vocabulary.translate(run_id, samples, watch.metrics_profile, run.stats, watch.metrics)
+        self.series.fold(s, run_id, runs_repo.fold_samples(run, samples), writes.series)
+        self.memory.set_state(run_id, run.state)
+        report.samples += len(samples)
+        stats = self.stats_of(run, watch)
+        for sample in samples:
+            self.evaluator.observe(sample)
+            stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
+        goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
+        run.source_error = self.unreadable.why(watch.name, run_id) or errors
+        blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)  # this run's source alone
+        events = self.evaluator.evaluate(run_id, now, blinded, settling)
+        # the run's figures are known up to the last poll its own source answered, not to this one
+        known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
+        run.stats = {
+            **stats.snapshot(now, known),
+            "metrics_profile": self.vocabulary.describe(run_id),
+            "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
+            **page_facts(self.layouts, self.drawn, self.evaluator, run, watch, stats),
+        }
+        skew = self.evaluator.apply(
+            skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now
+        )
+        if skew is not None:
+            events.append(skew)
+        blind, _, coverage = self.blind.check_run(watch, run_id, now, unavailable, run.kind)
+        events.extend(blind)
+        run.stats = {**run.stats, "coverage": coverage}
+        self.recorder.record(s, events, now)
+        self.recorder.refresh(s, run_id, now)
+        self.blind.refresh(s, run_id)
+        report.events.extend(events)
+        if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
+            self.adoption.save_state(s, [run_id], now, writes.states)
 
     # ---- source health, on its own schedule -------------------------------------------------------
     def check_health(self, watch_name: str | None = None) -> list[AlertEvent]:

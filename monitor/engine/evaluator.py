@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState, Finding, fingerprint
-from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert
+from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert, held
 from monitor.engine.alert_naming import AlertNaming
 from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Settling, Slot
@@ -303,9 +303,11 @@ class Evaluator:
         ref = alert.ref if alert else None
         if status is not None and status.state.active:
             if alert is None:
-                self._open[fp] = OpenAlert(key, status)
+                alert = self._open[fp] = OpenAlert(key, status)
             else:
                 alert.status = status
+            if finding.active:
+                alert.said = finding
         else:
             self._open.pop(fp, None)
         if tr is not None:
@@ -333,8 +335,14 @@ class Evaluator:
             finding = slot.det.evaluate(now)
             for fp in slot.open:
                 alert = self._open.get(fp)
-                if alert is not None and alert.status.state is AlertState.FIRING and finding.active:
+                if alert is None or alert.status.state is not AlertState.FIRING:
+                    continue
+                if finding.active:
                     out.append((alert, finding, self.annotations(slot.rule, run, finding)))
+                elif not finding.unknown and alert.said is not None and alert.status.last_true_at is not None:
+                    since = now - alert.status.last_true_at  # held by keep_firing_for: its text has an age
+                    f = held(alert.said, finding, since, slot.rule.keep_firing_for)
+                    out.append((alert, f, self.annotations(slot.rule, run, f)))
         return out
 
     def annotations(self, rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
@@ -352,6 +360,7 @@ class Evaluator:
         """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
         rr = self._run(run)
         unread, plans = rr.unreadable(unavailable), rr.coverage_plans
+        rr.arrivals.look(frozenset(n for n in promised if not n.startswith("@")), now)
         return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans)
 
     # ---- detector state across restarts ----------------------------------------------------------

@@ -6,24 +6,47 @@ fenced by its lease (one whose lease is gone is let go)."""
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from monitor.config.schema import Watch
 from monitor.engine.evaluator import AlertEvent
-from monitor.engine.source_health import source_rule
+from monitor.engine.isolation import write_rule
+from monitor.engine.source_health import down_rule, source_rule
 from monitor.samples import TERMINAL_STATES
 
 if TYPE_CHECKING:
-    from monitor.engine.cycle import Engine
+    from alerts.clock import Clock
+    from monitor.engine.adoption import Adoption
+    from monitor.engine.evaluator import Evaluator
+    from monitor.engine.lease_keeping import LeaseKeeper
+    from monitor.engine.polling import WatchPoller
+    from monitor.engine.recording import Recorder
     from monitor.engine.run_memory import RunMemory
 
 
-class HealthJob:
-    """``memory``: the watches' runs and their states; ``lock``: the engine's, held while evaluating."""
+class Checked(Protocol):
+    """What the health job acts on: the engine's parts (``cycle.Engine``)."""
 
-    def __init__(self, engine: Engine, memory: RunMemory, lock: threading.RLock) -> None:
+    watches: dict[str, Watch]
+    clock: Clock
+    sessions: sessionmaker[Session]
+    evaluator: Evaluator
+    pollers: dict[str, WatchPoller]  # each watch's source health
+    recorder: Recorder
+    leases_kept: LeaseKeeper  # fences the watches' writes
+    adoption: Adoption  # lets a watch go whose lease is gone
+
+    @property
+    def adopted(self) -> frozenset[str]: ...
+
+
+class HealthJob:
+    """``engine``: the parts it acts on (``Checked``); ``memory``: the watches' runs and their states;
+    ``lock``: the engine's, held while evaluating."""
+
+    def __init__(self, engine: Checked, memory: RunMemory, lock: threading.RLock) -> None:
         self.engine = engine
         self.memory = memory
         self.lock = lock
@@ -71,4 +94,12 @@ class HealthJob:
             event = eng.evaluator.apply(source_rule(kind, watch.unavailable_after), watch.name, finding, now)
             if event is not None:
                 events.append(event)
+            down = health.down_finding(kind, now, affected, any_known=bool(runs))
+            rule = down_rule(kind, max(watch.unavailable_page_after, watch.unavailable_after))
+            if (event := eng.evaluator.apply(rule, watch.name, down, now)) is not None:
+                events.append(event)
+        writes = eng.write_health.finding(watch.name, now)
+        event = eng.evaluator.apply(write_rule(watch.unavailable_after), watch.name, writes, now)
+        if event is not None:
+            events.append(event)
         return events

@@ -9,16 +9,31 @@ than half its time left needs no statement of its own at the next poll.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.orm import Session
 
 if TYPE_CHECKING:
-    from monitor.engine.cycle import Engine
+    from alerts.clock import Clock
+    from monitor.config.schema import Watch
+    from monitor.engine.adoption import Adoption
+    from monitor.storage.leases import Leases
+
+
+class Leased(Protocol):
+    """What keeping the leases acts on: the engine's parts (``cycle.Engine``)."""
+
+    watches: dict[str, Watch]
+    clock: Clock
+    leases: Leases | None  # None: one process does all the work (SQLite)
+    adoption: Adoption  # takes a newly leased watch up, lets a lost one go
+
+    @property
+    def adopted(self) -> frozenset[str]: ...
 
 
 class LeaseKeeper:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Leased) -> None:
         self.engine = engine
         self._until: dict[str, float] = {}  # watch -> until when this replica holds its lease
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from alerts.text import bounded
 from monitor.config.schema import Watch
 from monitor.engine.source_health import SourceHealth
 from monitor.sources.base import Cursor, PollResult, Source, Target
@@ -87,8 +88,8 @@ def _outcome(kind: str, watch: str, fut: Future[PollResult]) -> PollResult:
     try:
         return fut.result().validated()
     except Exception as exc:  # a source bug is an outage of that source, not of herowatch
-        log.error("source %s raised while polling %s: %s", kind, watch, exc, exc_info=exc)
-        return PollResult(error=f"{type(exc).__name__}: {exc}")
+        log.error("source %s raised while polling %s: %s", kind, watch, bounded(exc), exc_info=exc)
+        return PollResult(error=bounded(f"{type(exc).__name__}: {exc}"))
 
 
 def read_sources(

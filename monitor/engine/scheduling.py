@@ -3,7 +3,8 @@ the outbox dispatcher. Intervals are on the engine's clock; with a sped-up clock
 
 A job still running when its next turn comes is skipped (one instance at a time). APScheduler warns
 about that at every turn; herowatch says it instead, at most once per job every ``SKIP_LOG_EVERY``
-seconds, with how long the job has been running and how many turns it skipped.
+seconds, with how long the job has been running and how many turns it skipped; a job that overran its
+turn by less than ``SLOW_AFTER`` seconds (the first poll of a sped-up demo) is counted, not said.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 log = logging.getLogger(__name__)
 SKIP_LOG_EVERY = 300.0
+SLOW_AFTER = 10.0  # a job running this long when it skips a turn is worth a warning
 
 
 class _NoSkipWarnings(logging.Filter):
@@ -41,10 +43,12 @@ class _Skips:
         with self.lock:
             job = str(event.job_id)
             self.skipped[job] = self.skipped.get(job, 0) + 1
+            since = self.running.get(job)
+            if since is not None and now - since < SLOW_AFTER:
+                return  # a turn that came while the job was finishing: nothing anyone should act on
             if now - self.said.get(job, -1e18) < SKIP_LOG_EVERY:
                 return
             self.said[job], n = now, self.skipped.pop(job)
-            since = self.running.get(job)
         running = f"has been running for {now - since:.0f}s" if since is not None else "is still running"
         log.warning(
             "job %s %s; skipped %d turn(s) meanwhile (said at most every %.0fs)",

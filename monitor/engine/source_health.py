@@ -28,6 +28,7 @@ from monitor.durations import format_duration
 from monitor.rules.spec import RuleSpec
 
 DEFAULT_AFTER = 120.0
+DEFAULT_PAGE_AFTER = 600.0  # failing this long (or never read): source_down, critical
 SETTLE_TIMES = 5.0  # an outage settles after clean answers for as long as it failed, up to 5 x ``after``
 MAX_CATCH_UP = 3600.0  # after an outage, the silence rules wait for the backlog at most this long
 SCOPE = {"scope": "watch"}  # the watch carries its sources' alerts (kept apart from a same-named run)
@@ -51,6 +52,26 @@ def source_rule(source: str, after: float = DEFAULT_AFTER) -> SourceHealthSpec:
             "summary": f"{{run}}: cannot read {source}: {{reason}}",
             "description": "herowatch cannot read this source. The rules it feeds are paused (no false "
             "stall pages) until it answers again; the listed runs are not watched meanwhile.",
+            "runbook_url": "{runbooks}#source-unavailable",
+        },
+    )
+
+
+@functools.cache
+def down_rule(source: str, after: float = DEFAULT_PAGE_AFTER) -> SourceHealthSpec:
+    """``source_down``: the source has failed (or never answered) for ``after``: critical, it pages under
+    any route (``source_unavailable`` before it is a warning: a brief outage stays one quiet message)."""
+    return SourceHealthSpec(
+        name="source_down",
+        kind="source_unavailable",
+        severity=Severity.CRITICAL,
+        for_=after,
+        labels={"source": source, "category": "herowatch"},
+        annotations={
+            "summary": f"{{run}}: {source} unreadable for {format_duration(after)}: {{reason}}",
+            "description": "herowatch has not been able to read this source for a long time (or never "
+            "has): the runs it feeds are not watched, and no page about them can come. Fix the source "
+            "(its credentials, its address) or silence this alert.",
             "runbook_url": "{runbooks}#source-unavailable",
         },
     )
@@ -160,6 +181,13 @@ class SourceHealth:
                 f"no answer for {format_duration(now - (st.inflight_since or now))} (a poll is still running)"
             )
         return None
+
+    def down_finding(self, source: str, now: float, affected: Iterable[str], any_known: bool) -> Finding:
+        """The ``source_down`` finding: as ``finding``, but only while the source fails (or hangs) now,
+        not while it settles after answering again."""
+        if self.error(source, now) is None:
+            return Finding(False, reason="the source answers", extra_labels=SCOPE)
+        return self.finding(source, now, affected, any_known)
 
     def finding(self, source: str, now: float, affected: Iterable[str], any_known: bool) -> Finding:
         """The ``source_unavailable`` finding for ``source``. ``affected``: the runs it hides (running or

@@ -30,8 +30,8 @@ class UnreadableRuns:
 
     def note(
         self, evaluator: Evaluator, watch: Watch, results: Mapping[str, PollResult], now: float
-    ) -> list[AlertEvent]:
-        """This poll's unreadable runs of ``watch``, as ``source_unavailable`` changes."""
+    ) -> dict[str, list[AlertEvent]]:
+        """This poll's unreadable runs of ``watch``, as ``source_unavailable`` changes, by run."""
         before = self._now.get(watch.name, {})
         current = {
             (kind, run): why
@@ -42,10 +42,15 @@ class UnreadableRuns:
         for (kind, run), why in before.items():
             if kind not in results or results[kind].error:
                 current.setdefault((kind, run), why)
-        events = []
+        events: dict[str, list[AlertEvent]] = {}
+
+        def add(run: str, event: AlertEvent | None) -> None:
+            if event is not None:
+                events.setdefault(run, []).append(event)
+
         for (kind, run), why in sorted(current.items()):
             rule = source_rule(kind, watch.unavailable_after)
-            events.append(evaluator.apply(rule, run, Finding(True, reason=why[:300]), now))
+            add(run, evaluator.apply(rule, run, Finding(True, reason=why[:300]), now))
         for kind, res in sorted(results.items()):
             if res.error:
                 continue
@@ -54,11 +59,9 @@ class UnreadableRuns:
                 if any(
                     _same(a.key.rule, rule) for a in evaluator.open_alerts(run)
                 ):  # also from before a restart
-                    events.append(
-                        evaluator.apply(rule, run, Finding(False, reason="the run is read again"), now)
-                    )
+                    add(run, evaluator.apply(rule, run, Finding(False, reason="the run is read again"), now))
         self._now[watch.name] = current
-        return [e for e in events if e is not None]
+        return events
 
     def sources_of(self, watch: str, run: str) -> frozenset[str]:
         """The sources that cannot read ``run`` now: its rules fed only by them are frozen."""

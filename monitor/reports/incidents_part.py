@@ -57,13 +57,15 @@ def pages(alerts: list[Alert], events: list[GoodputEvent], p: Period, gpus: Mapp
             continue  # info alerts notify nobody: not pages
         fired = float(a.fired_at or a.active_at)
         # The symptom: the start of a goodput incident under way when the rule began to hold (the
-        # last step before a hang, the moment a job went down), else the rule's first bad sample.
+        # last step before a hang, the moment a job went down), else the onset of the evidence the
+        # rule reported (the first sample at which its condition held), else when it first held.
+        first = a.onset_at if a.onset_at is not None and a.onset_at <= fired else a.active_at
         near = [
             e
             for e in by_run[a.run_id]
-            if e.start <= fired and e.end >= a.active_at - 1 and e.start >= fired - LOOKBACK
+            if e.start <= fired and e.end >= first - 1 and e.start >= fired - LOOKBACK
         ]
-        symptom = min([a.active_at, *(e.start for e in near)])
+        symptom = min([first, *(e.start for e in near)])
         until = a.resolved_at if a.resolved_at is not None else p.end
         cost = sum(e.seconds_lost for e in _overlapping(by_run[a.run_id], a.run_id, symptom, until))
         n = gpus.get(a.run_id)

@@ -1,16 +1,19 @@
-"""The pictures of a report (inline SVG), with the loss curves read from the stored, bounded series."""
+"""The pictures of a report (inline SVG), with each run's headline metric (the loss; an RL run's reward,
+as its run page shows) read from the stored, bounded series."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from markupsafe import Markup
 from sqlalchemy.orm import Session
 
 from monitor.reports import svg
-from monitor.reports.goodput_part import STEP_METRIC
 from monitor.reports.model import Report
+from monitor.rules.loader import load_layouts, pack_names
 from monitor.storage import report_repo
+from monitor.storage.models import Run
 
 MAX_CURVES = 6  # loss curves: the runs with the costliest incidents first
 
@@ -23,21 +26,33 @@ class Pictures:
     costliest: list[Markup] = field(default_factory=list)  # one per costliest incident, around it
 
 
+@cache
+def _layouts():  # noqa: ANN202 - the packs' run kinds, read once
+    return load_layouts(pack_names(), ())
+
+
+def headline(s: Session, run: str) -> tuple[str, str]:
+    """The metric a run's kind leads with (the packs' ``run_kind: headline``) and its label."""
+    row = s.get(Run, run)
+    return _layouts().headline(row.kind if row is not None else None)
+
+
 def collect(s: Session, r: Report) -> Pictures:
     p = r.period
     order = list(dict.fromkeys([i.run for i in r.costliest] + [run.run for run in r.runs]))[:MAX_CURVES]
     curves = []
     for run in order:
-        points = report_repo.curve(s, run, STEP_METRIC, p.start, p.end)
+        metric, label = headline(s, run)
+        points = report_repo.curve(s, run, metric, p.start, p.end)
         incs = [i for i in r.incidents if i.run == run]
-        curves.append(
-            (run, svg.loss_curve(points, incs, p.start, p.end, f"{run}: {STEP_METRIC}, incidents shaded"))
-        )
+        title = f"{r.name_of(run)}: {label.lower()}, incidents shaded"
+        curves.append((run, svg.loss_curve(points, incs, p.start, p.end, title, label=label.lower())))
     around = []
     for inc in r.costliest:
         a = inc.start - max(3600.0, (inc.end - inc.start) * 0.5)
         b = inc.end + max(3600.0, (inc.end - inc.start) * 0.5)
-        points = report_repo.curve(s, inc.run, STEP_METRIC, a, b)
-        title = f"{inc.run}: {inc.kind}, {STEP_METRIC} around it"
-        around.append(svg.loss_curve(points, [inc], a, b, title, width=600))
+        metric, label = headline(s, inc.run)
+        points = report_repo.curve(s, inc.run, metric, a, b)
+        title = f"{r.name_of(inc.run)}: {inc.kind}, {label.lower()} around it"
+        around.append(svg.loss_curve(points, [inc], a, b, title, width=600, label=label.lower()))
     return Pictures(bars=svg.goodput_bars(r), timeline=svg.timeline(r), curves=curves, costliest=around)

@@ -32,7 +32,7 @@ from monitor.reports.period import zone
 from monitor.storage import goodput_repo, report_repo, reports_sent
 
 if TYPE_CHECKING:
-    from monitor.service import Service
+    from apscheduler.schedulers.base import BaseScheduler
 
 log = logging.getLogger(__name__)
 CHECK_EVERY = 30.0  # seconds (of the service's clock)
@@ -142,12 +142,11 @@ class ReportJob:
             )
 
 
-def install(service: Service) -> None:
-    """Add the scheduled reports' job to a started service's scheduler (when it has schedules)."""
+def install(scheduler: BaseScheduler, job: ReportJob, speed: float = 1.0) -> None:
+    """Add the scheduled reports' job to a started scheduler (when the config has schedules); ``speed``:
+    how much faster than real time the service's clock runs."""
     from monitor.engine.scheduling import add_interval_job
 
-    if not service.config.reports:
+    if not job.cfg.reports:
         return
-    env = {**os.environ, **service.settings.secret_env()}
-    job = ReportJob(service.config, service.sessions, service.clock, env)
-    add_interval_job(service.scheduler, "reports", job.run_once, CHECK_EVERY / service.speed, first_in=1.0)
+    add_interval_job(scheduler, "reports", job.run_once, CHECK_EVERY / speed, first_in=1.0)

@@ -103,7 +103,9 @@ def loss_curve(
     t1: float,
     title: str,
     width: int = 900,
+    label: str = "loss",
 ) -> Markup:
+    """The run's headline metric (``label``) against time, the incidents shaded."""
     height, top, bottom = 220, 20, 190
     span = width - 70 - 20
     body: list[str] = []
@@ -132,7 +134,8 @@ def loss_curve(
         body.append(f'<text x="64" y="{bottom}" text-anchor="end">{lo:.3g}</text>')
     else:
         body.append(
-            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#666">no loss logged</text>'
+            f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle" fill="#666">'
+            f"no {escape(label)} logged</text>"
         )
     body.append(f'<line x1="70" y1="{bottom}" x2="{70 + span}" y2="{bottom}" stroke="#999"/>')
     body.append(f'<text x="70" y="{height - 8}" fill="#666">{escape(title)}</text>')

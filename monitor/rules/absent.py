@@ -1,9 +1,11 @@
 """``absent``: a metric that used to arrive stopped arriving while the run goes on.
 
 Fires when the metric was seen, nothing of it came for ``after``, the run is running (or its state
-unknown) and other telemetry arrived since (``while: progress``: steps kept coming; ``while: data``:
-any sample with a metric or step). A run that went entirely silent is ``telemetry_gone``'s business
-and a run that stopped stepping is ``stall``'s, so one incident does not raise three alerts.
+unknown) and other telemetry arrived since (``while: progress``: the step counter kept moving, so a
+row logged again at the step the run stopped on (an evaluation's, a final flush) is no progress;
+``while: data``: any sample with a metric or step). A run that went entirely silent is
+``telemetry_gone``'s business and a run that stopped stepping is ``stall``'s, so one incident does not
+raise three alerts.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class AbsentDetector(Detector[AbsentSpec]):
         metrics = sample.metrics
         if metrics and self.metric in metrics:
             self.seen_at = sample.t
-        elif sample.step is not None if self._progress else (sample.step is not None or metrics):
+        elif self._moved(sample) if self._progress else (sample.step is not None or metrics):
             self.other_at = sample.t
         if sample.step is not None:
             self.step = sample.step
@@ -66,6 +68,11 @@ class AbsentDetector(Detector[AbsentSpec]):
             self.wake_at = math.inf
         else:
             self.wake_at = self.seen_at + self.rule.after
+
+    def _moved(self, sample: Sample) -> bool:
+        """Did the step counter move (forward, or back after a rewind)? A row at the step already
+        seen (an evaluation at the step a hung run stopped on) is not a step arriving."""
+        return sample.step is not None and self.step is not None and sample.step != self.step
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         # a segment's samples carry the same metrics and no state: with the metric, each sets seen_at

@@ -101,7 +101,7 @@ def _document(text: str, path: str) -> tuple[_RuleList, dict]:
     try:
         doc = _RuleList.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        raise ConfigError(path, problems_from(exc, positions, hint=RULES_HINT)) from None
+        raise ConfigError(path, problems_from(exc, positions, hint=RULES_HINT, model=_RuleList)) from None
     ids: dict[str, int] = {}
     for i, panel in enumerate(doc.panels):
         if panel.id in ids:
@@ -279,7 +279,13 @@ def check_overrides(rules: RuleSet, overrides: Mapping[str, Mapping[str, Any]], 
         except ValidationError as exc:
             for err in exc.errors(include_url=False):
                 loc = ".".join(str(p) for p in err["loc"] if str(p) not in DETECTORS)
-                problems.append(Problem(None, f"{where}.{name}.{loc}", err["msg"]))
+                msg = err["msg"]
+                if err["type"] == "extra_forbidden":
+                    near = difflib.get_close_matches(loc, sorted(type(by_name[name]).model_fields), n=1)
+                    every = "`herowatch rules list PACK --verbose` shows them"
+                    hint = f"did you mean {near[0]!r}?" if near else every
+                    msg = f"{name} has no setting {loc!r}; {hint}"
+                problems.append(Problem(None, f"{where}.{name}.{loc}", msg))
         except FieldError as exc:
             problems.append(Problem(None, f"{where}.{name}.{exc.field}", str(exc)))
         except ValueError as exc:

@@ -47,6 +47,7 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         self.count = 0  # non-finite values seen
         self.bad: list | None = None  # [value, step] of the latest non-finite value, until judged
         self.judged = False  # an evaluation has reported ``bad``: the next finite value clears it
+        self.since: list | None = None  # [time, step] of the first non-finite value of this episode
 
     def observe(self, sample: Sample) -> None:
         v = sample.metrics.get(self.metric)
@@ -56,6 +57,8 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         self.value, self.step = v, sample.step
         if bad:
             self.count += 1
+            if self.bad is None:
+                self.since = [sample.t, sample.step]
             self.bad, self.judged = [v, sample.step], False
         elif self.bad is not None and (self.judged or sample.step == self.bad[1]):
             self.bad = None  # judged, or the same step logged again, finite (a correction)
@@ -87,10 +90,12 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         self.judged = True
         bad, step = self.bad
         at = f" at step {step}" if step is not None else ""
+        onset, onset_step = self.since if self.since is not None else (None, None)
         if math.isfinite(v):
             reason = f"{self.metric} was {fmt_value(bad)}{at} (now {fmt_value(v)})"
-            return Finding(True, value=bad, step=step, reason=reason)
-        return Finding(True, value=v, step=step, reason=f"{self.metric} is {fmt_value(v)}{at}")
+            return Finding(True, value=bad, step=step, reason=reason, onset=onset, onset_step=onset_step)
+        reason = f"{self.metric} is {fmt_value(v)}{at}"
+        return Finding(True, value=v, step=step, reason=reason, onset=onset, onset_step=onset_step)
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

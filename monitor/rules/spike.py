@@ -123,6 +123,11 @@ class SpikeDetector(Detector[SpikeSpec]):
         # steps after it must not lose it): [value, step, score, baseline, threshold]
         self.caught: list | None = None
         self.judged = False
+        # while the floor is raised: [threshold, baseline (metric units), baseline resets then, raised
+        # since (time), its lowest floor since (on the signed scale)]: the text says how long it has been
+        # raised as of the newest value, and a verdict after a rewind lost the baseline still speaks of
+        # the level the rule fired on
+        self.raised: list | None = None
 
     def share_key(self) -> Hashable:
         return ("spike", *(getattr(self.rule, name) for name in _SHARED))
@@ -221,6 +226,10 @@ class SpikeDetector(Detector[SpikeSpec]):
         if b.latest is None:
             return Finding(False, reason=f"no {m} yet")
         _, step, v, y = b.latest
+        if self._floor_mode and self.raised is not None and b.resets > self.raised[2]:
+            lost = self._after_lost_baseline(v, step)
+            if lost is not None:
+                return lost
         if not b.ready:
             return Finding(
                 False, value=v, step=step, reason=f"warming up ({len(b.base)}/{b.min_points} baseline values)"
@@ -245,7 +254,9 @@ class SpikeDetector(Detector[SpikeSpec]):
                     f"{m} {fmt_value(v0)}{at0} was {score0:.1f} sigma {up} its baseline {fmt_value(base0)} "
                     f"(one-step spike; now {fmt_value(v)})"
                 )
-                return Finding(True, value=v0, threshold=threshold0, step=step0, reason=reason)
+                return Finding(
+                    True, value=v0, threshold=threshold0, step=step0, reason=reason, onset_step=step0
+                )
             elif score <= 0:  # on the side a spike never is: no figure that reads like an alarm
                 reason = f"{now_at} is not {up} its baseline {base}: no spike"
             else:
@@ -254,11 +265,54 @@ class SpikeDetector(Detector[SpikeSpec]):
         floor = b.floor if b.floor is not None else y
         floor_raw = b.raw(floor)
         if b.floor_raised:
+            t = b.latest[0]
+            was = self.raised if self.raised is not None and self.raised[2] == b.resets else None
+            since = was[3] if was else b.floor_since  # the onset: kept while the floor stays raised
+            least = min(was[4], floor) if was else floor
+            self.raised = [threshold, base_raw, b.resets, since, least]
             score = (floor - med) / b.sigma_eff()
+            age = f"; newest value {format_duration(now - t)} old" if now - t >= 60 else ""
             reason = (
-                f"{m} has stayed {up} {fmt_value(floor_raw)} for {format_duration(b.floor_span)} "
-                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma)"
+                f"{m} has stayed {up} {fmt_value(b.raw(least))} for {format_duration(t - since)} "
+                f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma{age})"
             )
         else:
+            self.raised = None
             reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
-        return Finding(b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason)
+        onset = self.raised[3] if b.floor_raised and self.raised else None
+        return Finding(
+            b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason, onset=onset
+        )
+
+    def _after_lost_baseline(self, v: float, step: int | None) -> Finding | None:
+        """A raised floor's verdict once a step rewind (a restart from a checkpoint) reset the baseline it
+        was judged against: the newest value against the level the rule fired on, until the baseline is
+        rebuilt. Back on the healthy side: it ends, saying so; still beyond it: no verdict (the alert
+        holds: the loss has not come back, and a rebuilt baseline would take the raised level for normal).
+        None once the new baseline judges on its own."""
+        b, m = self.baseline, self.metric
+        threshold, base_raw = self.raised[:2] if self.raised else (math.nan, math.nan)
+        up, down = ("above", "below") if b.sign > 0 else ("below", "above")
+        at = f" at step {step}" if step is not None else ""
+        rebuilding = f"the run rewound and its baseline is rebuilding ({len(b.base)}/{b.min_points} values)"
+        back = v < threshold if b.sign > 0 else v > threshold
+        if back:
+            self.raised = None
+            reason = (
+                f"{m} {fmt_value(v)}{at} is back {down} {fmt_value(threshold)}, the threshold it fired "
+                f"{up} (baseline then {fmt_value(base_raw)}); {rebuilding}"
+            )
+            return Finding(False, value=v, threshold=threshold, step=step, reason=reason)
+        if b.ready:
+            self.raised = None
+            if b.floor_raised:
+                return None
+            med = b.median()
+            reason = (
+                f"the evidence is gone: the run rewound and its baseline was rebuilt at {m} "
+                f"{fmt_value(b.raw(med))}, {up} the threshold it fired {up} ({fmt_value(threshold)}); "
+                f"now {fmt_value(v)}{at}"
+            )
+            return Finding(False, value=v, step=step, reason=reason)
+        reason = f"{m} {fmt_value(v)}{at} is still {up} {fmt_value(threshold)}; {rebuilding}: no verdict yet"
+        return Finding(False, unknown=True, value=v, threshold=threshold, step=step, reason=reason)

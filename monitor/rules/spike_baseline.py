@@ -329,6 +329,11 @@ class SpikeBaseline:
         return (floor - self._med) / self.sigma_eff()
 
     @property
+    def floor_since(self) -> float:
+        """When the oldest value of the recent window was logged: while the floor is raised, every
+        value since has been beyond the baseline (the onset of the evidence)."""
+        return self._closed[0][1] if self._closed else self._ot
+
+    @property
     def floor_span(self) -> float:
-        first = self._closed[0][1] if self._closed else self._ot
-        return self._olast - first
+        return self._olast - self.floor_since

@@ -4,7 +4,8 @@ The run's step intervals give its cadence; its long pauses (checkpoint saves, ev
 schedule (schedule.py): at which steps, or how often in time, it habitually pauses, and for how long.
 
 - While the schedule is not known (no habit yet, or a long pause no habit explains among the
-  remembered ones) the rule is conservative: limit = max(``floor``, ``k`` x the p99 step interval,
+  remembered ones) the rule is conservative: limit = max(``floor``, ``k`` x the p99 step interval (at
+  most ``floor`` past one: a slow run's step is no reason to wait 10 of them),
   ``pause_factor`` x the longest pause that happened twice among the last 8, capped at ``max_pause``).
 - Once it is known, a pause at a habitual step gets ``habit_factor`` x its usual length, and a pause
   anywhere else is a hang after max(``hang_after``, ``k`` x the p99 step interval): minutes, not the
@@ -242,7 +243,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             ordered = sorted(self.intervals)
             self.median = median_of_sorted(ordered)
             self.p99 = ordered[min(n - 1, int(0.99 * n))]
-            self._ordinary = max(self.rule.hang_after, self.rule.k * self.p99)
+            self._ordinary = max(self.rule.hang_after, self._steps_limit(self.p99))
             self._pause_after = PAUSE_X * self.median
         self._mark_after = self._ordinary / 2
 
@@ -267,6 +268,11 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             and self.last_step_at - since >= self.steady_need
             and self.top_step - self.steady_from >= self.rule.steady_steps
         )
+
+    def _steps_limit(self, p99: float) -> float:
+        """``k`` missed steps, but never more than ``floor`` past the slowest usual step: at 100 s a
+        step, 10 steps would be 17 minutes of waiting beyond the step that should have come."""
+        return min(self.rule.k * p99, p99 + self.rule.floor)
 
     def ordinary_limit(self) -> float:
         """Once the schedule is known: how long a pause at an ordinary step may last."""
@@ -303,7 +309,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         limit, why = r.floor, ""
         p99 = self.p99
         if p99 is not None:
-            limit = max(limit, r.k * p99)
+            limit = max(limit, self._steps_limit(p99))
         recurring = self.recurring_pause()
         if recurring is not None:
             limit = max(limit, min(r.max_pause, r.pause_factor * recurring))
@@ -341,6 +347,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=waited,
                 threshold=allowance,
                 step=self.last_step,
+                onset=self.awaiting_since,
                 reason=f"no first step {format_duration(waited)} after {what} "
                 f"(allowance {format_duration(allowance)}{learned})",
             )
@@ -355,6 +362,8 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 value=idle,
                 threshold=limit,
                 step=self.last_step,
+                onset=self.last_step_at,  # the evidence: no step since this one
+                onset_step=self.last_step,
                 reason=f"no new step for {format_duration(idle)} "
                 f"(limit {format_duration(limit)}{': ' + why if why else ''})",
             )
@@ -363,7 +372,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             value=idle,
             threshold=limit,
             step=self.last_step,
-            reason=f"last step {self.last_step} {format_duration(idle)} ago, within the limit "
+            reason=f"last step {self.last_step}, {format_duration(idle)} ago, within the limit "
             f"{format_duration(limit)}",
         )
 

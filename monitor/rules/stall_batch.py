@@ -11,20 +11,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from monitor.rules.base import RAN_OUT, Stop
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
-if TYPE_CHECKING:
-    from monitor.rules.stall import StallSpec
+
+class StallLimits(Protocol):
+    """What the loop reads of the rule (``stall.StallSpec``)."""
+
+    floor: float
+    steady_steps: int
 
 
 class StallBatch:
     """The batched loop of ``StallDetector``. Its fields are the detector's (``StallDetector.__init__``
     sets them all); the ones the loop reads or writes are declared here."""
 
-    rule: StallSpec
+    rule: StallLimits
     hot: bool
     wake_at: float
     state: RunState | None

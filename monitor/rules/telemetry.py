@@ -3,6 +3,11 @@
 Telemetry is any sample with a step or a metric; state-only samples (the run list saying "running")
 do not count. A run whose state was never reported counts as running. While the source cannot be
 read, nothing is known about the run: the rule holds off (a source outage is not the run's fault).
+
+A run that reports steps is the stall rule's (``progress_stalled``): it learns the run's own pauses
+(saves, evaluations, restores) and says at which step it stopped, where a fixed silence limit pages a
+long healthy save or a restore, then pages the same hang a second time. So by default this rule
+watches runs without a step clock (``while_stepping: true`` watches every run).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 class TelemetryGoneSpec(RuleSpec):
     kind: Literal["telemetry_gone"] = "telemetry_gone"
     after: Duration = Field(default=600.0, gt=0, description="silence longer than this fires")
+    while_stepping: bool = Field(
+        default=False, description="also watch runs that report steps (by default the stall rule's)"
+    )
 
 
 @register
@@ -66,7 +74,7 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
             self.last_data = sample.t
             if sample.step is not None:
                 self.last_step = sample.step
-        if self.state not in RUNNING_OR_UNKNOWN:
+        if self.state not in RUNNING_OR_UNKNOWN or self._stepping():
             self.wake_at = math.inf
         else:
             since = self.last_data if self.last_data is not None else self.first_seen
@@ -86,8 +94,12 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         step = last_step(samples, i, end)
         if step is not None:
             self.last_step = step
-        self.wake_at = t + after
+        self.wake_at = math.inf if self._stepping() else t + after
         return end, RAN_OUT
+
+    def _stepping(self) -> bool:
+        """A run with a step clock, left to the stall rule."""
+        return self.last_step is not None and not self.rule.while_stepping
 
     def evaluate(self, now: float) -> Finding:
         if self.state not in RUNNING_OR_UNKNOWN:
@@ -96,6 +108,8 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
             return Finding(False, reason="source unreadable: telemetry unknown")
         if self.first_seen is None:
             return Finding(False, reason="no data yet")
+        if self._stepping():
+            return Finding(False, reason="the run reports steps: its progress is the stall rule's")
         since = self.last_data if self.last_data is not None else self.first_seen
         silent = now - since
         what = "no telemetry" if self.last_data is not None else "no telemetry since the run was seen"

@@ -10,11 +10,12 @@ Every second of wall time lands in exactly one bucket, so the buckets add up to 
 - ``productive``: step intervals at the run's normal cadence, less the work later redone;
 - ``paused``: a gap between steps longer than ``SLOW_FACTOR`` x the cadence (the median step interval)
   that cost less than ``STALL_AFTER`` (checkpoint saves, evals, hiccups): overhead, not an incident;
-- ``stalled``: no step for longer than that while the run reports running (an incident);
-- ``restarting``: from a restart (a step rewind without a state change, or crashed -> running) to
-  the first new step, and from the first sight of a run to its first step (``startup``);
+- ``stalled`` (hung): no step for longer than that while the run reports running (an incident), from
+  the last step to the next one, or to the kill or exit that ended it;
+- ``restarting``: from the exit of the old process (a step rewind without a state change, or crashed
+  -> running) to the first new step, and from the first sight of a run to its first step (``startup``);
 - ``down``: not running (crashed, failed, killed, preempted) until it runs again; counted from the
-  last step before it went down;
+  last step before it went down, or from the end of the hang it went down from;
 - ``rework``: the lost work, steps redone after a rewind (steps x the cadence), moved out of
   ``productive``.
 
@@ -23,6 +24,12 @@ The clock starts at the first step or run state herowatch sees (a run first seen
 yet, is starting up): times before are unknown and not counted, and a source that reads an hour of
 metrics back does not make the run an hour old. States count from when they were observed: a source
 reports a run's state once per poll, not on every history row.
+
+Time is booked by what happened, in order, and never relabelled: a hang that was shown as stalled
+while it lasted stays stalled when a kill or a restart ends it. The exit of a hung process is the
+first sign of it: a down state, or the start of the new process (``started``: a step's time less the
+process's uptime, e.g. W&B's ``_runtime``, when that start lies after the last old step). Without
+either, herowatch could not see the restart: the hang is booked up to the first new step.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ MIN_INTERVALS = 4  # step intervals needed before the cadence is trusted
 WINDOW = 128  # recent per-step intervals kept for the median
 MAX_INCIDENTS = 50  # closed incidents kept (totals and counts cover all of them)
 
+UPTIME_KEY = "_runtime"  # seconds since the process that logged a row started (W&B's key; the sim's)
 BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
 LOST = BUCKETS[1:]
 Mode = Literal["init", "running", "restarting", "down", "ended"]  # where the account of a run is
@@ -69,6 +77,7 @@ class Goodput:
         # What the engine writes durably after each poll (``drain``): where each second went, slot by
         # slot, and every incident (the in-memory list above keeps only the newest).
         self.ledger = Ledger()
+        self._mark: tuple[float | None, dict[str, float]] = (None, dict(self.totals))
 
     # ---- the cadence -------------------------------------------------------------------------
     def cadence(self) -> float | None:
@@ -104,17 +113,26 @@ class Goodput:
         self.ledger.incident(self.incidents[-1], self.last_step)
 
     # ---- observations ------------------------------------------------------------------------
-    def observe(self, t: float, step: int | None = None, state: RunState | None = None) -> None:
+    def observe(
+        self, t: float, step: int | None = None, state: RunState | None = None, started: float | None = None
+    ) -> None:
+        """``started``: when the process that logged this step started, where the source says."""
         if self.start is None:
             if step is None and state is None:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
-        before, acct = dict(self.totals), self.acct
-        self._observe(t, step, state)
-        self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
+        self._mark = (self.acct, dict(self.totals))
+        self._observe(t, step, state, started)
+        self._book()
 
-    def _observe(self, t: float, step: int | None, state: RunState | None) -> None:
+    def _book(self) -> None:
+        """Hand the ledger the stretch classified since the last mark, with the seconds of each bucket."""
+        acct, before = self._mark
+        self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
+        self._mark = (self.acct, dict(self.totals))
+
+    def _observe(self, t: float, step: int | None, state: RunState | None, started: float | None) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
         elif state in ENDED_STATES:
@@ -122,11 +140,29 @@ class Goodput:
         elif state == RunState.RUNNING and self.mode in ("down", "ended"):
             self._back_up(t)
         if step is not None:
-            self._step(t, step)
+            self._step(t, step, started)
+
+    def _hung_until(self, t: float) -> None:
+        """The process ended at ``t``: a hang seen as one (no step for longer than ``STALL_AFTER`` past
+        the cadence) is booked stalled up to there, an incident of its own. A shorter gap is left to the
+        restart or downtime that follows (booked from the last step, as before)."""
+        if self.mode != "running" or self.acct is None:
+            return
+        gap = t - self.acct
+        worked = min(gap, self.cadence() or 0.0)
+        lost = gap - worked
+        if lost <= STALL_AFTER:
+            return
+        self.totals["productive"] += worked
+        self.totals["stalled"] += lost
+        self._incident("stall", self.acct, t, lost, self.last_step)
+        self.acct = t
+        self._book()
 
     def _go_down(self, t: float) -> None:
         if self.mode == "down":
             return
+        self._hung_until(t)
         if self.mode == "restarting":  # the restore itself failed: it ends, the downtime begins
             self._close_restart(t, None)
         elif self.mode == "ended":
@@ -156,7 +192,7 @@ class Goodput:
             self.totals["restarting"] += t - self.acct
         self.mode, self.acct, self.ended_at = "ended", t, t
 
-    def _step(self, t: float, step: int) -> None:
+    def _step(self, t: float, step: int, started: float | None = None) -> None:
         if self.mode in ("down", "ended"):  # a step while reported down: the state was stale
             self._back_up(t)
         if self.mode == "init":
@@ -169,7 +205,11 @@ class Goodput:
         elif step == self.last_step:
             return  # the same step again
         elif self.last_step is not None and step < self.last_step:
-            self.since = self.acct  # a rewind without any other sign: restarted since the last step
+            # A rewind without a state change: the old process ended when the new one started, if the
+            # source says when; else the restart was not seen and a hang lasts up to this step.
+            seen = started is not None and self.acct < started <= t
+            self._hung_until(started if seen else t)
+            self.since = self.acct  # restarted since the exit (or the last step, after a short gap)
             self._close_restart(t, step)
         else:
             self._gap(t, step - (self.last_step or 0), self.last_step)

@@ -12,7 +12,7 @@ import math
 from collections import deque
 from typing import Any
 
-from monitor.runs.goodput import Goodput
+from monitor.runs.goodput import UPTIME_KEY, Goodput
 
 LATEST = ("train/loss", "throughput/tokens_per_second", "throughput/mfu", "grad/norm/total", "eval/loss")
 RATE_WINDOW = 64  # steps over which the step rate is measured
@@ -54,7 +54,9 @@ class RunStats:
     def observe(
         self, t: float, step: int | None, metrics: dict[str, float], state: str | None = None
     ) -> None:
-        self.goodput.observe(t, step, state)
+        uptime = metrics.get(UPTIME_KEY) if step is not None else None
+        started = t - uptime if uptime is not None and math.isfinite(uptime) and uptime >= 0 else None
+        self.goodput.observe(t, step, state, started)
         if self.first_seen is None:
             self.first_seen = t
         if step is not None:

@@ -9,12 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from alerts.text import bounded
 from monitor.fleet.frame import FleetFrame, clean_frame
 from monitor.run_ids import MAX_ID
-from monitor.samples import RunInfo, Sample, clean, clean_info
+from monitor.samples import MAX_NAME, RunInfo, Sample, clean, clean_info
 
 log = logging.getLogger(__name__)
 MAX_DISPLAY = 300  # a run's display name, as stored
+MAX_LABELS = 100  # labels of a run a source describes, as stored
+MAX_LABEL = 1000  # a label's value, as stored
 
 Cursor = dict[str, Any]  # JSON-serialisable, per run; stored between polls and across restarts
 
@@ -37,6 +40,25 @@ class Target:
         return self.names.get(run, run)
 
 
+@dataclass(frozen=True)
+class Throttle:
+    """A poll that could not read every run that moved within its server's quota: how many runs' new
+    steps wait for a later poll (none lost: their cursors stay), how many of them were priority runs,
+    the longest any has waited since its last read (seconds), and the quota."""
+
+    deferred: int
+    priority_deferred: int
+    waiting: float
+    quota: str
+
+    def line(self) -> str:
+        first = f", {self.priority_deferred} of them priority runs" if self.priority_deferred else ""
+        return (
+            f"{self.deferred} runs' history put off by the quota ({self.quota}){first}; "
+            f"the longest wait since a read {self.waiting:.0f}s"
+        )
+
+
 @dataclass
 class PollResult:
     samples: list[Sample] = field(default_factory=list)
@@ -50,6 +72,7 @@ class PollResult:
     # run -> keys the run logs that the source saw, read or not (what a blind rule's warning suggests)
     logged: dict[str, list[str]] = field(default_factory=dict)
     fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
+    throttle: Throttle | None = None  # reads the server's quota put off (W&B)
     # run -> why this one run could not be read (a damaged file at a byte, an answer over a limit) while
     # the rest of the watch was: the run gets its own source_unavailable, the other runs are unharmed
     unreadable: dict[str, str] = field(default_factory=dict)
@@ -64,16 +87,26 @@ class PollResult:
         samples = [c for s in self.samples if (c := clean(s)) is not None]
         runs = [_bounded(c) for r in self.runs if (c := clean_info(r)) is not None]
         gaps = {
-            str(run): {str(k): str(v)[:1000] for k, v in dict(by_alias).items()}
+            str(run): {str(k): bounded(v, 1000) for k, v in dict(by_alias).items()}
             for run, by_alias in dict(self.gaps).items()
         }
         logged = {
             str(run): [str(k)[:200] for k in list(keys)[:500]] for run, keys in dict(self.logged).items()
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
-        unreadable = {str(run)[:MAX_ID]: str(why)[:1000] for run, why in dict(self.unreadable).items()}
+        error = None if self.error is None else bounded(self.error)  # a 50 MB error is stored as 2,000
+        unreadable = {str(run)[:MAX_ID]: bounded(str(why)) for run, why in dict(self.unreadable).items()}
         return PollResult(
-            samples, runs, dict(self.cursors), self.error, self.requests, gaps, logged, fleet, unreadable
+            samples,
+            runs,
+            dict(self.cursors),
+            error,
+            self.requests,
+            gaps,
+            logged,
+            fleet,
+            self.throttle,
+            unreadable,
         )
 
 
@@ -99,14 +132,26 @@ def _warn_long_ids(ids: set[Any]) -> None:
 def _bounded(run: RunInfo) -> RunInfo:
     """The run with its name and project cut to what storage holds (its id is the run's key; these are
     what people read)."""
-    name, project, shown = run.name, run.project, run.display_name
-    if len(name or "") <= MAX_ID and len(project or "") <= MAX_ID and len(shown or "") <= MAX_DISPLAY:
+    name, project, shown, labels = run.name, run.project, run.display_name, run.labels
+    long_labels = len(labels) > MAX_LABELS or any(
+        len(str(k)) > MAX_NAME or len(str(v)) > MAX_LABEL for k, v in labels.items()
+    )
+    if (
+        len(name or "") <= MAX_ID
+        and len(project or "") <= MAX_ID
+        and len(shown or "") <= MAX_DISPLAY
+        and not long_labels
+    ):
         return run
+    if long_labels:
+        items = list(labels.items())[:MAX_LABELS]
+        labels = {bounded(k, MAX_NAME): bounded(v, MAX_LABEL) for k, v in items}
     return dataclasses.replace(
         run,
-        name=name[:MAX_ID] if name else name,
-        project=project[:MAX_ID] if project else project,
-        display_name=shown[:MAX_DISPLAY] if shown else shown,
+        name=bounded(name, MAX_ID) if name else name,
+        project=bounded(project, MAX_ID) if project else project,
+        display_name=bounded(shown, MAX_DISPLAY) if shown else shown,
+        labels=labels,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from alerts.text import one_line
 from monitor.sources.bounded import AnswerTooLarge, read_httpx
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.prometheus_series import Get, http_get
@@ -101,7 +102,7 @@ class PrometheusHttp:
         headers = {**cfg.headers, "Accept": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        return http_get(self._client, cfg.url, headers, cfg.timeout, cfg.max_answer_bytes)
+        return http_get(self._client, cfg.url, headers, cfg.timeout)
 
     def _limit(self, cfg: PrometheusTarget) -> threading.Semaphore:
         """One limit per server URL, shared by every watch reading it (the first watch's size wins)."""
@@ -169,13 +170,10 @@ class PrometheusHttp:
                 raise _Aborted
             counter.add()
             try:
-                with (
-                    sem,
-                    self._client.stream(
-                        "POST", cfg.url + req.path, data=req.params, headers=headers, timeout=cfg.timeout
-                    ) as resp,
-                ):
-                    raw = read_httpx(resp, f"prometheus {cfg.url}{req.path}", cfg.max_answer_bytes)
+                with sem:
+                    resp, failed, raw = self._post(
+                        cfg.url + req.path, req.params, headers, cfg.timeout, cfg.max_answer_bytes
+                    )
             except AnswerTooLarge as exc:
                 raise QueryFailed(str(exc), run_only=True) from None
             except httpx.TimeoutException:
@@ -184,14 +182,17 @@ class PrometheusHttp:
             except httpx.TransportError as exc:
                 problem = f"cannot reach the server ({type(exc).__name__}: {exc})"
                 continue
-            body = _json(raw)
-            if resp.status_code == 429 or resp.status_code >= 500:
-                problem = f"HTTP {resp.status_code}{api_error(body)}"
+            if failed is not None:
+                problem = f"HTTP {resp.status_code}{failed}"
                 continue
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON") from None
             if not isinstance(body, dict):
-                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON")
+                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not a JSON object")
             if resp.status_code != 200 or body.get("status") != "success":
-                raise QueryFailed(f"HTTP {resp.status_code}{api_error(body)}")
+                raise QueryFailed(f"HTTP {resp.status_code}{error_text(raw, None)}")
             for warning in body.get("warnings") or []:
                 log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
             try:
@@ -202,17 +203,47 @@ class PrometheusHttp:
                 ) from None
         raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
 
+    def _post(
+        self, url: str, params: dict, headers: dict[str, str], timeout: float, limit: int
+    ) -> tuple[httpx.Response, str | None, bytes]:
+        """The answer, read as a stream up to ``limit`` bytes (``AnswerTooLarge`` beyond:
+        ``max_answer_bytes``); an answer to retry (429, 5xx) read only up to ``MAX_ERROR_ANSWER`` bytes
+        and returned with what it says (``: <errorType>: <error>``, bounded)."""
+        request = self._client.build_request("POST", url, data=params, headers=headers, timeout=timeout)
+        resp = self._client.send(request, stream=True)
+        try:
+            if resp.status_code == 429 or resp.status_code >= 500:
+                data = bytearray()
+                for chunk in resp.iter_bytes():
+                    data += chunk
+                    if len(data) > MAX_ERROR_ANSWER:
+                        break
+                return resp, error_text(bytes(data), resp.headers.get("content-length")), b""
+            return resp, None, read_httpx(resp, f"prometheus {url}", limit)
+        finally:
+            resp.close()
 
-def _json(raw: bytes) -> Any:
+
+MAX_ERROR_ANSWER = 64 * 1024  # an error answer larger than this is not read on: its size and start are told
+
+
+def api_error(resp: httpx.Response) -> str:
+    """``: <errorType>: <error>`` from a Prometheus error answer read whole, if it is one."""
+    return error_text(resp.content, None)
+
+
+def error_text(data: bytes, length: str | None) -> str:
+    """``: <errorType>: <error>`` from (the start of) an error answer, bounded (``alerts.text``): a
+    50 MB error string is neither read whole nor stored nor logged."""
+    if len(data) > MAX_ERROR_ANSWER:
+        size = f"{int(length):,} bytes" if length and length.isdigit() else f"over {MAX_ERROR_ANSWER:,} bytes"
+        start = data[:300].decode("utf-8", "replace")
+        return f": an error answer of {size}, starting {one_line(start, 300)!r}"
     try:
-        return json.loads(raw)
+        body = json.loads(data)
     except ValueError:
-        return None
-
-
-def api_error(body: Any) -> str:
-    """``: <errorType>: <error>`` from a Prometheus error answer, if it is one."""
+        return ""
     if not isinstance(body, dict) or "error" not in body:
         return ""
     kind = body.get("errorType")
-    return f": {kind}: {body['error']}" if kind else f": {body['error']}"
+    return one_line(f": {kind}: {body['error']}" if kind else f": {body['error']}", 1000)

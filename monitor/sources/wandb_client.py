@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from monitor.sources.quota import Quota
 from monitor.sources.retry import retry_call
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,10 @@ _env_ready = False
 
 class WandbUnavailable(Exception):
     """The server could not be read. The message names what failed and never holds credentials."""
+
+
+class OverQuota(Exception):
+    """No place in the server's quota in time: the request was not sent."""
 
 
 def prepare_environment() -> None:
@@ -115,12 +120,18 @@ class RequestCount:
 
 
 class WandbClient:
-    """One signed-in ``wandb.Api`` for one server, and the limit on requests in flight to it."""
+    """One signed-in ``wandb.Api`` for one server, the limit on requests in flight to it and its quota
+    (``quota``: every request sent takes a place in it first, the sign-in's ``Viewer`` included)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float, max_concurrency: int) -> None:
+    def __init__(
+        self, base_url: str, api_key: str, timeout: float, max_concurrency: int, quota: Quota
+    ) -> None:
         self.base_url = base_url
         self._secret = api_key
         self.limit = threading.BoundedSemaphore(max_concurrency)
+        self.quota = quota
+        if not quota.take(1, wait=timeout):
+            raise WandbUnavailable(f"no place in the W&B quota to sign in to {base_url} within {timeout:g}s")
         prepare_environment()
         import wandb  # here: after the environment is set, and only when W&B is watched
 
@@ -143,11 +154,23 @@ class WandbClient:
         backoff: float,
         count: RequestCount,
         sleep: Callable[[float], None],
+        admit: Callable[[], None],
     ) -> dict[str, Any]:
+        """One operation, retried; ``admit()`` before each attempt takes its place in the quota (or raises
+        ``OverQuota``). A 429 the client gave up on pauses the quota (no request leaves for a window) and is
+        not retried. The client waits out a ``Retry-After`` inside the call, so one longer than the
+        time-out comes back as no answer in time: that pauses the quota for the time-out before any retry.
+        """
+
         def once() -> dict[str, Any]:
+            admit()
             with self.limit:
                 count.add(operation)
-                return self.api._service_api.execute_graphql(query, dict(variables), timeout=timeout)
+                try:
+                    return self.api._service_api.execute_graphql(query, dict(variables), timeout=timeout)
+                except Exception as exc:
+                    self._slow_down(exc, timeout)
+                    raise
 
         def on_retry(attempt: int, exc: BaseException, delay: float) -> None:
             log.info(
@@ -166,10 +189,28 @@ class WandbClient:
                 backoff,
                 max_delay=max(backoff, 30.0),
                 jitter=0.5,
-                is_retryable=lambda e: classify(e)[0],
+                is_retryable=lambda e: classify(e)[0] and not _rate_limited(e),
                 sleep=sleep,
                 on_retry=on_retry,
             )
+        except OverQuota:
+            raise
         except Exception as exc:
             what = self.redact(classify(exc)[1])
             raise WandbUnavailable(f"W&B {operation} at {self.base_url} failed: {what}") from None
+
+    def _slow_down(self, exc: BaseException, timeout: float) -> None:
+        if _rate_limited(exc):
+            log.warning("W&B at %s answered 429: no request for %gs", self.base_url, self.quota.window)
+            self.quota.pause(self.quota.window)
+        elif type(exc).__name__ == "WandbApiFailedError" and getattr(exc, "response", None) is None:
+            self.quota.pause(timeout)  # no answer in time: perhaps a Retry-After the client is waiting out
+
+
+def _rate_limited(exc: BaseException) -> bool:
+    """A 429 the client gave up on (its status, or its words when it gave up retrying): sending again
+    now is what the server asked not to."""
+    if type(exc).__name__ != "WandbApiFailedError":
+        return False
+    response = getattr(exc, "response", None)
+    return getattr(response, "http_status", 0) == 429 or "HTTP 429" in str(exc)

@@ -96,6 +96,19 @@ class WandbTarget(SourceTarget):
     max_concurrency: int = Field(
         default=4, ge=1, le=64, description="requests in flight to this server (set by its first watch)"
     )
+    rate_limit: int = Field(
+        default=200,
+        ge=1,
+        le=1_000_000,
+        description="requests herowatch may send to this server per rate_limit_window, for all its W&B "
+        "watches together (the API key's quota: 200 a minute for new W&B accounts; set by its first watch)",
+    )
+    rate_limit_window: Duration = Field(default=60.0, description="the quota's window")
+    priority_tags: list[str] = Field(
+        default_factory=lambda: ["hero"],
+        description="runs with any of these tags are read first and every poll; the others share what "
+        "the quota leaves, oldest read first",
+    )
 
     def promises(self) -> frozenset[str]:
         """What this source delivers for every run (coverage): the step counter and the run state."""
@@ -138,18 +151,18 @@ class WandbTarget(SourceTarget):
             self.web_url = PUBLIC_WEB if self.base_url == PUBLIC_API else self.base_url
         return self
 
-    @field_validator("run_ids", "tags", "keys")
+    @field_validator("run_ids", "tags", "keys", "priority_tags")
     @classmethod
     def _no_blanks(cls, v: list[str]) -> list[str]:
         if any(not x.strip() for x in v):
             raise ValueError("entries cannot be blank")
         return list(dict.fromkeys(v))  # de-duplicated, order kept
 
-    @field_validator("timeout")
+    @field_validator("timeout", "rate_limit_window")
     @classmethod
-    def _timeout(cls, v: float) -> float:
+    def _timeout(cls, v: float, info: ValidationInfo) -> float:
         if v <= 0:
-            raise ValueError("timeout must be positive")
+            raise ValueError(f"{info.field_name} must be positive")
         return v
 
     def run_url(self, run_id: str) -> str:

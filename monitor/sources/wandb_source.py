@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import SecretStr
@@ -32,9 +30,12 @@ from monitor.run_ids import qualify
 from monitor.samples import RunInfo, RunState, Sample
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
+from monitor.sources.quota import Quota
+from monitor.sources.wandb_budget import Pass, admit, throttle
 from monitor.sources.wandb_client import (
     HISTORY_PAGE_QUERY,
     RUNS_QUERY,
+    OverQuota,
     RequestCount,
     WandbClient,
     WandbUnavailable,
@@ -56,49 +57,10 @@ from monitor.sources.wandb_history import (
     state_sample,
     to_samples,
 )
+from monitor.sources.wandb_select import Selector, runs_filter
 
 log = logging.getLogger(__name__)
 _MAX_LIST_PAGES = 1000
-
-
-def selector_filter(cfg: WandbTarget) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    if cfg.run_ids:
-        parts.append({"name": {"$in": cfg.run_ids}})
-    if cfg.tags:
-        parts.append({"tags": {"$in": cfg.tags}})
-    if cfg.name_pattern:
-        parts.append({"display_name": {"$regex": cfg.name_pattern}})
-    if cfg.states:
-        parts.append({"state": {"$in": list(cfg.states)}})
-    if len(parts) > 1:
-        return {"$and": parts}
-    return parts[0] if parts else {}
-
-
-def runs_filter(cfg: WandbTarget, followed: set[str]) -> dict[str, Any]:
-    """The selector, or a run already followed."""
-    selector = selector_filter(cfg)
-    if followed and selector:
-        return {"$or": [selector, {"name": {"$in": sorted(followed)}}]}
-    return selector
-
-
-class Selector:
-    """The same selection, checked here too (the server's filter is trusted for cost, not correctness)."""
-
-    def __init__(self, cfg: WandbTarget) -> None:
-        self.cfg = cfg
-        self.pattern = re.compile(cfg.name_pattern) if cfg.name_pattern else None
-
-    def __call__(self, view: RunView) -> bool:
-        cfg = self.cfg
-        return (
-            (not cfg.run_ids or view.id in cfg.run_ids)
-            and (not cfg.tags or bool(set(view.tags) & set(cfg.tags)))
-            and (self.pattern is None or self.pattern.search(view.display_name or "") is not None)
-            and (not cfg.states or view.state in cfg.states)
-        )
 
 
 class _Poll:
@@ -109,10 +71,23 @@ class _Poll:
     ) -> None:
         self.client, self.cfg, self.sleep, self.count = client, cfg, source.sleep, count
         self.failed = threading.Event()  # once one request has failed, the rest are not sent
+        self.listing = 0  # Runs pages asked this poll
 
-    def ask(self, operation: str, query: str, variables: Mapping[str, Any]) -> dict[str, Any]:
+    def ask(
+        self, operation: str, query: str, variables: Mapping[str, Any], paid: Pass | None = None
+    ) -> dict[str, Any]:
+        """One operation. Its place in the quota: one ``paid`` ahead, else taken now, waiting up to the
+        pass's wait (the listing: a request's time-out); ``OverQuota`` if none is free by then."""
         if self.failed.is_set():
             raise WandbUnavailable("skipped after an earlier failure in this poll")
+        wait = self.cfg.timeout if paid is None else paid.wait
+
+        def place() -> None:
+            if (paid is None or not paid.use()) and not self.client.quota.take(1, wait=wait):
+                raise OverQuota(
+                    f"no place in the quota ({self.cfg.rate_limit} per {self.cfg.rate_limit_window:g}s)"
+                )
+
         try:
             return self.client.execute(
                 operation,
@@ -123,6 +98,7 @@ class _Poll:
                 backoff=self.cfg.backoff,
                 count=self.count,
                 sleep=self.sleep,
+                admit=place,
             )
         except WandbUnavailable:
             self.failed.set()
@@ -140,7 +116,11 @@ class _Poll:
         }
         nodes: list[dict[str, Any]] = []
         for _ in range(_MAX_LIST_PAGES):
-            project = self.ask("Runs", RUNS_QUERY, variables).get("project")
+            self.listing += 1
+            try:
+                project = self.ask("Runs", RUNS_QUERY, variables).get("project")
+            except OverQuota as exc:  # the listing waits for its place; none in time: unreadable now
+                raise WandbUnavailable(f"W&B at {cfg.base_url}: {exc} for the run listing") from None
             if project is None:
                 raise WandbUnavailable(f"project {cfg.entity}/{cfg.project} not found at {cfg.base_url}")
             runs = project.get("runs") or {}
@@ -152,7 +132,7 @@ class _Poll:
             variables["cursor"] = info.get("endCursor") or edges[-1].get("cursor")
         return nodes
 
-    def page(self, run_id: str, lo: int, hi_exclusive: int) -> list[dict[str, Any]] | None:
+    def page(self, run_id: str, lo: int, hi_exclusive: int, paid: Pass) -> list[dict[str, Any]] | None:
         """One ``HistoryPage``: every row with ``lo`` <= step < ``hi_exclusive``; None if the run is gone."""
         cfg = self.cfg
         variables = {
@@ -163,14 +143,14 @@ class _Poll:
             "maxStep": hi_exclusive,
             "pageSize": hi_exclusive - lo,
         }
-        run = (self.ask("HistoryPage", HISTORY_PAGE_QUERY, variables).get("project") or {}).get("run")
+        run = (self.ask("HistoryPage", HISTORY_PAGE_QUERY, variables, paid).get("project") or {}).get("run")
         return None if run is None else parse_history(run.get("history") or [], lo, hi_exclusive)
 
-    def history(self, run_id: str, lo: int, hi: int) -> list[dict[str, Any]] | None:
+    def history(self, run_id: str, lo: int, hi: int, paid: Pass) -> list[dict[str, Any]] | None:
         """Steps ``lo`` .. ``hi`` of a run at full resolution, page by page; None if the run is gone."""
         rows: list[dict[str, Any]] = []
         for a, b in pages(lo, hi, self.cfg.history_page_size):
-            page = self.page(run_id, a, b)
+            page = self.page(run_id, a, b, paid)
             if page is None:
                 return None
             rows.extend(page)
@@ -182,6 +162,7 @@ class _Poll:
         hi: int,
         floor: int,
         cursor: Mapping[str, Any] | None,
+        paid: Pass,
     ) -> list[dict[str, Any]] | None:
         """After a rewind: pages from step ``hi`` back towards ``floor``, until a page holds a row logged
         before the last read (the history the run went back to), so usually a single page."""
@@ -189,7 +170,7 @@ class _Poll:
         end = hi + 1
         while end > floor:
             start = max(floor, end - self.cfg.history_page_size)
-            page = self.page(run_id, start, end)
+            page = self.page(run_id, start, end, paid)
             if page is None:
                 return None
             rows = page + rows
@@ -198,46 +179,42 @@ class _Poll:
             end = start
         return merge(rows)
 
-    def read(self, p: Plan, cursor: Mapping[str, Any] | None) -> Settled | None:
+    def read(self, p: Plan, cursor: Mapping[str, Any] | None, paid: Pass) -> Settled | None | OverQuota:
+        """The run's new rows and cursor; None if the run is gone; ``OverQuota`` if a further page found no
+        place in time (the read is put off, as if not admitted)."""
+        try:
+            return self._read(p, cursor, paid)
+        except OverQuota as exc:
+            return exc
+        finally:
+            if paid.left:
+                self.client.quota.give_back(paid.left)
+
+    def _read(self, p: Plan, cursor: Mapping[str, Any] | None, paid: Pass) -> Settled | None:
         if p.mode == "rewind":
-            rows = self.history_back(p.run.id, p.hi, p.lo, cursor)
+            rows = self.history_back(p.run.id, p.hi, p.lo, cursor, paid)
             return None if rows is None else settle(p, cursor, rows, rewritten=False)
-        rows = self.history(p.run.id, p.lo, p.hi)
+        rows = self.history(p.run.id, p.lo, p.hi, paid)
         if rows is None:
             return None
         rewritten = p.mode == "continue" and cursor is not None and not continuous(rows, cursor)
         if rewritten:  # re-logged past the cursor after a rewind: look back for where it went back to
             floor = max(0, p.lo - self.cfg.warmup_steps + 1)
-            earlier = self.history_back(p.run.id, p.lo - 1, floor, cursor) if floor < p.lo else []
+            earlier = self.history_back(p.run.id, p.lo - 1, floor, cursor, paid) if floor < p.lo else []
             if earlier is None:
                 return None
             rows = merge([*earlier, *rows])
         return settle(p, cursor, rows, rewritten)
 
-    def read_one(self, p: Plan, cursor: Cursor | None) -> Settled | Unreadable | None:
-        """One run's history; an answer about this run that makes no sense is this run's problem
-        (``Unreadable``), a server that cannot be read is the watch's (``WandbUnavailable``)."""
-        try:
-            return self.read(p, cursor)
-        except WandbUnavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one run's odd history never blinds the others
-            return Unreadable(f"unexpected history of run {p.run.id}: {type(exc).__name__}: {str(exc)[:300]}")
-
     def read_all(
-        self, plans: list[Plan], cursors: Mapping[str, Cursor]
-    ) -> dict[str, Settled | Unreadable | None]:
-        if len(plans) <= 1:
-            return {p.run.id: self.read_one(p, cursors.get(p.run.id)) for p in plans}
-        workers = min(self.cfg.max_concurrency, len(plans))
+        self, reads: list[tuple[Plan, Pass]], cursors: Mapping[str, Cursor]
+    ) -> dict[str, Settled | None | OverQuota]:
+        if len(reads) <= 1:
+            return {p.run.id: self.read(p, cursors.get(p.run.id), paid) for p, paid in reads}
+        workers = min(self.cfg.max_concurrency, len(reads))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wandb-history") as pool:
-            futures = {p.run.id: pool.submit(self.read_one, p, cursors.get(p.run.id)) for p in plans}
+            futures = {p.run.id: pool.submit(self.read, p, cursors.get(p.run.id), paid) for p, paid in reads}
         return {run_id: f.result() for run_id, f in futures.items()}
-
-
-@dataclass(frozen=True)
-class Unreadable:
-    why: str
 
 
 class WandbSource:
@@ -251,6 +228,10 @@ class WandbSource:
         self._lock = threading.Lock()
         self._warned: set[tuple[str, str]] = set()
         self.sleep: Callable[[float], None] = time.sleep  # between retries; tests may replace it
+        # The quota's clock and its waits (real time; a bench or test moves a simulated one).
+        self.clock: Callable[[], float] = time.monotonic
+        self.quota_sleep: Callable[[float], None] = time.sleep
+        self._read_at: dict[str, float] = {}  # herowatch run id -> when its history was last read (clock)
 
     def _client(self, cfg: WandbTarget, count: RequestCount) -> WandbClient:
         key = self._key.get_secret_value() if self._key is not None else ""
@@ -260,7 +241,13 @@ class WandbSource:
             client = self._clients.get(cfg.base_url)
             if client is None:
                 count.add("Viewer")  # signing in asks the server who the key belongs to
-                client = WandbClient(cfg.base_url, key, cfg.timeout, cfg.max_concurrency)
+                quota = Quota(
+                    cfg.rate_limit,
+                    cfg.rate_limit_window,
+                    clock=lambda: self.clock(),
+                    sleep=lambda seconds: self.quota_sleep(seconds),
+                )
+                client = WandbClient(cfg.base_url, key, cfg.timeout, cfg.max_concurrency, quota)
                 self._clients[cfg.base_url] = client
             return client
 
@@ -299,19 +286,32 @@ class WandbSource:
                 views[view.id] = view
         self._warn_missing(cfg, views)
         plans = [p for v in views.values() if (p := plan(v, cursors.get(v.id), cfg.warmup_steps)) is not None]
-        read = job.read_all(plans, cursors)
+        read_at = {
+            p.run.id: self._read_at[prefix + p.run.id] for p in plans if prefix + p.run.id in self._read_at
+        }
+        reads, deferred = admit(plans, cfg, job.client.quota, read_at, job.listing)
+        read = job.read_all(reads, cursors)
+        deferred += [p for p in plans if isinstance(read.get(p.run.id), OverQuota)]
+        put_off = {p.run.id for p in deferred}
+        done_at = self.clock()
+        for run_id in read.keys() - put_off:
+            self._read_at[prefix + run_id] = done_at
 
         keys = KeyFilter(cfg.keys)
-        out = PollResult()
+        out = PollResult(throttle=throttle(cfg, deferred, read_at, done_at))
         for run_id, view in views.items():
             cursor = dict(cursors.get(run_id) or {})
+            if run_id in put_off:  # its new steps wait for a later poll: the cursor stays where it was
+                cursor.pop("deleted", None)
+                cursor["state"] = view.state
+                out.samples.append(state_sample(view, now, prefix + run_id))
+                out.runs.append(self._info(cfg, target, view))
+                out.cursors[prefix + run_id] = cursor
+                continue
             if run_id in read and read[run_id] is None:  # deleted between the listing and its history
                 self._gone(out, cfg, run_id, cursor, now)
                 continue
-            if isinstance(settled := read.get(run_id), Unreadable):
-                out.unreadable[prefix + run_id] = self._redact(settled.why)
-                settled = None
-            if settled is not None:
+            if (settled := read.get(run_id)) is not None:
                 if settled.rewound_to is not None:
                     log.info(
                         "watch %s: run %s went back from step %s to %s (resumed from a checkpoint)",

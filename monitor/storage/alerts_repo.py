@@ -33,6 +33,8 @@ def status_of(row: Alert) -> AlertStatus:
         row.last_true_at,
         row.value,
         row.step,
+        row.onset_at,
+        row.onset_step,
     )
 
 
@@ -87,6 +89,7 @@ def record_change(session: Session, change: AlertChange, alert_id: int | None, n
     row.updated_at = now
     if st is not None:
         row.fired_at, row.resolved_at, row.last_true_at = st.fired_at, st.resolved_at, st.last_true_at
+        row.onset_at, row.onset_step = st.onset, st.onset_step
     session.flush()
     session.add(
         AlertTransition(

@@ -46,5 +46,17 @@ def make_engine(url: str, *, foreign_keys: bool = True) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
+def make_read_only_engine(url: str) -> Engine:
+    """An engine that cannot create or change the database: SQLite opened with ``mode=ro`` (a missing
+    file is an error, not a new empty database; no pragma is set); others as they are (a read-only
+    command only reads)."""
+    url = normalise_url(url)
+    if not is_sqlite(url):
+        return create_engine(url, pool_pre_ping=True, pool_size=2, max_overflow=2)
+    path = make_url(url).database or ""
+    uri = f"sqlite:///file:{Path(path).expanduser()}?mode=ro&uri=true"
+    return create_engine(uri, connect_args={"check_same_thread": False, "timeout": 30})
+
+
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)

@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from monitor.storage.models import GoodputEvent, GoodputSlot
 
+MAX_INT32 = 2**31 - 1
+
 
 def add(s: Session, run_id: str, slots: dict[tuple[float, str], float], events: list[dict[str, Any]]) -> None:
     """Add a poll's drained ledger (``monitor.runs.goodput_ledger.Ledger.drain``) to the tables."""
@@ -37,7 +39,8 @@ def add(s: Session, run_id: str, slots: dict[tuple[float, str], float], events: 
                 seconds_lost=e["seconds_lost"],
                 step=e.get("step"),
                 before_step=e.get("before_step"),
-                steps_redone=e.get("steps_redone", 0),
+                # an INTEGER column (32 bits on PostgreSQL): a rewind of 2**40 steps is held as the cap
+                steps_redone=min(max(int(e.get("steps_redone") or 0), 0), MAX_INT32),
             )
         )
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -28,12 +31,42 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic logs a line per migration at INFO ("Running upgrade 0003 -> 0004 ..."): fourteen lines
+    before anything herowatch says. Its warnings and errors still show; the summary is ours."""
+    logger = logging.getLogger("alembic")
+    was = logger.level
+    logger.setLevel(max(logging.WARNING, was))
+    try:
+        yield
+    finally:
+        logger.setLevel(was)
+
+
 def upgrade(url: str, revision: str = "head") -> None:
-    command.upgrade(alembic_config(url), revision)
+    """Migrate to ``revision``; one log line says from which revision to which, when anything ran."""
+    from sqlalchemy import create_engine
+
+    cfg = alembic_config(url)
+    engine = create_engine(normalise_url(url))
+    try:
+        with _quiet_alembic():
+            before = current_revision(engine)
+            command.upgrade(cfg, revision)
+            after = current_revision(engine)
+    finally:
+        engine.dispose()
+    if before != after:
+        log.info("database schema migrated from %s to %s", before or "empty", after)
 
 
 def downgrade(url: str, revision: str) -> None:
-    command.downgrade(alembic_config(url), revision)
+    with _quiet_alembic():
+        command.downgrade(alembic_config(url), revision)
 
 
 def head_revision() -> str | None:
@@ -41,7 +74,7 @@ def head_revision() -> str | None:
 
 
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
+    with _quiet_alembic(), engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 

@@ -85,6 +85,9 @@ class Alert(Base):
     fired_at: Mapped[float | None] = mapped_column(EpochTime)
     resolved_at: Mapped[float | None] = mapped_column(EpochTime)
     last_true_at: Mapped[float | None] = mapped_column(EpochTime)
+    # When the evidence began, as the rule reported it (``Finding.onset``): time to detect runs from here.
+    onset_at: Mapped[float | None] = mapped_column(EpochTime)
+    onset_step: Mapped[int | None] = mapped_column(BigInteger)
     value: Mapped[float | None] = mapped_column(Float)
     threshold: Mapped[float | None] = mapped_column(Float)
     step: Mapped[int | None] = mapped_column(BigInteger)

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from monitor.storage.models import Alert, FleetRaster, Run, SeriesBucket, SeriesMeta, Silence
 
-BLIND_RULES = ("watching_blind", "source_unavailable")
+BLIND_RULES = ("watching_blind", "source_unavailable", "source_down", "write_failing")
 
 
 def runs(s: Session, watch: str | None, run_ids: list[str] | None) -> list[Run]:

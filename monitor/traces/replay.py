@@ -210,7 +210,7 @@ class Replayer:
         if step is not None:
             if clock.first_step is None:
                 clock.first_step = step
-            clock.last_step = step
+            clock.last_step, clock.last_step_t = step, t
 
     def _backlog(self, run: str, clock: RunClock, sample: Sample) -> None:
         """A row older than the run's clock, read after an outage: taken in, the clock stays."""
@@ -262,7 +262,7 @@ class Replayer:
             clock.samples += j - i
             for k in range(j - 1, i - 1, -1):  # the segment's last step, and its first if none yet
                 if buf[k].step is not None:
-                    clock.last_step = buf[k].step
+                    clock.last_step, clock.last_step_t = buf[k].step, buf[k].t
                     if clock.first_step is None:
                         clock.first_step = next(s.step for s in buf[i : k + 1] if s.step is not None)
                     break
@@ -313,9 +313,7 @@ class Replayer:
         if stop > -math.inf:
             self.advance_to(stop)
         for run, summary in self.summaries.items():
-            clock = self._clocks[run]
-            summary.samples, summary.last_t = clock.samples, clock.t
-            summary.first_step, summary.last_step = clock.first_step, clock.last_step
+            summary.take(self._clocks[run])
         if end is None and stop > -math.inf:
             self._run_on(stop + RUN_ON)
         for run, summary in self.summaries.items():

@@ -34,6 +34,7 @@ class ReplayEvent:
     reason: str
     fingerprint: str
     symptom: str | None = None  # the symptom label: alerts of one run and symptom are one incident
+    onset: float | None = None  # when the evidence began, as the rule reported it (time to detect from here)
 
     def to_json(self) -> dict[str, Any]:
         value = self.value
@@ -62,11 +63,18 @@ class RunSummary:
     last_t: float | None = None
     first_step: int | None = None
     last_step: int | None = None
+    last_step_t: float | None = None  # when the last step came (the trace may go on without a new one)
     fired: Counter[str] = field(default_factory=Counter)  # severity -> alerts that fired
     rules_fired: Counter[str] = field(default_factory=Counter)  # rule -> times it fired
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     coverage: RunCoverage | None = None  # which rules could see, at the end
     blind: Blind | None = None  # its watching_blind text, if any rule could not
+
+    def take(self, clock: RunClock) -> None:
+        """What the run's clock counted of its samples, at the end of the trace."""
+        self.samples, self.last_t = clock.samples, clock.t
+        self.first_step, self.last_step = clock.first_step, clock.last_step
+        self.last_step_t = clock.last_step_t
 
     @property
     def worst(self) -> str | None:
@@ -94,6 +102,7 @@ def to_replay_event(ev: AlertEvent) -> ReplayEvent:
         reason=ev.finding.reason,
         fingerprint=ev.key.fingerprint,
         symptom=ev.key.labels.get(SYMPTOM),
+        onset=status.onset if status else None,
     )
 
 
@@ -117,7 +126,17 @@ def pages(events: Iterable[ReplayEvent]) -> list[ReplayEvent]:
 class RunClock:
     """A run's simulated clock in a replay, and what its summary needs of its samples."""
 
-    __slots__ = ("t", "pending", "samples", "first_step", "last_step", "translate", "raw", "as_is")
+    __slots__ = (
+        "t",
+        "pending",
+        "samples",
+        "first_step",
+        "last_step",
+        "last_step_t",
+        "translate",
+        "raw",
+        "as_is",
+    )
 
     def __init__(self, translate: Callable[[Sample], Sample] | None) -> None:
         self.t = -math.inf
@@ -125,6 +144,7 @@ class RunClock:
         self.samples = 0
         self.first_step: int | None = None
         self.last_step: int | None = None
+        self.last_step_t: float | None = None  # the time of the sample with the last step
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
         self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
         self.as_is = False  # its translation left it as it was

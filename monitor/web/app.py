@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
@@ -27,9 +27,6 @@ from monitor.web.oidc import configured as oidc_configured
 from monitor.web.proxy import ForwardedHeaders
 from monitor.web.snapshot import SnapshotStore
 from monitor.web.throttle import LoginThrottle
-
-if TYPE_CHECKING:
-    from monitor.service import Service
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "dashboard" / "static"
@@ -71,23 +68,30 @@ TAGS = [
 ]
 
 
+class Served(Protocol):
+    """What the app serves: anything that hands out its port (the composition root's ``Service``)."""
+
+    def api_context(self) -> ApiContext: ...
+
+
 def create_app(
-    service: Service | ApiContext,
+    service: Served | ApiContext,
     on_start: Callable[[], None] | None = None,
     on_stop: Callable[[], None] | None = None,
 ) -> FastAPI:
-    """The app over a built service (or a bare ApiContext, e.g. for a read-only replica or a bench).
+    """The app over a built service's port (or a bare ApiContext, e.g. for a read-only replica or a
+    bench).
 
     ``on_start``/``on_stop`` run in the server's lifespan (the CLI passes the service's start/stop).
     """
-    ctx = service if isinstance(service, ApiContext) else ApiContext.from_service(service)
+    ctx = service if isinstance(service, ApiContext) else service.api_context()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
         if on_start:
             on_start()
         _end_stale_sessions(ctx)
-        ctx.polls.attach(ctx.service.scheduler if ctx.service is not None else None)
+        ctx.polls.attach(ctx.scheduler())
         try:
             yield
         finally:
@@ -111,7 +115,7 @@ def create_app(
     app.state.proxy_sign_ins = ProxySignIns()  # a proxy-signed person's first request is a sign-in
     app.state.oidc = Provider(ctx.settings) if oidc_configured(ctx.settings) else None
     app.state.slack_replays = SlackReplays()
-    watches = ctx.service.config.watch if ctx.service is not None else []
+    watches = ctx.config.watch if ctx.config is not None else []
     app.state.ingest = ingest.IngestDoor.from_watches(watches, ctx.settings.ingest_dir)  # push watches' door
     errors.install(app)
     for module in (

@@ -1,12 +1,15 @@
-"""What the API and dashboard need of the running service, in one object on ``app.state.ctx``.
+"""What the API and dashboard need of the running service, in one object on ``app.state.ctx``: the
+web side's port. The composition root fills it in (``Service.api_context``); a read-only replica, a
+bench or a test fills in what it has.
 
 All "now" comes from the service's clock (the demo's runs 30x fast; tests move a manual clock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,9 +22,11 @@ from monitor.web.poll_counter import PollCounter
 from monitor.web.stats_cache import StatsCache
 
 if TYPE_CHECKING:
+    from monitor.config.schema import WatchConfig
     from monitor.delivery.pipeline import Pipeline
+    from monitor.delivery.send_stats import SendLatency
     from monitor.engine.cycle import Engine
-    from monitor.service import Service
+    from monitor.engine.gc_policy import GcPolicy
 
 DEFAULT_POLL_INTERVAL = 60.0
 STALE_POLLS = 3  # a source or run not polled for this many intervals is late
@@ -35,7 +40,10 @@ class ApiContext:
     poll_intervals: dict[str, float] = field(default_factory=dict)  # watch -> seconds
     engine: Engine | None = None  # when a poller runs in this process
     outbox: Pipeline | None = None
-    service: Service | None = None
+    config: WatchConfig | None = None  # the watch config served (its watches, the reports' GPU counts)
+    send_latency: SendLatency | None = None  # the notifiers' send times (/metrics)
+    gc_policy: GcPolicy | None = None  # the collector's pauses (/metrics)
+    scheduler: Callable[[], Any] = lambda: None  # the service's job scheduler, once started (poll counts)
     polls: PollCounter = field(default_factory=PollCounter)
     stats_cache: StatsCache = field(default_factory=StatsCache)
     layouts: Layouts = field(default_factory=Layouts)  # run kinds and panels of the packs in force
@@ -44,22 +52,6 @@ class ApiContext:
     # silences' compiled matchers, kept while each is in force (the delivery pipeline's own, when served
     # with the engine: one compilation per silence in the process)
     silences: CompiledSilences = field(default_factory=CompiledSilences)
-
-    @classmethod
-    def from_service(cls, service: Service) -> ApiContext:
-        return cls(
-            sessions=service.sessions,
-            clock=service.clock,
-            settings=service.settings,
-            poll_intervals={w.name: float(w.poll_interval) for w in service.config.watch},
-            engine=service.engine,
-            outbox=service.outbox,
-            service=service,
-            layouts=service.engine.layouts,
-            references={w.name: dict(w.references) for w in service.config.watch},
-            external_url=service.config.server.external_url,
-            silences=service.outbox.silences,
-        )
 
     def now(self) -> float:
         return self.clock.time()

@@ -146,17 +146,22 @@ def _plain_name(value: str) -> str | None:
     return name
 
 
-def _from_proxy(request: Request, ctx: ApiContext, user: str) -> Actor:
-    settings = ctx.settings
+def _refuse_forged(request: Request, ctx: ApiContext, user: str) -> None:
+    """Identity headers from anywhere but the sign-in proxy: 403, recorded in the audit trail."""
     peer = request.scope.get(PEER_KEY) or (request.client.host if request.client else None)
-    if not address_in(peer, networks(settings.auth_proxies)):
+    if not address_in(peer, networks(ctx.settings.auth_proxies)):
         why = f"identity headers are believed only from the sign-in proxy, not from {peer}"
         record_refusal(request, ctx, (_plain_name(user) or "?")[:100], Via.proxy, why)
         raise HTTPException(403, f"refused: {why} (HEROWATCH_AUTH_PROXIES)")
+
+
+def _from_proxy(request: Request, ctx: ApiContext, user: str) -> Actor:
+    settings = ctx.settings
+    _refuse_forged(request, ctx, user)
     name = _plain_name(user)
     if name is None:
         raise HTTPException(400, f"the {settings.auth_proxy_user_header} header is not a plain-text name")
-    raw = request.headers.get(settings.auth_proxy_groups_header) or ""
+    raw = header_text(request, settings.auth_proxy_groups_header) or ""
     groups = {g.strip() for g in raw[:MAX_GROUPS_HEADER].split(",") if g.strip()}
     role = role_of_groups(settings, groups)
     if role is None:
@@ -244,12 +249,26 @@ def actor_of(request: Request, ctx: ApiContext) -> Actor | None:
     return actor
 
 
+def header_text(request: Request, name: str) -> str | None:
+    """A header as the text it is: HTTP carries bytes, Starlette reads them as Latin-1; a proxy sends
+    UTF-8 (``élève``), so it is read as UTF-8 where it is valid UTF-8."""
+    raw = request.headers.get(name)
+    if raw is None or raw.isascii():
+        return raw
+    try:
+        return raw.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return raw
+
+
 def _find(request: Request, ctx: ApiContext) -> Actor | None:
     actor: Actor | None = None
     scheme, _, value = (request.headers.get("authorization") or "").partition(" ")
     # without a sign-in proxy configured its header is no one's word (as Grafana's auth.proxy when off)
-    user = request.headers.get(ctx.settings.auth_proxy_user_header) if ctx.settings.auth_proxies else None
+    user = header_text(request, ctx.settings.auth_proxy_user_header) if ctx.settings.auth_proxies else None
     if scheme.lower() == "bearer" and value.strip():
+        if user is not None and user.strip():
+            _refuse_forged(request, ctx, user)  # a token with someone's name from elsewhere than the proxy
         actor = _from_bearer(request, ctx, value.strip())
     elif user is not None:
         actor = _from_proxy(request, ctx, user)

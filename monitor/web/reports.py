@@ -25,7 +25,7 @@ def report_for(
     tz: str = "UTC",
 ) -> Report:
     now = ctx.now()
-    cfg = ctx.service.config if ctx.service is not None else None
+    cfg = ctx.config
     if cfg is not None and watch is not None and watch not in {w.name for w in cfg.watch}:
         raise HTTPException(404, f"no watch named {watch!r}")
     try:

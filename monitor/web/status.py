@@ -318,6 +318,22 @@ def urgency(r: RunOut) -> tuple:
     return (HEALTH_RANK.get(r.health, 9), muted, r.title, r.id)
 
 
+FINISHED_AFTER = 24 * 3600.0  # over for this long, nothing open: the overview's "Finished" section
+
+
+def finished(r: RunOut, now: float) -> bool:
+    """A run that is over and done with: in a terminal state (finished, crashed, killed, failed, deleted),
+    nothing firing or pending (an open incident stays among the live runs, silenced or not), and its
+    last step (its last sample, if it never stepped) more than ``FINISHED_AFTER`` ago: a source keeps
+    saying "finished" long after the end. The overview shows these apart from the live runs."""
+    if r.state not in TERMINAL_STATES | ENDED_STATES or any(r.active_alerts.values()):
+        return False
+    if any(r.pending_alerts.values()):
+        return False
+    over = epoch_of(r.last_step_at or r.last_seen_at)
+    return over is not None and now - over > FINISHED_AFTER
+
+
 def counts_by(alerts: Iterable[AlertOut], key: str) -> dict[str, int]:
     return dict(Counter(getattr(a, key) for a in alerts))
 

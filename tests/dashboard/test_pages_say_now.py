@@ -131,3 +131,16 @@ def test_a_stalled_runs_card_marks_its_headline_stale(live, page):
     expect(card).to_have_class(re.compile(r"\bstale\b"))
     expect(card.locator(".stale-age")).to_have_text(re.compile(r"^2[67]m(\d+s)? old$"))
     expect(page.locator("li.run[data-run='sim:hero-b/hero-b'] dd.headline .stale-age")).to_have_count(0)
+
+
+def test_every_alert_in_firing_now_links_its_runbook(live, page):
+    live.tick(37 * 60)  # hero-a's stall is critical and firing
+    page.goto(live.url + "/")
+    items = page.locator("div.firing li.alert")
+    assert items.count() >= 1
+    for i in range(items.count()):
+        expect(items.nth(i).locator("a.runbook-link")).to_have_text("runbook")
+    stall = page.locator("div.firing li", has_text="progress_stalled").locator("a.runbook-link")
+    assert stall.get_attribute("href").startswith("/runbooks#"), stall.get_attribute("href")
+    stall.click()
+    expect(page.locator("article.runbooks")).to_be_visible()

@@ -270,6 +270,14 @@ route: {{receiver: oncall, group_by: [run], group_wait: 0s, group_interval: 1s, 
     def pages(self) -> list[str]:
         return self.slack.pages(CHANNEL)
 
+    def scrape_configs(self) -> list[dict[str, Any]]:
+        target = f"127.0.0.1:{self.exporter.port}"
+        return [{"job_name": "k8s", "scrape_interval": "1s", "static_configs": [{"targets": [target]}]}]
+
+    def scrape(self) -> None:
+        """The Prometheus starts scraping the exporter (its first scrape within a second)."""
+        self.prometheus.reload(self.scrape_configs())
+
 
 @contextmanager
 def live_stack(
@@ -279,7 +287,10 @@ def live_stack(
     names: dict[str, tuple[str, str | None]] | None = None,
     pods: list[str] | None = None,
     every: float = STEP,
+    scrape: bool = True,
 ) -> Iterator[Stack]:
+    """The stand-ins, a real Prometheus and the trainer. ``scrape=False``: the Prometheus starts with no
+    scrape target yet (a fresh one, its first scrape to come: ``stack.scrape()`` adds the target)."""
     stack = Stack(tmp, runs, db_url)
     with (
         WandbStandin(KEY, entity=ENTITY, clock=time.time()) as wandb,
@@ -289,16 +300,7 @@ def live_stack(
         for r in runs:
             wandb.add_run(PROJECT, r, tags=["hero"], state="running")
         stack.exporter = Exporter(runs if pods is None else pods)
-        prom = PrometheusServer(
-            tmp / "prometheus",
-            [
-                {
-                    "job_name": "k8s",
-                    "scrape_interval": "1s",
-                    "static_configs": [{"targets": [f"127.0.0.1:{stack.exporter.port}"]}],
-                }
-            ],
-        )
+        prom = PrometheusServer(tmp / "prometheus", stack.scrape_configs() if scrape else [])
         stack.prometheus = prom
         prom.start()
         stack.trainer = Trainer(wandb, runs, names, every)

@@ -102,12 +102,11 @@ def test_a_changed_api_token_ends_token_logins_but_not_peoples_sessions(db_url, 
 
     from monitor.storage.models import LoginSession
     from monitor.web.auth import end_other_tokens_sessions, start_session
-    from monitor.web.context import ApiContext
 
     service = build(db_url, clock)
     key = "people-secret-key-0123456789abcdefghijkl"
     before = Settings(database_url=db_url, api_token="a" * 40, secret_key=key)
-    ctx = replace(ApiContext.from_service(service), settings=before)
+    ctx = replace(service.api_context(), settings=before)
     start_session(ctx, "alice")  # the token login
     start_session(ctx, "amy", method="oidc", role="responder")
     assert end_other_tokens_sessions(ctx) == 0, "a restart with the same settings ends nothing"

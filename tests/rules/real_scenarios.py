@@ -85,6 +85,7 @@ class Scenario:
     restarts: list[tuple[int, float | None]] = field(default_factory=list)
     log_every: int = 1
     save_every_s: float | None = None
+    eval_every: int | None = None  # evals every this many steps (None: at the llm.c log's own val steps)
     run: str = RUN
 
     def jitter(self, i: int) -> float:
@@ -93,7 +94,9 @@ class Scenario:
 
     def build(self) -> list[Sample]:
         out: list[Sample] = []
-        t, evals, rows = T0, llmc_eval_steps(), llmc_rows()
+        t, rows = T0, llmc_rows()
+        every = self.eval_every
+        evals = llmc_eval_steps() if every is None else frozenset(range(every, len(rows) + every, every))
         self.pauses: dict[int, tuple[float, float]] = {}  # step -> (start, length)
         self.step_at: dict[int, float] = {}
         self.restarted_at: list[float] = []
@@ -226,14 +229,16 @@ def as_trainer(
     return sorted(out, key=lambda s: s.t)
 
 
-def with_tokens_per_second(samples: list[Sample], tokens: float = 524_288.0) -> list[Sample]:
+def with_tokens_per_second(
+    samples: list[Sample], tokens: float = 524_288.0, max_gap: float = 30.0
+) -> list[Sample]:
     """The rows with tokens/s as a trainer logs it: the batch's tokens over the step's own time (the
-    steps right after a pause, whose time is the pause's, log none)."""
+    steps right after a pause, whose time is the pause's, log none: a step longer than ``max_gap``)."""
     out: list[Sample] = []
     prev: tuple[int, float] | None = None
     for s in samples:
         if s.step is not None and s.metrics:
-            if prev is not None and s.step == prev[0] + 1 and s.t - prev[1] < 30.0:
+            if prev is not None and s.step == prev[0] + 1 and s.t - prev[1] < max_gap:
                 tps = tokens / (s.t - prev[1])
                 s = Sample(
                     s.t, s.run, s.step, {**s.metrics, "throughput/tokens_per_second": tps}, s.state, s.source

@@ -47,12 +47,24 @@ def test_registry_has_every_kind():
 
 # ---- telemetry_gone ---------------------------------------------------------------------------
 def test_telemetry_gone_counts_only_data_not_state_reports():
-    d = det(kind="telemetry_gone", after="10m")
+    d = det(kind="telemetry_gone", after="10m", while_stepping=True)
     feed(d, steps([2.0] * 5, every=MIN))
     feed(d, [Sample(T0 + i * MIN, "r", state="running") for i in range(5, 30)])
     assert not d.evaluate(T0 + 4 * MIN + 9 * MIN).active
     assert d.evaluate(T0 + 4 * MIN + 11 * MIN).active
     assert d.wake_at == T0 + 4 * MIN + 10 * MIN
+
+
+def test_telemetry_gone_leaves_a_stepping_run_to_the_stall_rule_and_watches_one_without_steps():
+    """A run with a step clock that goes quiet is one hang, paged once by progress_stalled with its
+    learned pauses; a run that only sends metrics (no step) is this rule's."""
+    stepping = det(kind="telemetry_gone", after="10m")
+    feed(stepping, steps([2.0] * 5, every=MIN))
+    assert not stepping.evaluate(T0 + 3600).active and stepping.wake_at == math.inf
+    assert "stall rule" in stepping.evaluate(T0 + 3600).reason
+    metrics_only = det(kind="telemetry_gone", after="10m")
+    feed(metrics_only, prom("gpu_sm_active_ratio", [0.9] * 5) + [Sample(T0 + 20 * MIN, "r", state="running")])
+    assert metrics_only.evaluate(T0 + 4 * MIN + 11 * MIN).active
 
 
 def test_telemetry_gone_holds_off_when_finished_or_unreadable():
@@ -271,6 +283,17 @@ def test_absent_fires_when_the_metric_stops_while_steps_go_on():
     feed(d, steps([1.0] * 50, metric="throughput/duration", every=MIN, t0=T0 + 10 * MIN, start_step=10))
     assert d.wake_at == T0 + 9 * MIN + 30 * MIN
     assert not d.evaluate(T0 + 38 * MIN).active and d.evaluate(T0 + 40 * MIN).active
+
+
+def test_absent_during_a_hang_is_no_logging_fault_even_with_rows_at_the_last_step():
+    """A hung run whose evaluation logs one more row at the step it stopped on: no step arrived, so
+    the loss is not missing "while steps kept arriving" (the hang is progress_stalled's page)."""
+    d = det(kind="absent", metric="train/loss", after="30m")
+    feed(d, steps([2.0] * 10, every=MIN))
+    feed(d, [Sample(T0 + 12 * MIN, "r", 9, {"eval/loss": 2.1}, "running")])
+    feed(d, [Sample(T0 + k * MIN, "r", state="running") for k in range(13, 90)])
+    f = d.evaluate(T0 + 90 * MIN)
+    assert not f.active and "kept arriving" not in f.reason
 
 
 def test_absent_leaves_total_silence_to_the_other_rules():

@@ -122,3 +122,32 @@ def test_rules_on_the_same_statistics_share_one_baseline_with_the_same_results()
     apart = [(e.t, e.rule, e.state, e.step) for r in (point, floor) for e in replay(samples, [r]).events]
     assert sorted(together) == sorted(apart)
     assert {r for _, r, s, _ in together if s == "firing"} == {"jump", "floor"}
+
+
+def _raised_then_rewound(after: list[float]) -> list:
+    """A floor raised to ~2.6 over a ~2.0 baseline for 30 minutes (it pages), then a restart from step
+    100 (a rewind resets the baseline) logging ``after``."""
+    before = steps(noisy(120) + noisy(180, level=2.6, seed=5))
+    return before + steps(after, t0=before[-1].t + 300, start_step=100)
+
+
+def test_a_resolution_after_a_rewind_says_the_loss_came_back_under_the_level_it_fired_on():
+    floor = rule(name="loss_floor", kind="spike", metric="train/loss", mode="floor", severity="critical")
+    events = replay(_raised_then_rewound(noisy(40, seed=7)), [floor]).events
+    assert [e.state for e in events] == ["firing", "resolved"]
+    why = events[-1].reason
+    assert "warming up" not in why
+    assert "is back below" in why and "the threshold it fired above" in why and "rewound" in why, why
+
+
+def test_a_rewind_that_loses_the_baseline_while_the_loss_stays_high_does_not_resolve_it_as_warming_up():
+    floor = rule(name="loss_floor", kind="spike", metric="train/loss", mode="floor", severity="critical")
+    samples = _raised_then_rewound(noisy(4, level=2.6, seed=8))
+    events = replay(samples, [floor], end=samples[-1].t).events
+    assert [e.state for e in events] == ["firing"]  # still above where it fired: no verdict, still firing
+    samples = _raised_then_rewound(noisy(200, level=2.6, seed=8))
+    events = replay(samples, [floor]).events
+    assert [e.state for e in events] == ["firing", "resolved"]
+    why = events[-1].reason
+    assert why.startswith("the evidence is gone: the run rewound and its baseline was rebuilt"), why
+    assert "warming up" not in why

@@ -31,11 +31,14 @@ def test_fires_after_the_floor_without_a_new_step_and_not_before():
 
 def test_the_limit_follows_a_slow_cadence():
     det = stall()
-    run_steps(det, [i * 200.0 for i in range(30)])  # 200s steps: limit = 10 x 200s
+    run_steps(det, [i * 60.0 for i in range(30)])  # 60s steps: limit = 10 x 60s, past the floor
+    assert det.limit() == 900
+    det = stall()
+    run_steps(det, [i * 200.0 for i in range(30)])  # 200s steps: the floor past the usual step
     last = T0 + 29 * 200
-    assert det.limit() == 2000
-    assert not det.evaluate(last + 30 * MIN).active
-    assert det.evaluate(last + 34 * MIN).active
+    assert det.limit() == 200 + 900  # (10 steps would be 33 minutes: issue 39 wants 15 past the step)
+    assert not det.evaluate(last + 18 * MIN).active
+    assert det.evaluate(last + 19 * MIN).active
 
 
 def test_one_long_gap_does_not_inflate_the_limit():

@@ -239,7 +239,7 @@ def test_replay_reads_whole_at_80_columns_with_units(tmp_path: Path):
     lines = r.output.splitlines()
     assert max(len(line) for line in lines) <= 80 and "…" not in r.output
     words = set(r.output.split())
-    assert {"hero-telemetry-gone-7b:", "telemetry_gone", "progress_stalled", "loss_jump"} <= words
+    assert {"hero-telemetry-gone-7b:", "progress_stalled", "loss_jump"} <= words
     stall = next(line for line in lines if "firing" in line and "progress_stalled" in line)
     assert stall.rstrip().endswith("idle") and "step " in stall, "the value says what it measures"
     jump = next(line for line in lines if "firing" in line and "loss_jump" in line)
@@ -258,10 +258,29 @@ def test_one_step_spikes_are_counted_per_metric_not_per_rule_that_never_fired(tm
     assert "loss_spike" not in r.output, "the floor rule never fired: it is not named"
 
 
-def test_rules_list_shows_every_parameter_at_80_columns():
+def test_rules_list_says_per_rule_what_it_catches_its_severity_and_key_settings():
     from monitor.rules.loader import load_pack
 
-    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"})
+    r = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    lines = r.output.splitlines()
+    specs = load_pack("hero")
+    assert len(lines) <= 2 * len(specs), r.output  # a line per rule (its settings below when long)
+    stall = next(line for line in lines if line.startswith("progress_stalled "))
+    assert "critical" in stall and "step counter has not moved" in stall, stall
+    assert "[stall; floor=15m k=10.0 startup=45m]" in stall, stall
+    tps = lines.index(next(line for line in lines if line.startswith("tokens_per_second_low ")))
+    assert "below=unset (off until set)" in " ".join(lines[tps : tps + 2]), lines[tps : tps + 2]
+    assert "importance=" not in r.output and "expect=None" not in r.output
+    narrow = runner.invoke(rules_app, ["list", "hero"], env={"COLUMNS": "80"}).output.splitlines()
+    assert max(len(line) for line in narrow) <= 80 and len(narrow) <= 2 * len(specs), narrow
+    assert all(any(line.startswith(f"{s.name} ") for line in narrow) for s in specs)
+
+
+def test_rules_list_verbose_shows_every_parameter_at_80_columns():
+    from monitor.rules.loader import load_pack
+
+    r = runner.invoke(rules_app, ["list", "hero", "--verbose"], env={"COLUMNS": "80"})
     assert r.exit_code == 0
     assert max(len(line) for line in r.output.splitlines()) <= 80 and "…" not in r.output
     words = set(r.output.split())
@@ -295,7 +314,7 @@ def test_a_failing_stall_check_does_not_say_progress_resumed_for_a_stuck_run(tmp
     assert r.exit_code == 1, r.output
     said = next(line for line in r.output.splitlines() if "the rule says:" in line)
     assert "resumed" not in said and "stepping" not in said
-    assert said.strip() == "the rule says: last step 60 10m ago, within the limit 15m", said
+    assert said.strip() == "the rule says: last step 60, 10m ago, within the limit 15m", said
 
 
 def test_replay_of_an_unknown_vocabulary_prints_the_blind_rules(tmp_path: Path):

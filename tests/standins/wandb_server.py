@@ -11,7 +11,9 @@ text and answers the way the service does (see /work/shared/notes/ecosystem-fact
 - Unknown operations are logged at ERROR, kept in ``unknown_operations`` and answered with a GraphQL error.
 
 Tests drive it from Python: add runs, log rows, rewind, change state or tags, delete runs, inject faults
-(HTTP status such as 500 or 429 with Retry-After, slow answers, dropped connections). Every request is
+(HTTP status such as 500 or 429 with Retry-After, slow answers, dropped connections), or enforce a quota
+(``enforce_quota``: at most N requests of a key in any window, 429 with ``Retry-After``,
+``RateLimit-Remaining`` (0-1000) and ``RateLimit-Reset`` beyond it, as W&B documents). Every request is
 recorded (operation, variables, status, bytes) so tests can assert request counts and step ranges. Time
 is the server's own clock (``clock``), moved by the tests: nothing here waits for time to pass except an
 injected slow answer.
@@ -22,10 +24,12 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import re
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -77,6 +81,9 @@ class WandbStandin(WandbData):
         self._auth = "Basic " + base64.b64encode(f"api:{api_key}".encode()).decode()
         self._server: _Server | None = None
         self._port = 0
+        self.quota: tuple[int, float] | None = None  # (requests, window seconds) per API key
+        self.quota_clock: Callable[[], float] = lambda: self.clock  # the server's clock, moved by tests
+        self._accepted: dict[str, deque[float]] = {}  # per key: when each request of the window came
 
     # ---- lifecycle -----------------------------------------------------------------------------
     def start(self) -> WandbStandin:
@@ -129,6 +136,37 @@ class WandbStandin(WandbData):
     def slow(self, delay: float, times: int = 1, operations: Iterable[str] | None = None) -> Fault:
         ops = frozenset(operations) if operations is not None else None
         return self.inject(Fault(delay=delay, times=times, operations=ops))
+
+    def enforce_quota(self, requests: int, window: float = 60.0) -> None:
+        """At most ``requests`` requests of an API key in any ``window`` seconds (of ``quota_clock``);
+        the ones beyond are answered 429 and do not count."""
+        with self._lock:
+            self.quota = (requests, window)
+            self._accepted.clear()
+
+    def over_quota(self) -> int:
+        """Requests answered 429 by the quota."""
+        return self.count_status(429)
+
+    def count_status(self, status: int) -> int:
+        with self._lock:
+            return sum(1 for r in self.requests if r.status == status)
+
+    def _admit(self, key: str) -> dict[str, str] | None:
+        """None: within the quota (counted); else the 429's headers."""
+        if self.quota is None:
+            return None
+        limit, window = self.quota
+        with self._lock:
+            now = self.quota_clock()
+            sent = self._accepted.setdefault(key, deque())
+            while sent and sent[0] <= now - window:
+                sent.popleft()
+            if len(sent) < limit:
+                sent.append(now)
+                return None
+            reset = max(1, math.ceil(sent[0] + window - now))
+        return {"Retry-After": str(reset), "RateLimit-Remaining": "0", "RateLimit-Reset": str(reset)}
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -236,6 +274,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if self.headers.get("Authorization") != s._auth:
                 self._send(401, {"errors": [{"message": "user is not logged in"}]})
+                return
+            limited = s._admit(s._auth)
+            if limited is not None:
+                self._send(429, {"errors": [{"message": "rate limit exceeded"}]}, limited)
                 return
             fault = s._take_fault(operation)
             if fault is not None:

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 from slack_sdk.signature import SignatureVerifier
 
-from alerts.text import bad_character
+from alerts.text import bad_character, one_line
 
 MAX_AGE_SECONDS = 5 * 60
 
@@ -93,11 +93,16 @@ class Interaction:
         return slack_actor(self.user_id, self.user_name)
 
 
+_MARKUP = str.maketrans("", "", "<>&")
+
+
 def slack_actor(user_id: str, name: str | None) -> str:
     """How a Slack user is named on the timeline, the alert and the Slack message: ``amy (Slack U0AMY)``,
     readable anywhere, with the workspace's stable user id (a name can change; the id names one person).
     ``alerts.notifiers.slack.blocks`` renders it in Slack as a mention of that user."""
-    shown = (name or "").strip()
+    # Slack's markup is <...> (``<!channel>`` notifies a whole channel) and &-entities: a user name is
+    # text, so it holds none of them, here where it enters (stored as the acknowledger, echoed in replies)
+    shown = one_line((name or "").translate(_MARKUP), 100).strip()
     if not shown or shown == user_id:
         return f"Slack {user_id}"
     return f"{shown} (Slack {user_id})"

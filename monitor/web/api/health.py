@@ -45,6 +45,8 @@ def readiness(ctx: ApiContext) -> ReadyOut:
         limit = STALE_POLLS * interval
         if last is not None and now - last <= limit:
             checks[f"source:{kind}"] = "ok" + (f" (last poll failed: {error})" if error else "")
+            for line in engine.source_polls.throttle_lines(kind):  # slower reads, said, not a failure
+                checks[f"source:{kind}"] += f" ({line})"
             continue
         if last is None:
             what = "never polled"
@@ -53,6 +55,17 @@ def readiness(ctx: ApiContext) -> ReadyOut:
             what = f"last poll {age} ago (limit {format_duration(limit)})"
         checks[f"source:{kind}"] = what
         reasons.append(f"source {kind}: {what}")
+    for watch in sorted(engine.watches) if engine is not None else ():
+        for kind in sorted(engine.watches[watch].targets()):
+            last_poll = engine.source_polls.of(watch, kind)
+            if last_poll is not None and last_poll.ok_at is None:  # polled, never answered: blind from start
+                what = f"never read ({last_poll.error})"
+                checks[f"watch:{watch}:{kind}"] = what
+                reasons.append(f"watch {watch}: source {kind} {what}")
+        failing = engine.write_health.error(watch)
+        if failing is not None:
+            checks[f"watch:{watch}:writes"] = f"failing ({failing})"
+            reasons.append(f"watch {watch}: its polls cannot be written: {failing}")
     return ReadyOut(status="not ready" if reasons else "ready", checks=checks, reasons=reasons)
 
 

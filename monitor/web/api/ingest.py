@@ -31,12 +31,14 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from alerts.text import check_plain
 from monitor.run_ids import MAX_ID, qualify
 from monitor.samples import (
     ALERT_METRIC,
     MAX_ALERT_TEXT,
     MAX_ALERT_TITLE,
     MAX_ALERT_WAIT,
+    MAX_STEP,
     JobAlert,
     RunState,
     as_number,
@@ -59,7 +61,9 @@ Value = float | int | bool | str | None
 class PushedSample(BaseModel):
     model_config = ConfigDict(extra="forbid")
     t: float | None = Field(default=None, description="epoch seconds; default: when it arrived")
-    step: int | None = Field(default=None, ge=0)
+    step: int | None = Field(
+        default=None, ge=0, le=MAX_STEP, description="at most 2^63-1 (what storage holds)"
+    )
     metrics: dict[Name, Value] = Field(default_factory=dict, max_length=2000)
     state: Literal["running", "finished", "crashed", "failed", "killed", "preempted", "pending"] | None = None
 
@@ -89,7 +93,7 @@ class PushedEvent(BaseModel):
     cause: str | None = Field(
         default=None, max_length=64, description="exit: 'exit', 'oom-killed' or 'signal N'"
     )
-    step: int | None = Field(default=None, ge=0)
+    step: int | None = Field(default=None, ge=0, le=MAX_STEP)
     title: Title | None = Field(default=None, description="alert, resolve: what the alert is (its identity)")
     text: str | None = Field(default=None, max_length=MAX_ALERT_TEXT, description="alert: what to tell")
     level: Literal["info", "warn", "error"] | None = Field(
@@ -130,6 +134,11 @@ class IngestBody(BaseModel):
     run: Name
     samples: list[PushedSample] = Field(default_factory=list, max_length=MAX_SAMPLES)
     events: list[PushedEvent] = Field(default_factory=list, max_length=MAX_EVENTS)
+
+    @field_validator("run")
+    @classmethod
+    def _plain(cls, v: str) -> str:
+        return check_plain(v)  # no U+202E, zero-width spaces, U+2028: a name must read as it is
 
 
 class IngestOut(BaseModel):

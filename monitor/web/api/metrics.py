@@ -103,9 +103,28 @@ class HerowatchCollector(Collector):
         for kind in sorted(set(ctx.source_intervals()) | set(counted)):
             errors.add_metric([kind], float(counted.get(kind, 0)))
         yield errors
+        yield from self._throttled()
         yield from self._gc()
         yield from self._silences()
         yield from self._delivery(now)
+
+    def _throttled(self) -> Iterator[Metric]:
+        deferred = GaugeMetricFamily(
+            "herowatch_source_runs_deferred",
+            "Runs whose new steps the source's request quota put off to a later poll, at the last poll "
+            "(W&B reads priority-tagged runs first; 0: every run that moved was read)",
+            labels=["watch", "source"],
+        )
+        waiting = GaugeMetricFamily(
+            "herowatch_source_read_wait_seconds",
+            "At the watch's last poll, the longest a put-off run had waited since its history was last read",
+            labels=["watch", "source"],
+        )
+        for watch, kind, throttle in self.ctx.engine.source_polls.throttled():
+            deferred.add_metric([watch, kind], float(throttle.deferred if throttle else 0))
+            waiting.add_metric([watch, kind], throttle.waiting if throttle else 0.0)
+        yield deferred
+        yield waiting
 
     def _silences(self) -> Iterator[Metric]:
         kept = GaugeMetricFamily(
@@ -121,7 +140,7 @@ class HerowatchCollector(Collector):
         yield made
 
     def _gc(self) -> Iterator[Metric]:
-        policy = self.ctx.service.gc_policy if self.ctx.service is not None else None
+        policy = self.ctx.gc_policy
         if policy is None:
             return
         pauses = CounterMetricFamily(
@@ -145,7 +164,7 @@ class HerowatchCollector(Collector):
             "Seconds one attempt to send a notification took, by receiver, its kind and the outcome",
             labels=["receiver", "kind", "outcome"],
         )
-        stats = ctx.service.send_latency if ctx.service is not None else None
+        stats = ctx.send_latency
         for (receiver, kind, outcome), h in sorted((stats.snapshot() if stats else {}).items()):
             latency.add_metric([receiver, kind, outcome], h.cumulative(), h.total)
         yield latency

@@ -105,7 +105,7 @@ def _act(ctx: ApiContext, click: Interaction, now: float) -> Reply:
 
 def _answer(ctx: ApiContext, cmd: SlashCommand, now: float) -> Reply:
     with ctx.sessions.begin() as s:
-        return commands.answer(ctx, s, cmd, now)
+        return commands.answer(commands.CommandPorts.of(ctx), s, cmd, now)
 
 
 async def _command(ctx: ApiContext, form: dict[str, str], now: float) -> JSONResponse:

@@ -35,9 +35,11 @@ HTML = "text/html; charset=utf-8"
 
 def overview_values(request: Request, ctx: ApiContext, snap: Snapshot, kind: str | None) -> dict[str, Any]:
     counts = snap.kinds
-    runs = sorted(snap.runs_of(kind), key=status.urgency)
+    every = sorted(snap.runs_of(kind), key=status.urgency)
+    done = {r.id for r in every if status.finished(r, snap.now)}
+    runs = [r for r in every if r.id not in done]  # the live runs, most urgent first
     with ctx.sessions() as s:
-        sparks = request.app.state.sparks.by_headline(s, [(r.id, r.headline.metric) for r in runs])
+        sparks = request.app.state.sparks.by_headline(s, [(r.id, r.headline.metric) for r in every])
     known = [k for k in ctx.layouts.kind_names() if k in counts] + sorted(
         set(counts) - set(ctx.layouts.kind_names())
     )
@@ -45,7 +47,9 @@ def overview_values(request: Request, ctx: ApiContext, snap: Snapshot, kind: str
         "runs": runs,
         "sparks": sparks,
         "health": Counter(r.health for r in runs),
-        "groups": group_alerts(snap.urgent_alerts(runs if kind is not None else None)),
+        "finished": [r for r in every if r.id in done],  # over and done with, apart (status.finished)
+        "finished_after": status.FINISHED_AFTER,
+        "groups": group_alerts(snap.urgent_alerts(every if kind is not None else None)),
         "group_titles": ALERT_GROUPS,
         "kind": kind,
         "kinds": [(k, counts[k]) for k in known],
@@ -59,9 +63,10 @@ def the_kind(request: Request, snap: Snapshot) -> str | None:
     return kind if kind in snap.kinds else None  # a kind no run has (or a stale link): every run
 
 
-def run_row(renderer: Renderer, now: float, run: RunOut, spark: Spark | None) -> str:
-    """One run's row (``_run_row.html``): the one way a row is rendered, for the page and its refresh."""
-    return renderer.render("_run_row.html", now, r=run, sp=spark)
+def run_row(renderer: Renderer, now: float, run: RunOut, spark: Spark | None, finished: bool = False) -> str:
+    """One run's row (``_run_row.html``): the one way a row is rendered, for the page and its refresh;
+    a finished run's row says so (``data-section``), and the refresh puts it in the Finished list."""
+    return renderer.render("_run_row.html", now, r=run, sp=spark, finished=finished)
 
 
 def fragment(request: Request, snap: Snapshot, kind: str | None) -> changes.Rendered:
@@ -73,14 +78,22 @@ def fragment(request: Request, snap: Snapshot, kind: str | None) -> changes.Rend
     head = renderer.render("_overview_head.html", snap.now, **values)
     sparks = values["sparks"]
     rows = {r.id: run_row(renderer, snap.now, r, sparks.get(r.id)) for r in values["runs"]}
+    done = {r.id: run_row(renderer, snap.now, r, sparks.get(r.id), True) for r in values["finished"]}
     body = renderer.render(
-        "_overview_body.html", snap.now, head=Markup(head), rows=[Markup(h) for h in rows.values()]
+        "_overview_body.html",
+        snap.now,
+        head=Markup(head),
+        rows=[Markup(h) for h in rows.values()],
+        finished_rows=[Markup(h) for h in done.values()],
+        finished_after=values["finished_after"],
     )
+    live = len(rows)
+    rows.update(done)  # the refresh's order: the live runs, then the finished
     etag = encoded(f"overview|{kind}", body.encode()).etag
     html = renderer.render(
         "_overview.html", snap.now, body=Markup(body), version=changes.version_of(etag), **values
     )
-    made = changes.rendered(Encoded(html.encode(), etag, HTML), head, rows)
+    made = changes.rendered(Encoded(html.encode(), etag, HTML), head, rows, live)
     request.app.state.overview_generations.remember(kind, made.generation)
     return made
 

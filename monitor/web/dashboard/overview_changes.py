@@ -13,7 +13,8 @@ Asked what changed since a version it remembers, the refresh gets JSON (:func:`c
      "rows": [{"id": "<run id>", "html": "<li ...>"}], "removed": ["<run id>"], "order": [...] | null}
 
 ``rows`` are the changed and added rows (as the page renders them: ``overview.run_row``), ``removed``
-the ids gone, ``order`` every id in order when the rows moved (else null: added rows go last). A
+the ids gone, ``order`` every id in order when the rows moved (else null: added rows go last; a
+row's ``data-section`` says which list it goes in, the live or the Finished one). A
 version it does not remember (too old, from before a restart, from another replica) gets the whole
 list, as does a change whose JSON would be no smaller.
 """
@@ -53,6 +54,7 @@ class Generation:
     head: bytes  # digest of the head's HTML
     rows: dict[str, bytes]  # run id -> digest of its row's HTML
     order: tuple[str, ...]  # the run ids, as listed
+    live: int = -1  # how many of them are in the live list (the rest: the Finished list); -1: one list
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,14 @@ class Rendered:
     generation: Generation
 
 
-def rendered(part: Encoded, head: str, rows: dict[str, str]) -> Rendered:
+def rendered(part: Encoded, head: str, rows: dict[str, str], live: int = -1) -> Rendered:
+    """``rows`` in the order listed; the first ``live`` of them in the live list, the rest finished."""
     gen = Generation(
         version_of(part.etag),
         digest(head),
         {rid: digest(html) for rid, html in rows.items()},
         tuple(rows),
+        live,
     )
     return Rendered(part, head, rows, gen)
 
@@ -112,7 +116,8 @@ def changes(cur: Rendered, old: Generation) -> Encoded | None:
         "head": cur.head if old.head != new.head else None,
         "rows": rows,
         "removed": removed,
-        "order": None if kept + added == list(new.order) else list(new.order),
+        # the same order and as many live rows: no row moved, none went between the lists
+        "order": None if kept + added == list(new.order) and old.live == new.live else list(new.order),
     }
     body = json.dumps(delta, ensure_ascii=False, separators=(",", ":")).encode()
     if len(body) >= len(cur.part.body):

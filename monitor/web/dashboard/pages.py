@@ -17,6 +17,7 @@ from monitor.web.coverage import coverage_out
 from monitor.web.dashboard.charts import chart_payload
 from monitor.web.dashboard.panel_data import panel_metrics
 from monitor.web.dashboard.templating import run_url, short_duration
+from monitor.web.dashboard.watch_page import watch_values
 from monitor.web.run_detail import run_detail
 from monitor.web.schemas import MAX_ID, AlertOut, RunDetail
 from monitor.web.viewer import may_see, to_login, viewer_of
@@ -191,6 +192,9 @@ def run_page(run_id: str, request: Request, ctx: ApiContext = Depends(context)) 
             return RedirectResponse(run_url(found[0].id) + query, status_code=303)
         if found:
             return page(request, ctx, "runs_named.html", 300, key=run_id, runs=found)
+        watch = watch_values(ctx, run_id)  # a watch's own alerts carry the watch as their run
+        if watch is not None:
+            return page(request, ctx, "watch.html", **watch)
         return page(
             request, ctx, "error.html", 404, title="No such run", message=f"No run with id {run_id!r}."
         )

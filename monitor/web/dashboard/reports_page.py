@@ -39,7 +39,7 @@ def reports_page(
 ) -> Response:
     if (denied := guard(request, ctx)) is not None:
         return denied
-    watches = [w.name for w in ctx.service.config.watch] if ctx.service is not None else []
+    watches = [w.name for w in ctx.config.watch] if ctx.config is not None else []
     try:
         with ctx.sessions() as s:
             r = report_for(ctx, s, week=week or None, watch=watch or None, tz=tz)

@@ -1,10 +1,14 @@
 """``/herowatch``, from either door (the HTTP endpoint or Socket Mode): the request the text asks for
 (``grammar``), done in the caller's transaction through ``monitor.delivery.oncall`` and named after the
-Slack user who typed it, and the answer only they see."""
+Slack user who typed it, and the answer only they see. Besides the caller's transaction it reads
+only its port, ``CommandPorts``: the status and the week's report, built on that transaction.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
@@ -21,10 +25,24 @@ from monitor.web.slack import grammar
 from monitor.web.slack.replies import Reply
 from monitor.web.slack.report import weekly_report
 from monitor.web.slack.status_blocks import run_reply, runs_reply, slack_time
-from monitor.web.snapshot import build
+from monitor.web.snapshot import Snapshot, build
 
 log = logging.getLogger(__name__)
 COMMENT = f"from Slack ({grammar.COMMAND})"
+
+
+@dataclass(frozen=True)
+class CommandPorts:
+    """What ``/herowatch`` reads besides the database rows it acts on."""
+
+    snapshot: Callable[[Session], Snapshot]  # every run's status now (``status``)
+    weekly_report: Callable[[Session], Reply]  # the last 7 days' report, in brief (``report``)
+    external_url: str | None  # where people reach the dashboard (links)
+
+    @classmethod
+    def of(cls, ctx: ApiContext) -> CommandPorts:
+        """The ports over the web side's context (both Slack doors)."""
+        return cls(lambda s: build(ctx, s, 0), lambda s: weekly_report(ctx, s), ctx.external_url)
 
 
 class _NoRun(Exception):
@@ -33,10 +51,10 @@ class _NoRun(Exception):
         self.reply = reply
 
 
-def answer(ctx: ApiContext, s: Session, cmd: SlashCommand, now: float) -> Reply:
+def answer(ports: CommandPorts, s: Session, cmd: SlashCommand, now: float) -> Reply:
     request = grammar.parse(cmd.text)
     try:
-        reply = _run(ctx, s, request, Actor.slack_user(cmd.actor), now)
+        reply = _run(ports, s, request, Actor.slack_user(cmd.actor), now)
     except _NoRun as exc:
         reply = exc.reply
     except oncall.ActionError as exc:
@@ -45,20 +63,20 @@ def answer(ctx: ApiContext, s: Session, cmd: SlashCommand, now: float) -> Reply:
     return reply
 
 
-def _run(ctx: ApiContext, s: Session, request: grammar.Request, actor: Actor, now: float) -> Reply:
+def _run(ports: CommandPorts, s: Session, request: grammar.Request, actor: Actor, now: float) -> Reply:
     match request:
         case grammar.Help(problem=None):
             return Reply(grammar.USAGE)
         case grammar.Help(problem=problem):
             return Reply(f"{problem}.\n\n{grammar.USAGE}")
         case grammar.Status(run=None):
-            snap = build(ctx, s, 0)
-            return runs_reply(snap, snap.runs, ctx.external_url, "herowatch")
+            snap = ports.snapshot(s)
+            return runs_reply(snap, snap.runs, ports.external_url, "herowatch")
         case grammar.Status(run=key):
-            snap = build(ctx, s, 0)
+            snap = ports.snapshot(s)
             run = _one_run(s, key)
             shown = next((r for r in snap.runs if r.id == run.id), None)
-            return run_reply(snap, shown, ctx.external_url) if shown else Reply(f"No status for {key} yet.")
+            return run_reply(snap, shown, ports.external_url) if shown else Reply(f"No status for {key} yet.")
         case grammar.Ack(alert_id=int(alert_id)):
             return _ack_alert(s, alert_id, actor, now)
         case grammar.Ack(run=str(key)):
@@ -66,7 +84,7 @@ def _run(ctx: ApiContext, s: Session, request: grammar.Request, actor: Actor, no
         case grammar.Silence(run=key, seconds=seconds, reason=reason):
             return _silence(s, _one_run(s, key), seconds, reason, actor, now)
         case grammar.Report():
-            return weekly_report(ctx, s)
+            return ports.weekly_report(s)
     raise AssertionError(f"unhandled request {request!r}")
 
 

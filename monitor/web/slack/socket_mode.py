@@ -18,6 +18,9 @@ Each envelope:
    and the answer posted to the request's ``response_url`` when it is ready; a click's answer always
    goes to its ``response_url``;
 3. if acting fails (the database is down), is answered that nothing changed.
+
+It acts through its port, ``SlackPorts`` (the database, the clock, the workspace, what the commands
+read), which the composition root builds.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -38,18 +42,20 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.socket_mode.websocket_client import SocketModeClient
 from slack_sdk.web import WebClient
 from slack_sdk.webhook import WebhookClient
+from sqlalchemy.orm import Session, sessionmaker
 
 from alerts.notifiers.slack.interactions import BadPayload, parse_block_actions, parse_command
 from monitor.engine.scheduling import add_interval_job
 from monitor.storage import slack_deliveries
 from monitor.web.context import ApiContext
 from monitor.web.slack import clicks, commands
+from monitor.web.slack.commands import CommandPorts
 from monitor.web.slack.replies import Refused, Reply, check_team
 
 if TYPE_CHECKING:
     from apscheduler.schedulers.background import BackgroundScheduler
 
-    from monitor.service import Service
+    from monitor.settings import Settings
 
 log = logging.getLogger(__name__)
 ACK_BUDGET = 2.0  # seconds from an envelope's arrival to its acknowledgement (Slack allows 3)
@@ -99,6 +105,20 @@ def _routine_drop(record: logging.LogRecord) -> bool:
 
 
 @dataclass(frozen=True)
+class SlackPorts:
+    """What Socket Mode acts through."""
+
+    sessions: sessionmaker[Session]  # claims, replies and the actions, each in one transaction
+    now: Callable[[], float]  # the service's clock
+    team_id: str | None  # the workspace allowed to act (``SLACK_TEAM_ID``; None: any)
+    commands: CommandPorts  # what ``/herowatch`` reads
+
+    @classmethod
+    def of(cls, ctx: ApiContext) -> SlackPorts:
+        return cls(ctx.sessions, ctx.clock.time, ctx.settings.slack_team_id, CommandPorts.of(ctx))
+
+
+@dataclass(frozen=True)
 class Handled:
     reply: Reply | None  # what to answer (None: nothing, e.g. a click on another app's button)
     duplicate: bool  # acted on before (a re-delivery): answered with the stored reply, not again
@@ -110,12 +130,12 @@ class SocketMode:
         *,
         app_token: str,
         api_url: str,
-        ctx: ApiContext,
+        ports: SlackPorts,
         worker: str,
         ack_budget: float = ACK_BUDGET,
         ping_interval: float = PING_INTERVAL,
     ) -> None:
-        self.ctx = ctx
+        self.ports = ports
         self.worker = worker
         self.ack_budget = ack_budget
         self.ping_interval = ping_interval
@@ -246,8 +266,8 @@ class SocketMode:
 
     def forget_old(self) -> int:
         """Drop the claims older than a day: their envelopes will not come again."""
-        with self.ctx.sessions.begin() as s:
-            return slack_deliveries.forget_before(s, self.ctx.clock.time() - slack_deliveries.KEEP)
+        with self.ports.sessions.begin() as s:
+            return slack_deliveries.forget_before(s, self.ports.now() - slack_deliveries.KEEP)
 
     # ---- envelopes -------------------------------------------------------------------------------
     def on_request(self, client: SocketModeClient, req: SocketModeRequest) -> None:
@@ -301,12 +321,12 @@ class SocketMode:
 
     def handle(self, req: SocketModeRequest) -> Handled:
         """Claim the request's identity and act, in one transaction; a claimed one gets its stored reply."""
-        now = self.ctx.clock.time()
+        now = self.ports.now()
         try:
             if req.type == SLASH:
                 cmd = parse_command(req.payload)
                 trigger, actor, team = cmd.trigger_id, cmd.actor, cmd.team_id
-                act = lambda s: commands.answer(self.ctx, s, cmd, now)  # noqa: E731
+                act = lambda s: commands.answer(self.ports.commands, s, cmd, now)  # noqa: E731
             else:
                 if req.payload.get("type") != "block_actions":
                     return Handled(None, False)  # herowatch has no shortcuts, modals or menus
@@ -318,12 +338,12 @@ class SocketMode:
             unread = Reply(f"herowatch cannot read this: {exc}")
             return Handled(None if req.type == INTERACTIVE else unread, False)
         try:
-            check_team(self.ctx.settings.slack_team_id, team)
+            check_team(self.ports.team_id, team)
         except Refused as exc:
             log.warning("refused a Slack %s by %s from workspace %r", req.type, actor, team)
             return Handled(Reply(exc.message), False)
         key = f"trigger:{trigger}" if trigger else f"envelope:{req.envelope_id}"
-        with self.ctx.sessions.begin() as s:
+        with self.ports.sessions.begin() as s:
             if slack_deliveries.claim(
                 s, key, envelope_id=req.envelope_id, kind=req.type, actor=actor, now=now, worker=self.worker
             ):
@@ -333,7 +353,7 @@ class SocketMode:
                     reply = Reply(exc.message)
                 slack_deliveries.record_reply(s, key, reply.message())
                 return Handled(reply, False)
-        with self.ctx.sessions() as s:
+        with self.ports.sessions() as s:
             stored = slack_deliveries.reply_of(s, key)
         log.info("Slack %s %s (%s) was acted on already: not again", req.type, req.envelope_id, key)
         return Handled(Reply.from_message(stored) if stored else None, True)
@@ -344,14 +364,14 @@ def _failed(exc: BaseException) -> Handled:
     return Handled(Reply(f"herowatch could not do this, nothing changed: {type(exc).__name__}"), False)
 
 
-def for_service(service: Service) -> SocketMode | None:
-    """The Socket Mode door of a service when ``SLACK_APP_TOKEN`` is set (``Service.start`` starts it)."""
-    token = service.settings.slack_app_token
+def from_settings(settings: Settings, ports: SlackPorts) -> SocketMode | None:
+    """The Socket Mode door when ``SLACK_APP_TOKEN`` is set (``Service.start`` starts it)."""
+    token = settings.slack_app_token
     if token is None:
         return None
     return SocketMode(
         app_token=token.get_secret_value(),
-        api_url=service.settings.slack_api_url,
-        ctx=ApiContext.from_service(service),
+        api_url=settings.slack_api_url,
+        ports=ports,
         worker=f"{socket.gethostname()}:{os.getpid()}",
     )

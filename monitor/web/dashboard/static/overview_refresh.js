@@ -20,15 +20,32 @@
     el.dispatchEvent(new CustomEvent("herowatch:load", { bubbles: true }));
   }
 
-  function rowsById(ol) {
+  function rowsById(lists) {
     var byId = {};
-    for (var li = ol.firstElementChild; li; li = li.nextElementSibling) byId[li.getAttribute("data-run")] = li;
+    lists.forEach(function (ol) {
+      for (var li = ol.firstElementChild; li; li = li.nextElementSibling) byId[li.getAttribute("data-run")] = li;
+    });
     return byId;
+  }
+
+  // a row goes in the live list, or in the collapsed Finished one when it says so (data-section)
+  function home(sec, li) {
+    var done = li.getAttribute("data-section") === "finished";
+    return sec.querySelector(done ? "ol.finished-runs" : "ol.runs.live");
+  }
+
+  function countFinished(sec) {
+    var ol = sec.querySelector("ol.finished-runs"), box = sec.querySelector("details.finished");
+    if (!ol || !box) return;
+    box.hidden = ol.children.length === 0;
+    box.querySelector("summary .n").textContent = String(ol.children.length);
   }
 
   // true when the list is now the one the server described (else the next refresh asks for all of it)
   function apply(sec, d) {
-    var ol = sec.querySelector("ol.runs"), byId = rowsById(ol), put = [];
+    var live = sec.querySelector("ol.runs.live"), done = sec.querySelector("ol.finished-runs");
+    if (!live || !done) return false;
+    var byId = rowsById([live, done]), put = [];
     if (d.head !== null) {
       var head = parse(d.head);
       sec.querySelector(".overview-head").replaceWith(head);
@@ -38,14 +55,19 @@
       if (byId[id]) { byId[id].remove(); delete byId[id]; }
     });
     d.rows.forEach(function (r) {
-      var li = parse(r.html);
-      if (byId[r.id]) byId[r.id].replaceWith(li); else ol.appendChild(li);
+      var li = parse(r.html), ol = home(sec, li);
+      if (byId[r.id] && byId[r.id].parentElement === ol) byId[r.id].replaceWith(li);
+      else {  // new, or moved between the live and the finished list
+        if (byId[r.id]) byId[r.id].remove();
+        ol.appendChild(li);
+      }
       byId[r.id] = li;
       put.push(li);
     });
-    if (d.order) d.order.forEach(function (id) { if (byId[id]) ol.appendChild(byId[id]); });
+    if (d.order) d.order.forEach(function (id) { if (byId[id]) home(sec, byId[id]).appendChild(byId[id]); });
     put.forEach(loaded);
-    if (ol.children.length !== d.n) return false;
+    countFinished(sec);
+    if (live.children.length + done.children.length !== d.n) return false;
     sec.setAttribute("data-version", d.version);
     return true;
   }
@@ -53,6 +75,8 @@
   function replace(sec, html) {
     var fresh = parse(html);
     if (!fresh || fresh.id !== "overview") return;
+    var was = sec.querySelector("details.finished"), now = fresh.querySelector("details.finished");
+    if (was && now) now.open = was.open;  // the Finished list stays open or closed as the reader left it
     sec.replaceWith(fresh);
     loaded(fresh);
   }

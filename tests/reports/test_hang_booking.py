@@ -1,0 +1,127 @@
+"""A hang ended by a kill and a restart, as the demo has it, booked as it happened in the API, on the run
+page and in the report: hung from the last step to the kill, restarting from the kill to the first new
+step, the redone steps as lost work; what was shown as stalled while the hang lasted is never relabelled.
+And the identity every report keeps: the buckets add up to the wall time (x GPUs) of every run and period.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+
+from alerts.clock import ManualClock
+from tests.dashboard.support import build, client
+from tests.helpers import sim_id, tick
+
+M = 60.0
+GPUS = 8
+RUN = sim_id("hero-h")
+HANG_CONFIG = f"""
+watch:
+  - name: hero-h
+    poll_interval: 60s
+    gpus: {GPUS}
+    sim:
+      seed: 3
+      step_time: 10s
+      checkpoint_every: 50
+      checkpoint_pause: 30s
+      restore_time: 3m
+      incidents:
+        - {{kind: stall, at: 10m, duration: 40m}}   # a rank hangs ...
+        - {{kind: restart, at: 50m}}                # ... until the job is killed and restarts
+"""
+
+
+def goodput(api) -> dict:
+    return api.get(f"/api/runs/{quote(RUN, safe='')}").json()["goodput"]
+
+
+def page_seconds(api, bucket: str) -> float:
+    """The time the run page's goodput table gives a bucket (as it reads: "39m50s", "1h2m")."""
+    html = api.get("/runs/" + quote(RUN, safe="")).text
+    m = re.search(rf'class="key gp-{bucket}"></span>[^<]*</td><td>([^<]*)</td>', html)
+    assert m, html[:2000]
+    parts = dict((u, float(n)) for n, u in re.findall(r"([0-9.]+)([dhms])", m.group(1)))
+    return sum(parts.get(u, 0.0) * k for u, k in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)))
+
+
+@pytest.fixture
+def hang(db_url):
+    clock = ManualClock(1_780_000_200.0)
+    service = build(db_url, clock, HANG_CONFIG)
+    api = client(service)
+    yield service, clock, api
+    service.stop()
+    service.db.dispose()
+
+
+def test_a_hang_then_restart_is_booked_hung_then_restarting_in_the_api_page_and_report(hang):
+    service, clock, api = hang
+    tick(service, clock, 45 * M, every=60)  # 35 minutes into the hang
+    during = goodput(api)
+    assert during["lost_seconds"]["stalled"] > 30 * M, during
+    shown = page_seconds(api, "stalled")
+    assert shown == pytest.approx(during["lost_seconds"]["stalled"], abs=M)
+
+    tick(service, clock, 45 * M, every=60)  # killed at 50m, back 3 minutes later
+    after = goodput(api)
+    lost = after["lost_seconds"]
+    assert lost["stalled"] >= during["lost_seconds"]["stalled"], "a hang shown is never relabelled"
+    assert 39 * M < lost["stalled"] < 41 * M, lost
+    assert 3 * M <= lost["restarting"] - during["lost_seconds"]["restarting"] < 5 * M, lost
+    assert lost["rework"] > 0
+    stall, restart = [i for i in after["incidents"] if i["kind"] in ("stall", "restart")]
+    assert stall["kind"] == "stall" and "progress_stalled" in stall["alerts"]
+    assert restart["kind"] == "restart" and restart["start"] == pytest.approx(stall["end"])
+    assert page_seconds(api, "stalled") == pytest.approx(lost["stalled"], abs=M)
+    assert page_seconds(api, "restarting") == pytest.approx(lost["restarting"], abs=M)
+
+    body = api.get("/api/report", params={"since": "2h"}).json()
+    (run,) = [r for r in body["runs"] if r["run"] == RUN]
+    assert run["hours"]["stalled"] * 3600 == pytest.approx(lost["stalled"], abs=M)
+    assert run["hours"]["restarting"] * 3600 == pytest.approx(lost["restarting"], abs=M)
+    top = body["costliest"][0]
+    assert top["kind"] == "stall" and top["lost_hours"] * 60 == pytest.approx(40, abs=1), body["costliest"]
+    assert "progress_stalled" in top["rules"]
+    md = api.get("/api/report", params={"since": "2h", "format": "md"}).text
+    assert "stall" in md.lower()
+
+
+def test_the_buckets_add_up_to_wall_clock_times_gpus_for_every_run_and_period(hang):
+    service, clock, api = hang
+    tick(service, clock, 100 * M, every=60)
+    for params in ({"since": "2h"}, {"since": "1h"}, {"since": "30m"}, {"since": "45m"}):
+        body = api.get("/api/report", params=params).json()
+        assert body["runs"], params
+        for run in body["runs"]:
+            hours = run["hours"]
+            assert sum(hours.values()) == pytest.approx(run["watched_hours"], abs=1e-3), (params, run)
+            assert run["gpus"] == GPUS
+            for bucket, h in hours.items():
+                assert run["gpu_hours"][bucket] == pytest.approx(h * GPUS, abs=1e-3), (params, bucket)
+        totals = body["totals"]
+        assert sum(totals.values()) == pytest.approx(sum(r["watched_hours"] for r in body["runs"]), abs=1e-3)
+
+
+RL_CONFIG = """
+watch:
+  - name: rl-a
+    poll_interval: 60s
+    sim: {run: grpo, trains: rl, seed: 5, step_time: 30s}
+rules:
+  packs: [hero, rl]
+"""
+
+
+def test_an_rl_runs_report_picture_draws_its_reward(db_url):
+    clock = ManualClock(1_780_000_200.0)
+    service = build(db_url, clock, RL_CONFIG)
+    tick(service, clock, 40 * M, every=60)
+    html = client(service).get("/api/report", params={"since": "1h", "format": "html"}).text
+    assert "grpo: reward, incidents shaded" in html, html[-3000:]
+    assert "no reward logged" not in html and "no loss logged" not in html
+    service.stop()
+    service.db.dispose()
