@@ -81,6 +81,73 @@ class Hint:
 
 
 @dataclass(frozen=True)
+class StackGroupView:
+    """Processes of a job that are in the same place: how many, which (``who``: "rank 417 on node-17"),
+    the call they are in (``where``) and their innermost frames (``frames``). ``odd``: a minority the
+    majority waits for."""
+
+    count: int
+    who: str
+    where: str
+    frames: tuple[str, ...] = ()
+    odd: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "who": self.who,
+            "where": self.where,
+            "frames": list(self.frames),
+            "odd": self.odd,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StackGroupView:
+        return cls(
+            count=int(d.get("count") or 0),
+            who=str(d.get("who") or ""),
+            where=str(d.get("where") or ""),
+            frames=tuple(str(f) for f in d.get("frames") or ()),
+            odd=bool(d.get("odd")),
+        )
+
+
+@dataclass(frozen=True)
+class StackView:
+    """Why a job hangs, from its processes' stacks: one sentence (``summary``: who waits, where the odd
+    ones are, since when, how old the stacks are, what could not be read) and the groups, the majority
+    first, then the odd ones."""
+
+    summary: str
+    groups: tuple[StackGroupView, ...] = ()
+    captured_at: float | None = None
+    url: str = ""
+
+    @property
+    def odd(self) -> list[StackGroupView]:
+        return [g for g in self.groups if g.odd]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "groups": [g.to_dict() for g in self.groups],
+            "captured_at": self.captured_at,
+            "url": self.url,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StackView:
+        return cls(
+            summary=str(d.get("summary") or ""),
+            groups=tuple(
+                StackGroupView.from_dict(g) for g in d.get("groups") or () if isinstance(g, Mapping)
+            ),
+            captured_at=d.get("captured_at"),
+            url=str(d.get("url") or ""),
+        )
+
+
+@dataclass(frozen=True)
 class AlertView:
     id: str
     alertname: str
@@ -103,6 +170,7 @@ class AlertView:
     hints_window: float | None = None  # seconds the members were compared over
     run_title: str | None = None  # what people call the run (its display name, with its project if shared)
     resolved_reason: str = ""  # a resolved alert: why it ended, true now (``summary`` is what it fired with)
+    stacks: StackView | None = None  # a hang: where the job's processes are (the odd ranks named)
 
     @property
     def said_now(self) -> str:
@@ -146,6 +214,7 @@ class AlertView:
             "hints": [h.to_dict() for h in self.hints],
             "hints_window": self.hints_window,
             "run_title": self.run_title,
+            "stacks": None if self.stacks is None else self.stacks.to_dict(),
         }
 
     @classmethod
@@ -171,6 +240,7 @@ class AlertView:
             hints=tuple(Hint.from_dict(h) for h in d.get("hints") or () if isinstance(h, Mapping)),
             hints_window=d.get("hints_window"),
             run_title=d.get("run_title"),
+            stacks=StackView.from_dict(d["stacks"]) if isinstance(d.get("stacks"), Mapping) else None,
         )
 
 

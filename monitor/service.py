@@ -30,6 +30,7 @@ from monitor.delivery.send_stats import SendLatency
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
+from monitor.engine.stack_asks import StackAsks
 from monitor.reports import schedule as report_schedule
 from monitor.reports.schedule import ReportJob
 from monitor.rules.loader import RuleSet
@@ -37,6 +38,7 @@ from monitor.rules.spec import RuleSpec
 from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
+from monitor.stacks.broker import StackBroker
 from monitor.storage.db import is_sqlite, make_sessionmaker
 from monitor.storage.leases import Leases
 from monitor.web.context import ApiContext
@@ -84,6 +86,7 @@ class Service:
     refresh: dict[str, float] = field(default_factory=dict)  # receiver -> re-tell what fires this often
     gc_policy: GcPolicy = field(default_factory=GcPolicy)
     socket_mode: SocketMode | None = None  # Slack's buttons and /herowatch over Socket Mode (SLACK_APP_TOKEN)
+    stacks: StackBroker | None = None  # the wrappers' long polls: stack captures (monitor.stacks)
     scheduler: BackgroundScheduler | None = field(default=None, init=False)  # set by ``start``
     _lock_fd: int | None = field(default=None, init=False, repr=False)  # the SQLite file's lock, while held
 
@@ -152,6 +155,7 @@ class Service:
             references={w.name: dict(w.references) for w in cfg.watch},
             external_url=cfg.server.external_url,
             silences=self.outbox.silences,
+            stacks=self.stacks,
         )
 
     def _singleton(self, name: str, ttl: float) -> bool:
@@ -217,6 +221,7 @@ def build_service(
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
+    stacks = StackBroker(clock.time)
     engine = Engine(
         watches=cfg.watch,
         sources=sources,
@@ -227,6 +232,7 @@ def build_service(
         leases=leases,
         speed=speed,
         layouts=layouts,
+        asks=StackAsks(stacks),
     )
     notifiers = build_notifiers(cfg, settings, config_path)
     outbox = Pipeline(sessions, composer, build_inhibit_rules(cfg))
@@ -246,6 +252,7 @@ def build_service(
         sources=sources,
         send_latency=latency,
         refresh=refresh,
+        stacks=stacks,
     )
     ports = SlackPorts.of(service.api_context())
     service.socket_mode = socket_mode.from_settings(settings, ports)  # None without SLACK_APP_TOKEN

@@ -180,6 +180,7 @@ def _annotations(a: AlertView, view: GroupView) -> dict[str, str]:
         "dashboard_url": view.links.get("dashboard_url"),
         "wandb_url": view.links.get("wandb_url"),
         "herowatch_alert_id": a.id,
+        "stacks": None if a.stacks is None else a.stacks.summary,  # a hang: who the others wait for
     }
     return {k: str(v) for k, v in values.items() if v is not None and str(v) != ""}
 

@@ -104,6 +104,7 @@ class PagerDutyNotifier:
                 "alerts": [_details(a) for a in view.alerts],
                 "group": dict(view.group_labels),
                 "firing": len(firing),
+                **({"stacks": lead.stacks.to_dict()} if lead.stacks is not None else {}),
             },
         }
         event["payload"] = {k: v for k, v in payload.items() if v not in (None, "")}

@@ -4,17 +4,25 @@
 The wrapper (``herowatch emit run -- python train.py ...``) reports ``started``, runs the command with
 its signals forwarded, reports its exit (the code, and ``signal N`` when a signal ended it), and exits
 with the command's own code: a crash is never recorded as a success by a wrapper that swallowed it.
+Beside the command it keeps a long poll open to herowatch and, when asked (a hang, or on demand),
+captures the Python stacks of its process tree with py-spy (``monitor.stacks``, docs/stacks.md). A
+herowatch it cannot reach never delays or changes the command.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import subprocess
+import threading
 
 import typer
 
 from monitor.cli.push_client import RUN_ENV, TOKEN_ENV, URL_ENV, Pusher, PushFailed
 from monitor.cli.style import typer_app
+
+NODE_ENV = "HEROWATCH_NODE"
 
 emit_app = typer_app(
     help="Report a job's life to a push watch of a running herowatch (POST /api/ingest).\n\n"
@@ -54,26 +62,66 @@ def run_(
     ctx: typer.Context,
     run: str = RUN_OPTION,
     url: str = URL_OPTION,
+    node: str = typer.Option(
+        None, "--node", help=f"this node's name in captures [env {NODE_ENV}; default: the host name]"
+    ),
+    stacks: bool = typer.Option(
+        True, "--stacks/--no-stacks", help="answer herowatch's stack captures (py-spy) of this process tree"
+    ),
+    py_spy: str = typer.Option(
+        None, "--py-spy", help="how to run py-spy, e.g. 'sudo -n py-spy' [default: py-spy on PATH]"
+    ),
+    stack_timeout: float = typer.Option(10.0, "--stack-timeout", help="seconds per process for py-spy"),
 ) -> None:
-    """Run COMMAND (after `--`), reporting its start and its exit; exit with its code."""
+    """Run COMMAND (after `--`), reporting its start and its exit; exit with its code.
+
+    While it runs, herowatch may ask for the Python stacks of every process under this wrapper (when a
+    hang alert of the run starts, or on demand): they are read with `py-spy dump` (root or
+    CAP_SYS_PTRACE needed; without it the push says so) and sent with the node's name and the ranks the
+    processes' environments give (RANK, LOCAL_RANK, SLURM_PROCID, JAX_PROCESS_ID)."""
     command = list(ctx.args)
     if not command:
         typer.echo("herowatch emit run: give the command after --, e.g. -- python train.py", err=True)
         raise typer.Exit(2)
     hw = _pusher(run, url)
-    _send("the start", hw.started)
+    started = threading.Thread(target=_send, args=("the start", hw.started), daemon=True)
+    started.start()  # the job starts now, whether or not herowatch answers
     try:
         child = subprocess.Popen(command)
     except OSError as exc:
         typer.echo(f"herowatch emit run: cannot start {command[0]!r}: {exc}", err=True)
+        started.join(hw.deadline)
         _send("the exit", lambda: hw.exit(127, "exit"))
         raise typer.Exit(127) from None
     forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
     for sig in forwarded:  # the scheduler's signals are the job's: pass them on, report what they did
         signal.signal(sig, lambda n, _f: child.send_signal(n))
+    agent = None
+    if stacks:
+        from monitor.stacks.agent import StackAgent  # here: `emit --help` and `emit log` stay light
+        from monitor.stacks.capture import Limits, py_spy_command
+
+        agent = StackAgent(
+            url=hw.url,
+            token=hw.token,
+            run=hw.run,
+            node=node or os.environ.get(NODE_ENV) or socket.gethostname(),
+            root=os.getpid(),
+            py_spy=py_spy_command(py_spy),
+            limits=Limits(timeout=stack_timeout),
+            say=lambda text: typer.echo(f"herowatch emit run: {text}", err=True),
+        )
+        agent.start()
     code = child.wait()
     for sig in forwarded:
         signal.signal(sig, signal.SIG_DFL)
+    if agent is not None:
+        agent.stop()
+    if agent is not None and not agent.reached.is_set():
+        started.join(5.0)  # herowatch never answered: do not hold the job's end long
+        hw.deadline = min(hw.deadline, 10.0)
+    else:
+        started.join(hw.deadline)
     if code < 0:
         name = next((s.name for s in signal.Signals if s.value == -code), str(-code))
         _send("the exit", lambda: hw.exit(128 - code, f"signal {-code}"))

@@ -53,6 +53,11 @@ LAZY = (
     Lazy("alert", "monitor.cli.alert:alert_app", "The alerts of a running herowatch, through its API."),
     Lazy("slack", "monitor.cli.slack:slack_app", "herowatch's Slack app: the manifest that creates it."),
     Lazy(
+        "stacks",
+        "monitor.cli.stacks:stacks_command",
+        "Capture RUN's stacks now and say which ranks the others wait for, and where they are.",
+    ),
+    Lazy(
         "emit",
         "monitor.cli.emit:emit_app",
         "Report a job's life to a push watch of a running herowatch (POST /api/ingest).",

@@ -13,10 +13,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.model import AlertState, Severity
-from alerts.views import AlertView, GroupView, Hint
+from alerts.views import AlertView, GroupView, Hint, StackView
 from monitor.delivery.claim import GroupBatch
 from monitor.delivery.plan import DropReason, Plan, plan
 from monitor.delivery.plots import plot_for
+from monitor.delivery.stacks_hold import Hold, StackNews
 from monitor.delivery.told import Told
 from monitor.storage import runs_repo
 from monitor.storage.models import Alert, AlertGroup, Run
@@ -36,7 +37,7 @@ class Composer:
 
     def compose_many(
         self, s: Session, batch: Sequence[GroupBatch], muted: Sequence[Mapping[int, str]], now: float
-    ) -> list[Composed | DropReason]:
+    ) -> list[Composed | DropReason | Hold]:
         """Each group's message (``muted``: each group's muted members, from the ``mute`` stage), with a
         few queries for all of them: the titles of the runs shown, the runs linked to; then a plot per
         new lead alert."""
@@ -48,10 +49,16 @@ class Composer:
         }
         linked.discard(None)
         runs = {r.id: r for r in s.scalars(select(Run).where(Run.id.in_(linked)))} if linked else {}
-        return [
-            self._compose(s, b, p, m, now, titles, runs) if isinstance(p, Plan) else p
-            for b, p, m in zip(batch, plans, muted, strict=True)
-        ]
+        stacks = StackNews.load(s, [a for p in shown for a in p.shown], now, self.external_url)
+        out: list[Composed | DropReason | Hold] = []
+        for b, p, m in zip(batch, plans, muted, strict=True):
+            if not isinstance(p, Plan):
+                out.append(p)
+            elif (held := stacks.hold(p.kind, p.new)) is not None:
+                out.append(held)  # a hang's first page waits (briefly) for the job's stacks
+            else:
+                out.append(self._compose(s, b, p, m, now, titles, runs, stacks))
+        return out
 
     def _compose(
         self,
@@ -62,9 +69,12 @@ class Composer:
         now: float,
         titles: Mapping[str, str],
         runs: Mapping[str, Run],
+        stacks: StackNews,
     ) -> Composed:
         group = batch.group
-        shown = [_view(a, muted.get(a.id), self.runbooks, titles.get(a.run_id)) for a in p.shown]
+        shown = [
+            _view(a, muted.get(a.id), self.runbooks, titles.get(a.run_id), stacks.view(a)) for a in p.shown
+        ]
         lead_new = _lead(p.new) if p.new else None
         plot = plot_for(s, lead_new, now, titles.get(lead_new.run_id)) if lead_new is not None else None
         run_id = _linked_run(group, p.shown)
@@ -120,7 +130,11 @@ def _hints(a: Alert) -> tuple[tuple[Hint, ...], float | None]:
 
 
 def _view(
-    a: Alert, muted: str | None, runbooks: str = "/runbooks", run_title: str | None = None
+    a: Alert,
+    muted: str | None,
+    runbooks: str = "/runbooks",
+    run_title: str | None = None,
+    stacks: StackView | None = None,
 ) -> AlertView:
     ann = a.annotations or {}
     hints, window = _hints(a)
@@ -145,4 +159,5 @@ def _view(
         hints_window=window,
         run_title=run_title,
         resolved_reason=str(ann.get("resolved_reason") or "") if a.state == AlertState.RESOLVED else "",
+        stacks=stacks,
     )

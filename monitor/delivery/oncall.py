@@ -1,5 +1,6 @@
 """What on-call can do about alerts, the one implementation used by the API, the dashboard, Slack's
-buttons and ``/herowatch`` command, and the CLI: acknowledge, create a silence, expire a silence.
+buttons and ``/herowatch`` command, and the CLI: acknowledge, create a silence, expire a silence, and
+capture a run's stacks.
 
 Each action runs in the caller's transaction with an ``Actor`` (``monitor.delivery.actor``: the person,
 their role, the door they came through), writes what it did and who did it into the incident timeline of
@@ -13,7 +14,7 @@ who asked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,13 +27,17 @@ from alerts.model import AlertState
 from alerts.silences import SilenceSpec
 from alerts.text import bad_character
 from monitor.delivery.actor import Actor
-from monitor.storage import audit_repo, groups_repo, outbox_store, views
-from monitor.storage.models import Alert, AlertGroup, AlertTransition, Silence
+from monitor.storage import audit_repo, groups_repo, outbox_store, stacks_repo, views
+from monitor.storage.models import Alert, AlertGroup, AlertTransition, Run, Silence
 from monitor.storage.statuses import NotificationKind
 
 MAX_SILENCE = 90 * 86400.0
 MAX_TEXT = 2000  # comments
 MAX_MATCHERS = 20
+
+
+# ``(run id, reason) -> (capture id, nodes asked)``, or None when no wrapper of the run is connected
+Asker = Callable[[str, str], "tuple[str, frozenset[str]] | None"]
 
 
 class ActionError(Exception):
@@ -313,3 +318,44 @@ def silence_group(s: Session, group: AlertGroup, seconds: float, actor: Actor, n
         f"(silence {row.id}; `herowatch silence expire {row.id}` ends it).",
         1,
     )
+
+
+# ---- capture stacks ----------------------------------------------------------------------------------
+CAPTURE_HOLD = 30.0  # seconds the nodes have to answer before the capture is shown as it is
+
+
+def capture_stacks(s: Session, run_id: str, actor: Actor, ask: Asker, now: float) -> tuple[str, list[str]]:
+    """Ask the run's connected wrappers for their stacks now (``monitor.stacks``); returns the capture's
+    id and the nodes asked. 404 for an unknown run; 409 when no wrapper of it is connected."""
+    if s.get(Run, run_id) is None:
+        raise ActionError(404, f"no run {run_id!r}")
+    asked = ask(run_id, f"asked by {actor.name}")
+    if asked is None:
+        audit(
+            s,
+            actor,
+            "stacks_capture",
+            f"run {run_id}",
+            now,
+            run_id=run_id,
+            outcome="refused",
+            detail="no wrapper connected",
+        )
+        raise ActionError(
+            409,
+            f"no `herowatch emit run` wrapper of {run_id} is connected: stacks are captured by the wrapper "
+            "around the job on each node (docs/stacks.md)",
+        )
+    capture_id, nodes = asked
+    stacks_repo.start(
+        s,
+        run_id,
+        capture_id,
+        reason=f"asked by {actor.name}",
+        requested_by=actor.name,
+        at=now,
+        hold_until=now + CAPTURE_HOLD,
+        expected=nodes,
+    )
+    audit(s, actor, "stacks_capture", f"run {run_id}", now, run_id=run_id, detail=f"{len(nodes)} node(s)")
+    return capture_id, sorted(nodes)

@@ -28,6 +28,7 @@ from monitor.delivery.claim import Claim, GroupBatch
 from monitor.delivery.compose import Composed, Composer
 from monitor.delivery.mute import Mutes
 from monitor.delivery.plan import DropReason
+from monitor.delivery.stacks_hold import Hold
 from monitor.storage import outbox_store
 
 
@@ -60,8 +61,9 @@ class Pipeline:
                     mutes = Mutes.load(s, now, self.inhibit_rules, self.silences)
                 muted = [mutes.of(b.members) for b in batches]
                 composed = self.composer.compose_many(s, batches, muted, now)  # 3. compose
-                sends, drops = drop_or_send(batches, composed)  # 4. drop or send
+                sends, drops, holds = drop_or_send(batches, composed)  # 4. drop, hold or send
                 record.drops(s, drops, now, self.dropped)
+                outbox_store.hold(s, [(b.carrier.id, h.until, h.why) for b, h in holds])
                 claimed += sends
         return claimed
 
@@ -97,16 +99,19 @@ class Pipeline:
 
 
 def drop_or_send(
-    batches: Sequence[GroupBatch], composed: Sequence[Composed | DropReason]
-) -> tuple[list[ClaimedNotification], list[tuple[GroupBatch, DropReason]]]:
+    batches: Sequence[GroupBatch], composed: Sequence[Composed | DropReason | Hold]
+) -> tuple[list[ClaimedNotification], list[tuple[GroupBatch, DropReason]], list[tuple[GroupBatch, Hold]]]:
     """Stage 4: a composed message goes out, its record on its carrier row (read back at stage 5);
-    nothing to tell is dropped, with the reason."""
-    sends, drops = [], []
+    nothing to tell is dropped, with the reason; a hang's first page waiting for stacks is held."""
+    sends, drops, holds = [], [], []
     for b, c in zip(batches, composed, strict=True):
         if isinstance(c, DropReason):
             drops.append((b, c))
             continue
+        if isinstance(c, Hold):
+            holds.append((b, c))
+            continue
         carrier = b.carrier
         carrier.payload = c.told.into(carrier.payload)
         sends.append(ClaimedNotification(carrier.id, carrier.attempts, c.view))
-    return sends, drops
+    return sends, drops, holds

@@ -37,7 +37,7 @@ from monitor.engine.isolation import Careful, Plain, WriteHealth, write_carefull
 from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, read_sources, stuck_after
-from monitor.engine.recording import Delivery, Recorder
+from monitor.engine.recording import Asks, Delivery, Recorder
 from monitor.engine.run_memory import RunMemory, page_facts
 from monitor.engine.source_polls import SourcePolls
 from monitor.engine.step_times import StepTimes, skew_rule
@@ -85,6 +85,7 @@ class Engine:
         leases: Leases | None = None,
         speed: float = 1.0,
         layouts: Layouts | None = None,
+        asks: Asks | None = None,
     ) -> None:
         self.watches = {w.name: w for w in watches}
         self.layouts = layouts or Layouts()  # run kinds and panels the packs declare (rules.panels)
@@ -102,7 +103,7 @@ class Engine:
         self.source_polls = SourcePolls()  # what each watch's last poll of each source said (the API)
         self.evaluator = Evaluator(self._rules_for_run, self.memory.labels, self.memory.title)
         self.fleet = FleetStep(self._rules_for_run)
-        self.recorder = Recorder(self.evaluator, delivery, self.fleet.hints)
+        self.recorder = Recorder(self.evaluator, delivery, self.fleet.hints, asks)
         self._stats: dict[str, RunStats] = {}
         self.vocabulary = Vocabulary()  # each run's trainer key names -> the rules' names (monitor/profiles)
         self.blind = BlindWatch(self.evaluator, self.vocabulary)  # coverage and watching_blind

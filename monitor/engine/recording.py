@@ -27,11 +27,20 @@ class Delivery(Protocol):
 Hinter = Callable[[Session, AlertEvent, float], "dict[str, Any] | None"]
 
 
+class Asks(Protocol):
+    """Who hears of every state change first (``engine.stack_asks.StackAsks``: a hang asks for stacks)."""
+
+    def on_change(self, s: Session, alert: Alert, to_state: AlertState, now: float) -> None: ...
+
+
 class Recorder:
-    def __init__(self, evaluator: Evaluator, delivery: Delivery, hints: Hinter | None = None) -> None:
+    def __init__(
+        self, evaluator: Evaluator, delivery: Delivery, hints: Hinter | None = None, asks: Asks | None = None
+    ) -> None:
         self.evaluator = evaluator
         self.delivery = delivery
         self.hints = hints  # culprit hints for an alert that fires (``engine.fleet``)
+        self.asks = asks  # before delivery: what it asks is on record when the page is composed
 
     def record(self, s: Session, events: Iterable[AlertEvent], now: float) -> None:
         for event in events:
@@ -55,6 +64,8 @@ class Recorder:
             row = alerts_repo.record_change(s, change, event.ref, now)
             if tr.to_state.active:
                 self.evaluator.set_ref(key.fingerprint, row.id)
+            if self.asks is not None:
+                self.asks.on_change(s, row, tr.to_state, now)
             if tr.to_state in (AlertState.FIRING, AlertState.RESOLVED):
                 self.delivery.on_transition(s, row, tr.to_state, now)
             log.info(

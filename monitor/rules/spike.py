@@ -18,7 +18,10 @@ Two patterns, one per rule (``mode``):
   condition clears at the next normal value.
 - ``floor``: the minimum over the recent window (``floor_window``, at least ``floor_points`` values
   spanning half the window) sits that far above the baseline: the loss did not come back down.
-  This is what pages. While the floor is raised the baseline is frozen.
+  This is what pages. While the floor is raised the baseline is frozen. With ``floor_steps`` the
+  floor is also raised by that many values in a row beyond the bar (evidence counted in steps, and
+  never fewer than twice the longest such run the run recovered from): the window of wall time then
+  only bounds the wait, whatever the cadence.
 
 Rules on the same metric with the same statistics parameters share one baseline.
 """
@@ -50,6 +53,7 @@ _SHARED = (
     "min_points",
     "floor_window",
     "floor_points",
+    "floor_steps",
     "reset_on_rewind",
     "of_progress",
     "baseline_level",
@@ -78,6 +82,13 @@ class SpikeSpec(RuleSpec):
     floor_window: Duration = Field(default=300.0, gt=0, description="the recent window of the floor test")
     floor_points: int = Field(
         default=3, ge=2, le=MAX_WINDOW, description="the recent window holds at least this many"
+    )
+    floor_steps: int | None = Field(
+        default=None,
+        ge=2,
+        le=MAX_WINDOW,
+        description="evidence in steps: the floor is also raised by this many values in a row beyond the "
+        "bar (and twice the longest such run the run recovered from), before floor_window has passed",
     )
     reset_on_rewind: bool = True
     baseline_level: Literal["median", "max"] = Field(
@@ -124,9 +135,9 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.caught: list | None = None
         self.judged = False
         # while the floor is raised: [threshold, baseline (metric units), baseline resets then, raised
-        # since (time), its lowest floor since (on the signed scale)]: the text says how long it has been
-        # raised as of the newest value, and a verdict after a rewind lost the baseline still speaks of
-        # the level the rule fired on
+        # since (time), its lowest floor since (on the signed scale), raised since (step, if known)]: the
+        # text says how long it has been raised as of the newest value, and a verdict after a rewind lost
+        # the baseline still speaks of the level the rule fired on
         self.raised: list | None = None
 
     def share_key(self) -> Hashable:
@@ -263,26 +274,30 @@ class SpikeDetector(Detector[SpikeSpec]):
                 reason = f"{now_at} is {score:.1f} sigma {up} its baseline {base}: no spike"
             return Finding(b.is_spike, value=v, threshold=threshold, step=step, reason=reason)
         floor = b.floor if b.floor is not None else y
+        if b.floor_raised and b.streak:  # the values in a row beyond the bar: the evidence, and its onset
+            floor = b.streak_min
         floor_raw = b.raw(floor)
         if b.floor_raised:
             t = b.latest[0]
             was = self.raised if self.raised is not None and self.raised[2] == b.resets else None
-            since = was[3] if was else b.floor_since  # the onset: kept while the floor stays raised
+            # the onset, kept while the floor stays raised: the first of the values in a row beyond
+            # the bar, or the oldest of the recent window
+            since, since_step = (b.streak_t, b.streak_step) if b.streak else (b.floor_since, None)
+            if was:
+                since, since_step = was[3], was[5]
             least = min(was[4], floor) if was else floor
-            self.raised = [threshold, base_raw, b.resets, since, least]
+            self.raised = [threshold, base_raw, b.resets, since, least, since_step]
             score = (floor - med) / b.sigma_eff()
             age = f"; newest value {format_duration(now - t)} old" if now - t >= 60 else ""
+            steps = f"{b.streak} steps, " if b.streak else ""
             reason = (
-                f"{m} has stayed {up} {fmt_value(b.raw(least))} for {format_duration(t - since)} "
+                f"{m} has stayed {up} {fmt_value(b.raw(least))} for {steps}{format_duration(t - since)} "
                 f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma{age})"
             )
-        else:
-            self.raised = None
-            reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
-        onset = self.raised[3] if b.floor_raised and self.raised else None
-        return Finding(
-            b.floor_raised, value=floor_raw, threshold=threshold, step=step, reason=reason, onset=onset
-        )
+            return Finding(True, floor_raw, threshold, step, reason, onset=since, onset_step=since_step)
+        self.raised = None
+        reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
+        return Finding(False, value=floor_raw, threshold=threshold, step=step, reason=reason)
 
     def _after_lost_baseline(self, v: float, step: int | None) -> Finding | None:
         """A raised floor's verdict once a step rewind (a restart from a checkpoint) reset the baseline it

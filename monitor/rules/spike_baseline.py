@@ -4,7 +4,8 @@ the recent window's floor. Shared by every spike rule of a run with the same par
 Values are taken on the log scale (or linear) and signed so that "worse" is up. They pass through
 the recent window (``floor_window``, at least ``floor_points`` values) and then enter the baseline,
 so the values under test never sit in their own baseline. The baseline spans the ``baseline`` period
-before the recent window with at most ``window`` values: a run that logs faster than that has its
+before the recent window with at most ``window`` values (and at least ``min_points``, however old:
+a slow run's baseline is counted in steps): a run that logs faster than that has its
 values admitted at most one per ``baseline / window`` seconds (every value of a 1 step/s run would
 otherwise make the baseline two minutes long, and cost a sorted insert per step).
 
@@ -16,6 +17,11 @@ otherwise make the baseline two minutes long, and cost a sorted insert per step)
 - a deviation counts when it reaches max(min_rise, z x sigma);
 - floor: the minimum of the recent window. While it is raised, values leaving the recent window are
   not admitted to the baseline: a raised level must not become the new normal while it alerts.
+- evidence in steps (``floor_steps``): the floor is also raised once that many values in a row, and
+  twice as many as the longest run of such values the run has recovered from (learned from its own
+  noise), all sit beyond the bar: the minimum of the last n values, n counted in steps. A slow run
+  (an RL step every few minutes) then pages after a few steps instead of a window of wall time, a
+  fast run after n steps instead of minutes; the wall-clock window bounds how long either waits.
 
 The recent window is kept in 30 time buckets (count, minimum, first value); a bucket leaving it
 hands its first value to the baseline. So a value costs O(1) (a compare against a precomputed gate,
@@ -63,6 +69,15 @@ class SpikeBaseline:
         self.of_progress: float = getattr(spec, "of_progress", 0.0)
         self.against_max = getattr(spec, "baseline_level", "median") == "max"
         self.track_floor = spec.mode == "floor"  # a point-only baseline skips the floor (and never freezes)
+        self.floor_steps: int | None = getattr(spec, "floor_steps", None)
+        # the values in a row beyond the bar (the evidence in steps): how many, the first's time and
+        # step, their minimum; the longest such run the run recovered from without it raising the floor
+        self.streak = 0
+        self.streak_t = 0.0
+        self.streak_step: int | None = None
+        self.streak_min = INF
+        self.streak_before = -INF  # the value just before them
+        self.longest_recovered = 0
         self.log = spec.scale == "log"
         self.sign = 1.0 if spec.direction == "up" else -1.0
         self._last_step: int | None = None
@@ -95,6 +110,7 @@ class SpikeBaseline:
         self._on = 0
         self._omin = self._ofirst = 0.0
         self._floor_ready = False  # enough values, spanning enough of the window
+        self.streak = 0
 
     def reset(self) -> None:
         self._clear()
@@ -131,6 +147,34 @@ class SpikeBaseline:
             return max(self.min_rise, self.z * self.sigma(), self.of_progress * progress)
         return max(self.min_rise, self.z * self.sigma())
 
+    def steps_needed(self) -> float:
+        """Values in a row beyond the bar that raise the floor (inf: only the wall-clock window)."""
+        if self.floor_steps is None:
+            return INF
+        return max(self.floor_steps, 2 * self.longest_recovered)
+
+    def _extend_streak(self, t: float, step: int | None, y: float, before: float) -> None:
+        """A value beyond the bar extends the values in a row beyond it. Judged against the worst level
+        (``baseline_level: max``), it must also be that far beyond the value just before the first of
+        them: the baseline lags by the recent window, and a metric that trends by nature (KL early in a
+        run) is not a blow-up for having gone on trending."""
+        if self.streak:
+            before = self.streak_before
+        if self.against_max and y - before < self.needed():
+            if self.streak:
+                self._end_streak()
+            return
+        if not self.streak:
+            self.streak_t, self.streak_step, self.streak_min, self.streak_before = t, step, y, before
+        self.streak += 1
+        if y < self.streak_min:
+            self.streak_min = y
+
+    def _end_streak(self) -> None:
+        if not self.floor_raised:  # a run of values beyond the bar that came back by itself: noise
+            self.longest_recovered = max(self.longest_recovered, self.streak)
+        self.streak = 0
+
     def sigma_eff(self) -> float:
         """Sigma floored at min_rise / z: a score >= z is then exactly a deviation that counts."""
         return max(self.sigma(), self.min_rise / self.z, 1e-12)
@@ -162,6 +206,7 @@ class SpikeBaseline:
                 self._omin = y
         else:
             self._roll(b, t, y)
+        before = self._y if self._sample is not None else -INF
         self._sample = sample
         self._y = y
         gate = self._gate  # +inf while warming up: below it nothing is a spike (the common case)
@@ -172,7 +217,13 @@ class SpikeBaseline:
         else:
             self.is_spike = False
         if self.track_floor:
-            if self._floor_ready:
+            if self.is_spike:
+                self._extend_streak(t, step, y, before)
+            elif self.streak:
+                self._end_streak()
+            if self.streak >= self.steps_needed():
+                self.floor_raised = True
+            elif self._floor_ready:
                 floor = self._omin
                 cmins = self._cmins
                 if cmins and cmins[0][1] < floor:
@@ -219,7 +270,7 @@ class SpikeBaseline:
                 else:
                     y = v * sign
                 t = s.t
-                if t // width == ob and y < gate:  # the common case
+                if t // width == ob and y < gate and not self.streak:  # the common case
                     on += 1
                     olast = t
                     if y < omin:
@@ -272,7 +323,8 @@ class SpikeBaseline:
         if admitted:
             fifo, values = self._fifo, self.base.values
             oldest = (closed[0][1] if closed else t) - self.span
-            while fifo and fifo[0][0] < oldest:
+            # at least min_points values, however old: a run stepping every 10 minutes has 6 in an hour
+            while fifo and fifo[0][0] < oldest and len(fifo) > self.min_points:
                 del values[bisect_left(values, fifo.popleft()[1])]
                 if self._diffs:
                     self._diffs.popleft()

@@ -19,8 +19,9 @@ schedule (schedule.py): at which steps, or how often in time, it habitually paus
 Intervals longer than 5x the median are pauses, not cadence: they stay out of the p99 (three in a row
 are a new cadence). Pauses longer than half the ordinary limit are remembered for learning. After a
 (re)start the run gets a separate allowance to restore and compile before its first step:
-``startup``, or, once this run has restored before, ``restore_factor`` x its longest recent restore
-(never below ``floor``). While the source cannot be read the run's progress is unknown, not stalled.
+``startup``, or, once this run has restored before, its longest recent restore plus an extra learned
+with confidence: ``restore_factor`` x it after one restore, the extra shrinking as 1/n with n restores
+seen, never below their spread nor ``floor``. While the source cannot be read, progress is unknown.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class StallSpec(RuleSpec):
     )
     startup: Duration = Field(default=2700.0, description="allowance from a (re)start to the first step")
     restore_factor: float = Field(
-        default=2.0, gt=0, description="after earlier restores: allowance = this x the longest one"
+        default=2.0, gt=0, description="after one restore: allowance = this x it (the extra shrinks as 1/n)"
     )
     pause_factor: float = Field(
         default=1.5, gt=0, description="until known: allowance = this x the longest recurring pause"
@@ -326,8 +327,11 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         return None
 
     def startup_allowance(self) -> float:
+        """After restores: the longest plus the factor's extra over n restores seen, or their spread."""
         if self.restores:
-            return max(self.rule.floor, self.rule.restore_factor * max(self.restores))
+            longest, n = max(self.restores), len(self.restores)
+            extra = max((self.rule.restore_factor - 1.0) * longest / n, longest - min(self.restores))
+            return max(self.rule.floor, longest + extra)
         return self.rule.startup
 
     # ---- the verdict -----------------------------------------------------------------------

@@ -103,7 +103,12 @@ class Files:
             found = []
             for path, info in sorted(fs.glob(pattern, detail=True).items()):
                 if info.get("type") == "file":
-                    mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or 0
+                    mtime = (
+                        info.get("mtime")
+                        or info.get("LastModified")
+                        or info.get("updated")
+                        or info.get("created")
+                    )
                     found.append(
                         LogFile(f"{protocol}://{path.split('://')[-1]}", int(info["size"]), _ts(mtime))
                     )

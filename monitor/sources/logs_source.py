@@ -17,6 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from monitor.run_ids import qualify
@@ -50,7 +51,8 @@ class LogsSource:
             msg = f"cannot list the log files: {type(exc).__name__}: {exc}"
             log.warning("watch %s: %s", target.watch, msg)
             return PollResult(error=msg)
-        found = list({f.path: f for f in found}.values())
+        # a store that gives no modification time (0): the file is taken as written up to now
+        found = list({f.path: (f if f.mtime > 0 else replace(f, mtime=now)) for f in found}.values())
         if len(found) > cfg.max_files:
             self._note(
                 target.watch, f"{len(found)} log files, only the first {cfg.max_files} watched (max_files)"

@@ -22,6 +22,7 @@ ACTIONS = (
     "token_issue",
     "token_revoke",
     "refused",
+    "stacks_capture",
 )
 
 

@@ -130,6 +130,23 @@ def set_statuses(s: Session, items: Sequence[tuple[int, OutboxStatus, str | None
         )
 
 
+def hold(s: Session, items: Sequence[tuple[int, float, str]]) -> None:
+    """These claimed rows wait until a later time, their attempts untouched (a hang's page waits for the
+    job's stacks): (id, until, why) each."""
+    if items:
+        s.execute(
+            update(OUTBOX)
+            .where(OUTBOX.c.id == bindparam("n_id"))
+            .values(
+                status=OutboxStatus.PENDING,
+                next_attempt_at=bindparam("n_next", type_=EpochTime()),
+                last_error=bindparam("n_why"),
+                claim_expires_at=None,
+            ),
+            [{"n_id": i, "n_next": t, "n_why": why} for i, t, why in items],
+        )
+
+
 def mark_sent_many(
     s: Session, items: Sequence[tuple[int, float, str | None]]
 ) -> dict[int, tuple[int | None, dict]]:

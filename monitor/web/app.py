@@ -16,7 +16,20 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from monitor import __version__
 from monitor.web import errors
-from monitor.web.api import alerts, audit, fleet, health, ingest, metrics, report, runs, silences, slack
+from monitor.web.api import (
+    alerts,
+    audit,
+    fleet,
+    health,
+    ingest,
+    metrics,
+    report,
+    runs,
+    silences,
+    slack,
+    stacks,
+    stacks_ingest,
+)
 from monitor.web.api.slack_replay import SlackReplays
 from monitor.web.auth import end_other_tokens_sessions
 from monitor.web.context import ApiContext
@@ -121,6 +134,7 @@ def create_app(
     for module in (
         health,
         fleet,
+        stacks,
         runs,
         alerts,
         silences,
@@ -129,7 +143,8 @@ def create_app(
         metrics,
         slack,
         ingest,
-    ):  # fleet before runs: its path
+        stacks_ingest,
+    ):  # fleet and stacks before runs: their paths
         app.include_router(module.router)
     _mount_dashboard(app)
     settings = ctx.settings

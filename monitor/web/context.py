@@ -18,6 +18,7 @@ from alerts.clock import Clock
 from alerts.silences import CompiledSilences
 from monitor.rules.panels import Layouts
 from monitor.settings import Settings
+from monitor.stacks.broker import StackBroker
 from monitor.web.poll_counter import PollCounter
 from monitor.web.stats_cache import StatsCache
 
@@ -52,6 +53,8 @@ class ApiContext:
     # silences' compiled matchers, kept while each is in force (the delivery pipeline's own, when served
     # with the engine: one compilation per silence in the process)
     silences: CompiledSilences = field(default_factory=CompiledSilences)
+    # the wrappers' long polls and the stack captures asked of them (one per serve process)
+    stacks: StackBroker | None = None
 
     def now(self) -> float:
         return self.clock.time()

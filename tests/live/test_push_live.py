@@ -18,7 +18,7 @@ import time
 
 import httpx
 
-from monitor.cli.push_client import Pusher
+from monitor.cli.push_client import Pusher, Reply, http_post
 from tests.conftest import REPO
 from tests.live.sources_support import INGEST_TOKEN, source_stack
 from tests.live.support import API_TOKEN, wait_for
@@ -92,8 +92,14 @@ def test_a_crash_under_emit_pages_at_once_and_a_burst_is_taken_whole(tmp_path):
 
         # ---- 10,000 samples at once: all 2xx, all read -----------------------------------------------------
         statuses: list[int] = []
-        pusher = Pusher("job-burst", url=hw.url, token=INGEST_TOKEN, batch=1000)
-        pusher.client.event_hooks["response"] = [lambda r: statuses.append(r.status_code)]
+        real_post = http_post(30.0)
+
+        def counted(url: str, body: bytes, headers: dict[str, str]) -> Reply:
+            reply = real_post(url, body, headers)
+            statuses.append(reply.status)
+            return reply
+
+        pusher = Pusher("job-burst", url=hw.url, token=INGEST_TOKEN, batch=1000, post=counted)
         now = time.time()
         for step in range(10_000):
             pusher.log(step, {"train/loss": 3.0 - step * 1e-4}, t=now - 1 + step / 10_000)

@@ -32,10 +32,11 @@ def test_a_healthy_rl_run_never_alerts(seed: int) -> None:
     assert fired(samples) == {}, rc.Shape.draw(__import__("random").Random(seed))
 
 
+POLICY_COLLAPSE = None  # within 5 RL steps or 10 minutes of the onset, whichever is longer (issue 39)
 INCIDENTS = [
-    (rc.collapse, "rl_reward_collapse", 45 * 60),
-    (rc.kl_blowup, "rl_kl_blowup", 30 * 60),
-    (rc.entropy_collapse, "rl_entropy_collapse", 30 * 60),
+    (rc.collapse, "rl_reward_collapse", POLICY_COLLAPSE),
+    (rc.kl_blowup, "rl_kl_blowup", POLICY_COLLAPSE),
+    (rc.entropy_collapse, "rl_entropy_collapse", POLICY_COLLAPSE),
     (rc.flat, "rl_reward_flatline", 40 * 60),
     (rc.truncation, "rl_responses_truncated", 25 * 60),
     (rc.slow_rollouts, "rl_rollout_throughput_drop", 45 * 60),
@@ -45,14 +46,20 @@ INCIDENTS = [
 
 @pytest.mark.parametrize("change, rule, within", INCIDENTS, ids=[i[1] for i in INCIDENTS])
 @pytest.mark.parametrize("seed", range(8))
-def test_each_incident_fires_its_rule_after_it_starts(change, rule: str, within: float, seed: int) -> None:
+def test_each_incident_fires_its_rule_after_it_starts(
+    change, rule: str, within: float | None, seed: int
+) -> None:
     n = steps_for(seed, 6 * 3600)
     start = n * 2 // 3  # four hours of healthy training first
     shape = rc.Shape.draw(__import__("random").Random(seed))
     at = start * shape.step_seconds
     got = fired(rc.run(seed, n, rc.from_step(start, change)))
     assert rule in got, (got, shape)
-    assert at <= got[rule] <= at + within + 2 * shape.step_seconds, (got[rule] - at, shape)
+    if within is None:  # a policy collapse: counted in the run's own steps, no grace of two more
+        budget = max(5 * shape.step_seconds, 10 * 60)
+    else:
+        budget = within + 2 * shape.step_seconds
+    assert at <= got[rule] <= at + budget, (got[rule] - at, shape)
     early = {r: t for r, t in got.items() if t < at}
     assert early == {}, early
 

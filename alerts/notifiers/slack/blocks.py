@@ -149,6 +149,18 @@ def hints_text(a: AlertView) -> str | None:
     return "\n".join(lines)
 
 
+def stacks_text(a: AlertView) -> str | None:
+    """Where the job's processes are, as mrkdwn: the sentence, then the innermost frames of each odd
+    group (the ranks the others wait for)."""
+    if a.stacks is None:
+        return None
+    lines = [f":mag_right: *Stacks*: {esc(a.stacks.summary)}"]
+    for g in a.stacks.odd[:3]:
+        frames = "\n".join(esc(f) for f in g.frames[:6])
+        lines.append(f"*{esc(g.who)}*:\n```{frames}```")
+    return "\n".join(lines)
+
+
 def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 2900)}}
 
@@ -218,6 +230,9 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
     hints = hints_text(lead)
     if hints:
         blocks.append(_section(hints))
+    stacks = stacks_text(lead)
+    if stacks:
+        blocks.append(_section(stacks))
     if len(view.alerts) > 1:
         blocks.append(_section(_alert_lines(view.alerts)))
     notes = []
@@ -252,6 +267,8 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
     odd = [h for h in lead.hints if h.member]
     if odd and not view.resolved:
         text = clip(f"{text} · stands out: {esc(odd[0].text)}", 3000)
+    if lead.stacks is not None and not view.resolved:
+        text = clip(f"{text} · stacks: {esc(lead.stacks.summary)}", 3000)
     return Message(text=text, blocks=blocks)
 
 
@@ -288,7 +305,12 @@ def reply_message(view: GroupView) -> Message:
         hints = hints_text(news)
         if hints:
             blocks.append(_section(hints))
-        return Message(text=headline(view, news), blocks=blocks)
+        stacks = stacks_text(news)
+        text = headline(view, news)
+        if stacks:
+            blocks.append(_section(stacks))
+            text = clip(f"{text} · stacks: {esc(news.stacks.summary)}", 3000)
+        return Message(text=text, blocks=blocks)
     resolved = [a for a in changed if a.state == AlertState.RESOLVED]
     names = ", ".join(esc(a.alertname) for a in resolved)
     if resolved and view.resolved:
