@@ -36,7 +36,10 @@ def test_a_corrupt_record_and_a_non_utf8_run_name_blind_only_their_own_runs(tmp_
     trainer.start()
     try:
         with source_stack(tmp_path) as stack:
-            source = f"    unavailable_after: 3s\n    tensorboard: {{logdir: '{logdir}', runs: 'hero-*'}}"
+            source = (
+                "    unavailable_after: 3s\n    unavailable_page_after: 6s\n"
+                f"    tensorboard: {{logdir: '{logdir}', runs: 'hero-*'}}"
+            )
             hw = stack.serve(
                 stack.write_config(source, "        progress_stalled: {floor: 6s, startup: 30s}\n")
             )
@@ -67,11 +70,22 @@ def test_a_corrupt_record_and_a_non_utf8_run_name_blind_only_their_own_runs(tmp_
             assert f"record at byte {at}" in text and "max_record_bytes" in text, text
             page = wait_for(lambda: stack.pages("hero-bad", f"byte {at}"), 30, "the page in Slack")
             assert "source_unavailable" in page[0] or "cannot read" in page[0], page
+            down = wait_for(  # a damaged file does not heal: after the page grace it is critical
+                lambda: [a for a in alerts_of(hw, "source_down", "firing") if a["run"] == run_bad],
+                30,
+                "the bad run's source_down",
+                seen=lambda: alerts_of(hw, "source_down"),
+            )
+            assert down[0]["severity"] == "critical", down
             before = step_of(run_a), step_of(run_b)
             wait_for(
                 lambda: step_of(run_a) > before[0] + 4 and step_of(run_b) > before[1] + 4, 30, "reading on"
             )
-            others = [a for a in alerts_of(hw, "source_unavailable") if a["run"] != run_bad]
+            others = [
+                a
+                for a in alerts_of(hw, "source_unavailable") + alerts_of(hw, "source_down")
+                if a["run"] != run_bad
+            ]
             assert not others, others
             healthy_pages = stack.pages("run hero-a ") + stack.pages("run hero-b ")
             assert not healthy_pages, stack.slack.pages("C0ONCALL")
