@@ -8,7 +8,15 @@ from pathlib import Path
 
 from monitor.config.errors import ConfigError, Problem
 from monitor.config.schema import WatchConfig
-from monitor.rules.loader import RuleSet, check_overrides, load_layouts, load_pack, load_rule_file, pack_names
+from monitor.rules.loader import (
+    RuleSet,
+    check_overrides,
+    inside,
+    load_layouts,
+    load_pack,
+    load_rule_file,
+    pack_names,
+)
 from monitor.rules.panels import Layouts, layout_problems
 
 
@@ -23,7 +31,12 @@ def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>")
             known = ", ".join(pack_names())
             problems.append(Problem(None, f"rules.packs[{i}]", f"no built-in pack {pack!r}; known: {known}"))
     for i, f in enumerate(cfg.rules.files):
-        if (base_dir / f).is_file():
+        if not cfg.rules.files_outside and not inside(base_dir, f):
+            outside = (
+                f"{f!r} is outside the config's folder {str(base_dir)!r} (rules.files_outside allows it)"
+            )
+            problems.append(Problem(None, f"rules.files[{i}]", outside))
+        elif (base_dir / f).is_file():
             specs.extend(load_rule_file(base_dir / f))
         else:
             missing = f"no rule file {str(base_dir / f)!r} (relative to the config)"
@@ -44,7 +57,8 @@ def build_rules(cfg: WatchConfig, base_dir: Path, config_path: str = "<config>")
 def build_layouts(cfg: WatchConfig, rules: RuleSet, base_dir: Path, config_path: str = "<config>") -> Layouts:
     """What the packs and rule files in force declare for the pages (run kinds, panels), checked
     against the rules and the watches' kinds."""
-    layouts = load_layouts(cfg.rules.packs, cfg.rules.files, base_dir)
+    files = [f for f in cfg.rules.files if cfg.rules.files_outside or inside(base_dir, f)]
+    layouts = load_layouts(cfg.rules.packs, files, base_dir)
     kinds = {f"watch[{i}].kind": w.kind for i, w in enumerate(cfg.watch) if w.kind is not None}
     problems = layout_problems(layouts, {r.name for r in rules.rules}, kinds)
     if problems:

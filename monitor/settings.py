@@ -99,6 +99,15 @@ class Settings(BaseSettings):
     max_body_slack: int = Field(
         default=256 << 10, ge=1024, description="largest Slack interactivity request body, bytes"
     )
+    header_timeout: float = Field(
+        default=10.0, gt=0, le=600, description="seconds a connection may take to send its request headers"
+    )
+    max_connections: int = Field(
+        default=1000,
+        ge=16,
+        le=1_000_000,
+        description="open HTTP connections at most (also kept below the process's open-file limit)",
+    )
 
     @field_validator("api_token", "secret_key")
     @classmethod

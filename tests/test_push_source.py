@@ -55,7 +55,7 @@ def test_the_source_reads_whole_lines_from_its_cursor_and_waits_for_a_half_writt
 
 
 def test_the_rate_bucket_takes_a_burst_then_the_rate_and_says_how_long_to_wait():
-    from monitor.web.api.ingest import Bucket
+    from monitor.web.api.ingest_budget import Bucket
 
     b = Bucket(rate=100.0, burst=1000.0, level=1000.0, at=0.0)
     assert b.take(1000, 0.0) is None  # the burst at once

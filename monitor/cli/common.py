@@ -28,6 +28,9 @@ def setup_logging(level: str) -> None:
         handler.setFormatter(OneLine(FORMAT))
     for noisy in ("apscheduler", "httpx", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    from monitor.cli.log_limits import limit_repeats
+
+    limit_repeats()  # a message repeated in a flood is written as a count
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

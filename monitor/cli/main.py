@@ -169,7 +169,28 @@ def _serve(service, settings, host: str, port: int) -> None:  # noqa: ANN001
     )
     # proxy_headers=False: X-Forwarded-* are believed only from HEROWATCH_TRUSTED_PROXIES
     # (monitor/web/proxy.py), not from what uvicorn trusts by default (127.0.0.1: every local user).
-    uvicorn.run(api, host=host, port=port, log_level="warning", proxy_headers=False, server_header=False)
+    # The door before the app: headers within HEROWATCH_HEADER_TIMEOUT, at most HEROWATCH_MAX_CONNECTIONS
+    # open connections, below the open-file limit (monitor/web/connections.py).
+    from monitor.web.connections import (
+        ACCEPT_BATCH,
+        Guard,
+        connection_cap,
+        guarded_protocol,
+        raise_file_limit,
+    )
+
+    guard = Guard(connection_cap(settings.max_connections, raise_file_limit()), settings.header_timeout)
+    uvicorn.run(
+        api,
+        host=host,
+        port=port,
+        log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+        http=guarded_protocol(guard),
+        timeout_keep_alive=5,
+        backlog=ACCEPT_BATCH,
+    )
 
 
 @app.command()

@@ -13,7 +13,9 @@ Sending retries what can pass later (a refused connection, a timeout, 5xx, 429 a
 until ``deadline`` seconds have gone, and raises :class:`PushFailed` with the reason after that: a
 job decides itself whether its training goes on without herowatch (``herowatch emit`` warns and goes
 on). A refusal (401, 403, 404, 422) is raised at once: retrying cannot help. A batch larger than the
-watch takes at once (413, with the number it takes) is split to that size and sent again.
+watch takes at once (413, with what it takes: samples per request, metric names per sample, bytes per
+request) is split to fit and sent again: a sample with too many metrics becomes several samples of the
+same time and step.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ BATCH = 1000  # samples per request: well under the server's 1 MiB body limit fo
 
 
 MAX_SAMPLES_HEADER = "X-Herowatch-Max-Samples"  # on a 413: how many samples the watch takes at once
+MAX_METRICS_HEADER = "X-Herowatch-Max-Metrics"  # on a 413: how many metric names one sample may hold
 
 
 class PushFailed(RuntimeError):
@@ -45,12 +48,12 @@ class PushFailed(RuntimeError):
 
 
 class TooLarge(PushFailed):
-    """A 413: the request held more than the server takes at once (``fits``: how many it takes, when it
-    said so)."""
+    """A 413: the request held more than the server takes at once (``fits``: how many samples it takes,
+    ``metrics``: how many metric names per sample, when it said so; neither: too many bytes)."""
 
-    def __init__(self, message: str, fits: int | None) -> None:
+    def __init__(self, message: str, fits: int | None, metrics: int | None = None) -> None:
         super().__init__(message)
-        self.fits = fits
+        self.fits, self.metrics = fits, metrics
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,11 @@ class Pusher:
             try:
                 self._post({"run": self.run, "samples": chunk})
             except TooLarge as exc:
+                if exc.metrics is not None and exc.metrics > 0:
+                    split = _split_metrics(chunk, exc.metrics)
+                    if len(split) > len(chunk):
+                        self.buffer = split + self.buffer
+                        continue
                 self.buffer = chunk + self.buffer
                 smaller = exc.fits if exc.fits is not None else len(chunk) // 2
                 if not 0 < smaller < len(chunk):
@@ -193,10 +201,10 @@ class Pusher:
                 if r.status == 429:
                     wait = _retry_after(r, wait)
                 elif r.status == 413:
-                    fits = r.headers.get(MAX_SAMPLES_HEADER, "")
                     raise TooLarge(
                         f"herowatch at {self.url} refused the push: {reason}",
-                        int(fits) if fits.isdigit() else None,
+                        _header_int(r, MAX_SAMPLES_HEADER),
+                        _header_int(r, MAX_METRICS_HEADER),
                     )
                 elif r.status < 500:
                     raise PushFailed(f"herowatch at {self.url} refused the push: {reason}")
@@ -209,6 +217,24 @@ class Pusher:
 
     def close(self) -> None:
         """Nothing held between requests (each is its own connection); kept for callers that close."""
+
+
+def _header_int(r: Reply, name: str) -> int | None:
+    value = r.headers.get(name.lower(), "")  # a Reply's header names are in lower case
+    return int(value) if value.isdigit() else None
+
+
+def _split_metrics(rows: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
+    """Each row with more than ``most`` metrics as several rows of the same time and step."""
+    out = []
+    for row in rows:
+        items = list(row.get("metrics", {}).items())
+        if len(items) <= most:
+            out.append(row)
+            continue
+        for i in range(0, len(items), most):
+            out.append({**row, "metrics": dict(items[i : i + most])})
+    return out
 
 
 def _error(r: Reply) -> str:

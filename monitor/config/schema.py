@@ -34,6 +34,9 @@ class Strict(BaseModel):
 class RulesConfig(Strict):
     packs: list[str] = Field(default_factory=lambda: ["hero"], description="built-in rule packs")
     files: list[str] = Field(default_factory=list, description="rule files, relative to the config file")
+    files_outside: bool = Field(
+        default=False, description="rule files may be outside the config file's folder (off: refused)"
+    )
     overrides: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="rule name -> parameters to change for every run"
     )

@@ -41,6 +41,7 @@ from monitor.engine.recording import Asks, Delivery, Recorder
 from monitor.engine.run_memory import RunMemory, page_facts
 from monitor.engine.source_polls import SourcePolls
 from monitor.engine.step_times import StepTimes, skew_rule
+from monitor.engine.unreadable_runs import UnreadableRuns
 from monitor.fleet.frame import FleetFrame
 from monitor.profiles import Vocabulary
 from monitor.rules.loader import RuleSet
@@ -122,6 +123,7 @@ class Engine:
         self.leases_kept = LeaseKeeper(self)
         self.health = HealthJob(self, self.memory, self.lock)
         self.write_health = WriteHealth()  # whose polls' writes fail now (``isolation``)
+        self.unreadable = UnreadableRuns()  # runs a source could not read while it read their watch
 
     # ---- wiring ---------------------------------------------------------------------------------
     def _rules_for_run(self, run: str):  # noqa: ANN202
@@ -280,15 +282,19 @@ class Engine:
                 samples_by_run[sample.run].append(sample)
             if res.error:
                 report.errors[kind] = res.error
+        unreadable = self.unreadable.note(self.evaluator, watch, results, now)  # one bad run, not the watch
         run_ids = set(known) | set(samples_by_run) | set(frames_by_run)
         run_ids |= {r for res in results.values() for r in res.cursors}
-        for run_id in sorted(run_ids):
+        for run_id in sorted(run_ids | set(unreadable)):
             if guard.skip(run_id):
                 continue
             with guard.run(run_id):
-                self._persist_run(
-                    s, watch, run_id, results, samples_by_run, frames_by_run, now, report, writes
-                )
+                if run_id in run_ids:
+                    self._persist_run(
+                        s, watch, run_id, results, samples_by_run, frames_by_run, now, report, writes
+                    )
+                self.recorder.record(s, unreadable.get(run_id, []), now)
+                report.events.extend(unreadable.get(run_id, []))
         report.events.extend(self.health.record(s, watch, now))
         blind = self.blind.check_watch(watch, self.runs_of(watch.name), self.memory.states(), now)
         self.recorder.record(s, blind, now)
@@ -333,8 +339,9 @@ class Engine:
             self.evaluator.observe(sample)
             stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
         goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
-        run.source_error = errors
-        events = self.evaluator.evaluate(run_id, now, unavailable, settling)
+        run.source_error = self.unreadable.why(watch.name, run_id) or errors
+        blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)  # this run's source alone
+        events = self.evaluator.evaluate(run_id, now, blinded, settling)
         # the run's figures are known up to the last poll its own source answered, not to this one
         known = now if run.source not in report.errors else (run.stats or {}).get("known_until")
         run.stats = {

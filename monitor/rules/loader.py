@@ -91,8 +91,13 @@ RULES_HINT = "docs/rules.md lists the fields of every rule kind; `herowatch rule
 TESTS_HINT = "docs/rules.md shows a rule test file; `herowatch rules test hero` runs the built-in ones"
 
 
+NOT_RULES = "not a rule file: expected a mapping with a `rules:` list (its content is not shown)"
+
+
 def _document(text: str, path: str) -> tuple[_RuleList, dict]:
     data, positions = load_with_positions(text, path)
+    if data is not None and (not isinstance(data, dict) or "rules" not in data):
+        raise ConfigError(path, [Problem(None, "", NOT_RULES)])  # never echo what a stray file holds
     try:
         doc = _RuleList.model_validate(data if data is not None else {})
     except ValidationError as exc:
@@ -213,6 +218,13 @@ def pack_inhibit_rules(name: str) -> list[PackInhibitRule]:
     res = resources.files("monitor.rules.packs") / f"{name}.yaml"
     data, _ = load_with_positions(res.read_text(encoding="utf-8"), f"<pack {name}>")
     return _RuleList.model_validate(data).inhibit_rules
+
+
+def inside(base_dir: str | Path, name: str) -> bool:
+    """Whether the file ``name`` (relative to ``base_dir``), symbolic links followed, is in that folder:
+    a config's rule files stay in its folder unless ``rules.files_outside`` says otherwise."""
+    base = Path(base_dir).resolve()
+    return (base / name).resolve().is_relative_to(base)
 
 
 def load_rule_file(path: str | Path) -> list[RuleSpec]:

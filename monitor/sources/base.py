@@ -73,6 +73,9 @@ class PollResult:
     logged: dict[str, list[str]] = field(default_factory=dict)
     fleet: list[FleetFrame] = field(default_factory=list)  # per-member series (``monitor.fleet``)
     throttle: Throttle | None = None  # reads the server's quota put off (W&B)
+    # run -> why this one run could not be read (a damaged file at a byte, an answer over a limit) while
+    # the rest of the watch was: the run gets its own source_unavailable, the other runs are unharmed
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def validated(self) -> PollResult:
         """The result with every sample, run and fleet frame checked and cleaned (``samples.clean``,
@@ -92,8 +95,18 @@ class PollResult:
         }
         fleet = [c for f in self.fleet if (c := clean_frame(f)) is not None]
         error = None if self.error is None else bounded(self.error)  # a 50 MB error is stored as 2,000
+        unreadable = {str(run)[:MAX_ID]: bounded(str(why)) for run, why in dict(self.unreadable).items()}
         return PollResult(
-            samples, runs, dict(self.cursors), error, self.requests, gaps, logged, fleet, self.throttle
+            samples,
+            runs,
+            dict(self.cursors),
+            error,
+            self.requests,
+            gaps,
+            logged,
+            fleet,
+            self.throttle,
+            unreadable,
         )
 
 

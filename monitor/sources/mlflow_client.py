@@ -11,12 +11,15 @@ call (404) gets ``metrics/get-history``, the whole history of the key.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mlflow.utils.credentials import get_default_host_creds
 from mlflow.utils.rest_utils import http_request
+
+from monitor.sources.bounded import AnswerTooLarge, read_requests
 
 SEARCH_PAGE = 1000
 MAX_VALUES = 2500  # MLflow's cap per run of one history request
@@ -32,6 +35,7 @@ class MlflowApi:
     timeout: float
     retries: int
     requests: int = 0
+    max_answer: int = 32 << 20  # bytes of one answer (max_answer_bytes); a larger one is an outage
     bulk_interval: bool = True  # the server answers get-history-bulk-interval
     _creds: Any = field(default=None, repr=False)
 
@@ -50,18 +54,23 @@ class MlflowApi:
                 backoff_factor=1,
                 timeout=self.timeout,
                 raise_on_status=False,
+                stream=True,
                 **kwargs,
             )
+            raw = read_requests(r, f"mlflow {endpoint}", self.max_answer)
+        except AnswerTooLarge as exc:
+            raise MlflowUnavailable(str(exc)) from None
         except Exception as exc:  # connection refused, timeouts, retries exhausted
             raise MlflowUnavailable(f"{type(exc).__name__}: {str(exc)[:300]}") from None
-        if r.status_code in (400, 404) and "RESOURCE_DOES_NOT_EXIST" in r.text:
+        text = raw[:4000].decode("utf-8", "replace")
+        if r.status_code in (400, 404) and "RESOURCE_DOES_NOT_EXIST" in text:
             return None
         if r.status_code == 404:
             raise LookupError(endpoint)
         if r.status_code != 200:
-            raise MlflowUnavailable(f"HTTP {r.status_code} from {endpoint}: {r.text[:300]}")
+            raise MlflowUnavailable(f"HTTP {r.status_code} from {endpoint}: {text[:300]}")
         try:
-            return r.json()
+            return json.loads(raw)
         except ValueError:
             raise MlflowUnavailable(f"{endpoint} answered something that is not JSON") from None
 

@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from monitor.durations import Duration
 from monitor.samples import RunState
+from monitor.sources.bounded import answer_limit_field
 from monitor.sources.registry import SourceTarget, register
 
 WHOLE_HISTORY = 10**12  # steps: "all of it"
@@ -60,6 +61,7 @@ class MlflowTarget(SourceTarget):
         description="steps per history request (MLflow answers 2500 values at most)",
     )
     max_runs: int = Field(default=1000, ge=1, le=50_000, description="runs watched at most")
+    max_answer_bytes: int = answer_limit_field(32 << 20)  # a runs/search page of 1000 runs is large
     rewind_probe: Duration = Field(
         default=60.0,
         description="a running run whose steps have not moved is checked this often for steps logged "

@@ -111,7 +111,7 @@ class MlflowSource:
 
     def poll(self, target: Target, cursors: Mapping[str, Cursor], now: float) -> PollResult:
         cfg: MlflowTarget = target.config
-        api = MlflowApi(cfg.tracking_uri, cfg.timeout, cfg.retries)
+        api = MlflowApi(cfg.tracking_uri, cfg.timeout, cfg.retries, max_answer=cfg.max_answer_bytes)
         try:
             result = self._poll(api, cfg, target, cursors, now)
         except MlflowUnavailable as exc:

@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from monitor.durations import Duration
 from monitor.run_ids import qualify
 from monitor.sources.base import Target
+from monitor.sources.bounded import answer_limit_field
 from monitor.sources.fleet_config import FleetSettings
 from monitor.sources.prometheus_templates import (  # noqa: F401 - the template language's home is there
     TemplateError,
@@ -151,6 +152,7 @@ class PrometheusTarget(SourceTarget):
     retries: int = Field(default=2, ge=0, le=10, description="extra attempts after a failed request")
     backoff: Duration = Field(default=0.5, description="first retry delay; doubles each time, with jitter")
     max_concurrency: int = Field(default=4, ge=1, le=64, description="requests in flight to this server")
+    max_answer_bytes: int = answer_limit_field()
     headers: dict[str, str] = Field(
         default_factory=dict, description="extra request headers, e.g. X-Scope-OrgID; no credentials"
     )

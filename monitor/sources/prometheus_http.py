@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from alerts.text import one_line
+from monitor.sources.bounded import AnswerTooLarge, read_httpx
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.prometheus_series import Get, http_get
 
@@ -31,7 +32,13 @@ Series = tuple[dict[str, str], list[tuple[float, float]]]  # labels, (t, value) 
 
 
 class QueryFailed(Exception):
-    """A query could not be answered: the message says why (never holds credentials)."""
+    """A query could not be answered: the message says why (never holds credentials). ``run_only``: the
+    answer itself was the problem (over ``max_answer_bytes``, numbers herowatch cannot read): it makes
+    its run unreadable, not the server."""
+
+    def __init__(self, message: str, run_only: bool = False) -> None:
+        super().__init__(message)
+        self.run_only = run_only
 
 
 class _Aborted(Exception):
@@ -52,6 +59,7 @@ class Answers:
     series: dict[tuple[str, str], list[Series]] = field(default_factory=dict)
     error: str | None = None  # a hard request failed: the poll fails
     soft_errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    run_errors: dict[str, str] = field(default_factory=dict)  # run -> why its answers could not be used
 
 
 class Counter:
@@ -115,8 +123,8 @@ class PrometheusHttp:
         def one(req: Request) -> list[Series]:
             try:
                 return self._send(cfg, req, sem, abort, counter)
-            except QueryFailed:
-                if not req.soft:
+            except QueryFailed as exc:
+                if not req.soft and not exc.run_only:
                     abort.set()
                 raise
 
@@ -131,6 +139,8 @@ class PrometheusHttp:
                 except QueryFailed as exc:
                     if req.soft:
                         out.soft_errors[(req.run, req.alias)] = str(exc)
+                    elif exc.run_only:
+                        out.run_errors.setdefault(req.run, f"query {req.alias!r}: {exc}")
                     else:
                         failures.append(f"query {req.alias!r} for run {req.run!r}: {exc}")
         if failures:
@@ -161,7 +171,11 @@ class PrometheusHttp:
             counter.add()
             try:
                 with sem:
-                    resp, failed = self._post(cfg.url + req.path, req.params, headers, cfg.timeout)
+                    resp, failed, raw = self._post(
+                        cfg.url + req.path, req.params, headers, cfg.timeout, cfg.max_answer_bytes
+                    )
+            except AnswerTooLarge as exc:
+                raise QueryFailed(str(exc), run_only=True) from None
             except httpx.TimeoutException:
                 problem = f"no answer within {cfg.timeout:g}s"
                 continue
@@ -172,21 +186,29 @@ class PrometheusHttp:
                 problem = f"HTTP {resp.status_code}{failed}"
                 continue
             try:
-                body = resp.json()
+                body = json.loads(raw)
             except ValueError:
                 raise QueryFailed(f"HTTP {resp.status_code}: the answer is not JSON") from None
+            if not isinstance(body, dict):
+                raise QueryFailed(f"HTTP {resp.status_code}: the answer is not a JSON object")
             if resp.status_code != 200 or body.get("status") != "success":
-                raise QueryFailed(f"HTTP {resp.status_code}{api_error(resp)}")
+                raise QueryFailed(f"HTTP {resp.status_code}{error_text(raw, None)}")
             for warning in body.get("warnings") or []:
                 log.warning("prometheus %s: query %r for run %r: %s", cfg.url, req.alias, req.run, warning)
-            return parse(body.get("data") or {})
+            try:
+                return parse(body.get("data") or {})
+            except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+                raise QueryFailed(
+                    f"an answer herowatch cannot read: {type(exc).__name__}", run_only=True
+                ) from None
         raise QueryFailed(f"{problem} (after {attempts} attempt{'s' if attempts > 1 else ''})")
 
     def _post(
-        self, url: str, params: dict, headers: dict[str, str], timeout: float
-    ) -> tuple[httpx.Response, str | None]:
-        """The answer, read whole; an answer to retry (429, 5xx) read only up to ``MAX_ERROR_ANSWER``
-        bytes and returned with what it says (``: <errorType>: <error>``, bounded)."""
+        self, url: str, params: dict, headers: dict[str, str], timeout: float, limit: int
+    ) -> tuple[httpx.Response, str | None, bytes]:
+        """The answer, read as a stream up to ``limit`` bytes (``AnswerTooLarge`` beyond:
+        ``max_answer_bytes``); an answer to retry (429, 5xx) read only up to ``MAX_ERROR_ANSWER`` bytes
+        and returned with what it says (``: <errorType>: <error>``, bounded)."""
         request = self._client.build_request("POST", url, data=params, headers=headers, timeout=timeout)
         resp = self._client.send(request, stream=True)
         try:
@@ -196,9 +218,8 @@ class PrometheusHttp:
                     data += chunk
                     if len(data) > MAX_ERROR_ANSWER:
                         break
-                return resp, error_text(bytes(data), resp.headers.get("content-length"))
-            resp.read()
-            return resp, None
+                return resp, error_text(bytes(data), resp.headers.get("content-length")), b""
+            return resp, None, read_httpx(resp, f"prometheus {url}", limit)
         finally:
             resp.close()
 

@@ -13,6 +13,7 @@ Prometheus source (a gap per run and alias in its poll result) and by ``herowatc
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
+
+from monitor.sources.bounded import DEFAULT_ANSWER_BYTES, AnswerTooLarge, read_httpx
 
 log = logging.getLogger(__name__)
 
@@ -91,15 +94,26 @@ def explain(get: Get, query: str, at: float) -> str:
     return "; ".join([head, *parts])
 
 
-def http_get(client: httpx.Client, url: str, headers: Mapping[str, str], timeout: float) -> Get:
-    """A ``Get`` over the server's HTTP API (no retries: a hint, not a poll)."""
+def http_get(
+    client: httpx.Client,
+    url: str,
+    headers: Mapping[str, str],
+    timeout: float,
+    limit: int = DEFAULT_ANSWER_BYTES,
+) -> Get:
+    """A ``Get`` over the server's HTTP API (no retries: a hint, not a poll), each answer read against
+    ``limit`` bytes."""
 
     def get(path: str, params: Mapping[str, str]) -> Any:
         try:
-            resp = client.get(url + path, params=dict(params), headers=dict(headers), timeout=timeout)
-            body = resp.json()
-        except (httpx.HTTPError, ValueError) as exc:
+            with client.stream(
+                "GET", url + path, params=dict(params), headers=dict(headers), timeout=timeout
+            ) as resp:
+                body = json.loads(read_httpx(resp, f"prometheus {url}{path}", limit))
+        except (httpx.HTTPError, ValueError, AnswerTooLarge) as exc:
             raise LookupFailed(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(body, dict):
+            raise LookupFailed(f"HTTP {resp.status_code}: not a JSON object")
         if resp.status_code != 200 or not isinstance(body, dict) or body.get("status") != "success":
             raise LookupFailed(f"HTTP {resp.status_code}: {str(body.get('error', ''))[:200]}")
         return body.get("data")

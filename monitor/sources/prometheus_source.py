@@ -53,7 +53,7 @@ from monitor.sources.prometheus_config import (
 )
 from monitor.sources.prometheus_fleet import PREFIX as FLEET_PREFIX
 from monitor.sources.prometheus_fleet import FleetNotes, assemble, fleet_texts
-from monitor.sources.prometheus_http import Counter, PrometheusHttp, QueryFailed, Request, Series
+from monitor.sources.prometheus_http import Answers, Counter, PrometheusHttp, QueryFailed, Request, Series
 from monitor.sources.prometheus_series import EmptyQueries, Get
 
 log = logging.getLogger(__name__)
@@ -205,27 +205,20 @@ class PrometheusSource:
         got = self._http.run_all(cfg, requests, counter)
         if got.error is not None:
             return PollResult(error=got.error, requests=counter.value)
-        answers = got.series
-
+        if _PROBE in got.run_errors:
+            return PollResult(error=f"prometheus {cfg.url}: {got.run_errors[_PROBE]}", requests=counter.value)
         result = PollResult(requests=counter.value)
         for run in runs:
             cursor = dict(cursors.get(run) or {})
             win = windows[run]
-            if not win.empty:
+            if run in got.run_errors:  # its own answers were the problem: this run alone is unreadable
+                result.unreadable[run] = f"prometheus {cfg.url}: {got.run_errors[run]}"
+            elif not win.empty:
                 try:
-                    samples, cursor = self._assemble(target, run, queries, win, cursor, answers, now)
-                except QueryFailed as exc:
-                    return PollResult(
-                        error=f"prometheus watch {target.watch}, run {run!r}: {exc}", requests=counter.value
-                    )
-                result.samples.extend(samples)
-                empty = {
-                    a: q for (r, a), q in texts.items() if r == run and not any(v for _, v in answers[(r, a)])
-                }
-                result.gaps[run] = self._empty.note(self._lookup(cfg), target.watch, run, empty, now)
-                result.fleet.extend(
-                    assemble(cfg, target.watch, run, answers, got.soft_errors, win.last, self._fleet_notes)
-                )
+                    cursor = self._read_run(cfg, target, run, queries, win, cursor, got, texts, now, result)
+                except QueryFailed as exc:  # a query that must aggregate: the config's, not the run's
+                    error = f"prometheus watch {target.watch}, run {run!r}: {exc}"
+                    return PollResult(error=error, requests=counter.value)
             result.cursors[run] = cursor
             name = runs[run]
             if run == qualify(SOURCE, target.watch, name):  # a run of the config's own
@@ -233,6 +226,30 @@ class PrometheusSource:
                 info = RunInfo(run, SOURCE, name, labels=labels, name=name, project=target.watch)
                 result.runs.append(info)
         return result
+
+    def _read_run(
+        self,
+        cfg: PrometheusTarget,
+        target: Target,
+        run: str,
+        queries: Mapping[str, QuerySpec],
+        win: _Window,
+        cursor: Cursor,
+        got: Answers,
+        texts: Mapping[tuple[str, str], str],
+        now: float,
+        result: PollResult,
+    ) -> Cursor:
+        """One run's samples, gaps and fleet frames from the poll's answers; its new cursor."""
+        answers = got.series
+        samples, cursor = self._assemble(target, run, queries, win, cursor, answers, now)
+        result.samples.extend(samples)
+        empty = {a: q for (r, a), q in texts.items() if r == run and not any(v for _, v in answers[(r, a)])}
+        result.gaps[run] = self._empty.note(self._lookup(cfg), target.watch, run, empty, now)
+        result.fleet.extend(
+            assemble(cfg, target.watch, run, answers, got.soft_errors, win.last, self._fleet_notes)
+        )
+        return cursor
 
     def _texts(
         self, cfg: PrometheusTarget, target: Target, run: str, name: str, queries: Mapping[str, QuerySpec]

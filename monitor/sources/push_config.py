@@ -33,6 +33,25 @@ class PushTarget(SourceTarget):
     read_bytes: int = Field(
         default=8 << 20, ge=1 << 16, le=1 << 30, description="most bytes read per run and poll"
     )
+    max_metrics: int = Field(
+        default=1000, ge=1, le=2000, description="metric names one pushed sample may hold (413 beyond)"
+    )
+    max_name: int = Field(default=128, ge=8, le=200, description="characters of one metric name (422 beyond)")
+    rate_bytes: int = Field(
+        default=1 << 20, ge=1 << 10, le=1 << 30, description="spool bytes per second a watch may push"
+    )
+    burst_bytes: int = Field(
+        default=32 << 20,
+        ge=1 << 20,
+        le=1 << 34,
+        description="spool bytes pushed at once above the rate",
+    )
+    spool_bytes: int = Field(
+        default=64 << 20,
+        ge=1 << 20,
+        le=1 << 40,
+        description="bytes accepted but not yet read by the watch's poller (429 beyond, until it catches up)",
+    )
 
     @field_validator("token_env")
     @classmethod

@@ -21,7 +21,7 @@ from monitor.samples import JobAlert, RunInfo, Sample, alert_from_dict
 from monitor.settings import Settings
 from monitor.sources.base import Cursor, PollResult, Target
 from monitor.sources.push_config import PushTarget
-from monitor.sources.push_spool import read_from, run_files
+from monitor.sources.push_spool import read_from, read_marks, run_files, write_marks
 
 log = logging.getLogger(__name__)
 SOURCE = "push"
@@ -71,6 +71,7 @@ class PushSource:
             if "file" in c and (k.startswith(prefix) or k == qualify(SOURCE, watch, str(c.get("name"))))
         }
         out = PollResult()
+        marks: dict[str, int] = {}
         try:
             files = list(run_files(self.root, watch))
         except OSError as exc:
@@ -81,8 +82,12 @@ class PushSource:
             if size > int(cursor.get("offset", 0)):
                 try:
                     chunk = read_from(path, int(cursor.get("offset", 0)), cfg.read_bytes)
-                except OSError as exc:
-                    return PollResult(error=f"cannot read {path}: {exc}")
+                except OSError as exc:  # this run's file only: the other runs are read
+                    log.warning("watch %s: cannot read the push spool file %s: %s", watch, path, exc)
+                    if key is not None:
+                        out.unreadable[key] = f"cannot read its push spool file {path}: {exc}"
+                        out.cursors[key] = cursor
+                    continue
                 for row in chunk.rows:
                     run = row.get("run")
                     if key is None and isinstance(run, str) and run:
@@ -98,6 +103,7 @@ class PushSource:
                     out.logged.setdefault(key, [])
                     out.logged[key] = sorted({*out.logged[key], *s.metrics})
                 cursor["offset"] = chunk.offset
+            marks[name] = int(cursor.get("offset", 0))
             if key is None:
                 continue  # nothing whole in it yet
             out.cursors[key] = cursor
@@ -114,7 +120,16 @@ class PushSource:
                 )
             )
         out.requests = len(files)
+        self._mark(watch, marks)
         return out
+
+    def _mark(self, watch: str, marks: dict[str, int]) -> None:
+        """Tell the door how far this poll read (its spool budget counts what is not read yet)."""
+        try:
+            if marks != read_marks(self.root, watch):
+                write_marks(self.root, watch, marks)
+        except OSError as exc:
+            log.warning("cannot record how far the push spool of %s was read: %s", watch, exc)
 
     def close(self) -> None:
         pass

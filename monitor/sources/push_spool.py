@@ -164,3 +164,33 @@ def read_from(path: Path, offset: int, limit: int) -> Chunk:
         if isinstance(row, dict):
             rows.append(row)
     return Chunk(rows, offset + end + 1, more or end + 1 < len(data))
+
+
+MARKS = ".read.json"  # per watch: {run file: bytes of it the push source has read}, for the door's budget
+
+
+def write_marks(root: Path, watch: str, marks: Mapping[str, int]) -> None:
+    """Record how far the push source has read each run file (atomically: a reader sees the old or the
+    new marks). The door's spool budget is what was accepted and not read yet (:func:`backlog`)."""
+    folder = root / watch
+    if not folder.is_dir():
+        return
+    tmp = folder / f"{MARKS}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(dict(marks), separators=(",", ":")))
+    os.replace(tmp, folder / MARKS)
+
+
+def read_marks(root: Path, watch: str) -> dict[str, int]:
+    try:
+        raw = json.loads((root / watch / MARKS).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, int)}
+
+
+def backlog(root: Path, watch: str) -> int:
+    """Bytes of the watch's spool accepted by the door and not yet read by its push source."""
+    marks = read_marks(root, watch)
+    return sum(max(0, size - marks.get(name, 0)) for name, _, size in run_files(root, watch))

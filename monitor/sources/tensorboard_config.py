@@ -53,6 +53,13 @@ class TensorboardTarget(SourceTarget):
         description="a poll stops opening files after this long (a backlog is read over several polls)",
     )
     max_runs: int = Field(default=2000, ge=1, le=100_000, description="run directories watched at most")
+    max_record_bytes: int = Field(
+        default=32 << 20,
+        ge=1 << 16,
+        le=1 << 30,
+        description="largest event record read; a longer one makes its run unreadable (named with file and "
+        "byte), never the watch",
+    )
 
     @field_validator("logdir")
     @classmethod

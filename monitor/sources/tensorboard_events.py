@@ -16,11 +16,14 @@ not a write in progress: reported, and the file is not read past it.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
 from tensorboard.compat.tensorflow_stub.io import gfile
@@ -81,7 +84,28 @@ def _scalar(value: event_pb2.summary_pb2.Summary.Value) -> float | None:
 MAX_RECORD = 256 << 20  # a longer length field is not a record's
 
 
+@contextmanager
+def readable(path: str) -> Iterator[str]:
+    """A path TensorBoard's ``gfile`` can open (it encodes paths as UTF-8): a local file whose name holds
+    bytes that are not UTF-8 (Python's surrogates) is opened here and read through ``/proc/self/fd``."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    yield path
+
+
 def record_start(path: str, offset: int, window: int = 1 << 20) -> int | None:
+    with readable(path) as usable:
+        return _record_start(usable, offset, window)
+
+
+def _record_start(path: str, offset: int, window: int) -> int | None:
     """The first record boundary at or after ``offset``: where an 8-byte length whose masked CRC
     follows it, and whose record's own CRC matches, begins (TensorBoard's ``masked_crc32c``). For the
     first sight of a long file: start near its end instead of its beginning. None: none found."""
@@ -101,18 +125,51 @@ def record_start(path: str, offset: int, window: int = 1 << 20) -> int | None:
     return None
 
 
-def open_at(path: str, offset: int) -> PyRecordReader_New:
-    """TensorBoard's record reader positioned at ``offset`` (0: the start)."""
-    reader = PyRecordReader_New(path)
+class RecordTooLarge(Exception):
+    def __init__(self, length: int) -> None:
+        super().__init__(length)
+        self.length = length
+
+
+class BoundedRecordReader(PyRecordReader_New):
+    """TensorBoard's record reader that refuses to read a record longer than ``limit`` bytes: the length
+    is checked after its header's CRC and before a byte of the record is read (a corrupt length of
+    2^63-1 with a valid CRC raised ``MemoryError`` on every poll)."""
+
+    limit: int = MAX_RECORD
+
+    def _read(self, n: int) -> bytes:
+        if n > self.limit:
+            raise RecordTooLarge(n)
+        return super()._read(n)
+
+
+def open_at(path: str, offset: int, limit: int = MAX_RECORD) -> PyRecordReader_New:
+    """TensorBoard's record reader positioned at ``offset`` (0: the start), records up to ``limit``."""
+    reader = BoundedRecordReader(path)
+    reader.limit = limit
     if offset:
         reader.file_handle.continuation_token = {"opaque_offset": offset}
     return reader
 
 
-def read_events(path: str, offset: int, limit: int, wanted: Callable[[str], bool]) -> FileRead:
+def read_events(
+    path: str, offset: int, limit: int, wanted: Callable[[str], bool], max_record: int = MAX_RECORD
+) -> FileRead:
     """Whole records from ``offset`` on, until the end or ``limit`` bytes; consecutive events of one step
-    are one row (a trainer writes one event per scalar)."""
-    reader = open_at(path, offset)
+    are one row (a trainer writes one event per scalar). A record over ``max_record`` bytes, or one that
+    cannot be parsed, is damage: reported with its file and byte, and the file is not read past it."""
+    with readable(path) as usable:
+        got = _read_events(usable, offset, limit, wanted, max_record)
+    if got.damaged and usable != path:
+        got.damaged = got.damaged.replace(usable, path)
+    return got
+
+
+def _read_events(
+    path: str, offset: int, limit: int, wanted: Callable[[str], bool], max_record: int
+) -> FileRead:
+    reader = open_at(path, offset, max_record)
     rows: list[Row] = []
     tags: set[str] = set()
     start, damaged = offset, None
@@ -126,9 +183,19 @@ def read_events(path: str, offset: int, limit: int, wanted: Callable[[str], bool
                 if "truncated" not in str(exc):
                     damaged = f"{path}: damaged record at byte {offset}: {exc}"
                 break  # truncated: being written; the next poll reads it whole
+            except RecordTooLarge as exc:
+                damaged = (
+                    f"{path}: the record at byte {offset} says it is {exc.length} bytes, over the limit of "
+                    f"{max_record} (max_record_bytes): not read"
+                )
+                break
             record = reader.record()
+            try:
+                event = event_pb2.Event.FromString(record)
+            except DecodeError as exc:
+                damaged = f"{path}: the record at byte {offset} is not an event: {exc}"
+                break
             offset += len(record) + FRAME
-            event = event_pb2.Event.FromString(record)
             if not event.HasField("summary"):
                 continue
             metrics = {}

@@ -43,12 +43,33 @@ class EventFile:
     size: int
 
 
+@dataclass
+class _Budget:
+    """What one poll may still read: bytes, and until when."""
+
+    left: int
+    deadline: float
+
+    def spent(self) -> bool:
+        return self.left <= 0 or time.monotonic() > self.deadline
+
+
+def shown(text: str) -> str:
+    """A name as people and storage get it: bytes that are not UTF-8 in a file name (Python holds them
+    as surrogates) spelled ``\\xff``, control characters escaped; the path itself is kept for reading."""
+    if text.isprintable() and text.isascii():
+        return text
+    raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in raw)
+
+
 class Storage:
     """Listing run directories and their event files: the local disk, or an fsspec object store."""
 
     def __init__(self, logdir: str) -> None:
         self.logdir = logdir
         self.fs: Any = None
+        self._outside: set[str] = set()
         if "://" in logdir and not logdir.startswith("file://"):
             import fsspec
 
@@ -63,12 +84,25 @@ class Storage:
             if not os.path.isdir(self.root):
                 raise FileNotFoundError(f"log directory {self.root} not found")
             found = glob.glob(os.path.join(glob.escape(self.root), pattern))
-            return sorted(os.path.relpath(p, self.root) for p in found if os.path.isdir(p))
+            return sorted(os.path.relpath(p, self.root) for p in found if os.path.isdir(p) and self.within(p))
         if not self.fs.isdir(self.root):
             raise FileNotFoundError(f"log directory {self.logdir} not found")
         found = self.fs.glob(f"{self.root.rstrip('/')}/{pattern}")
         root = self.root.strip("/")
         return sorted(p.strip("/")[len(root) :].strip("/") for p in found if self.fs.isdir(p))
+
+    def within(self, path: str) -> bool:
+        """Whether ``path``, symbolic links followed, is inside the log directory: a link pointing out of
+        it is not followed (logged once)."""
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, os.path.realpath(self.root)]) == os.path.realpath(self.root):
+            return True
+        if path not in self._outside and len(self._outside) < 10_000:
+            self._outside.add(path)
+            log.warning(
+                "%s points outside the log directory %s (to %s): not read", shown(path), self.root, real
+            )
+        return False
 
     def event_files(self, run: str) -> list[EventFile]:
         if self.fs is None:
@@ -77,7 +111,7 @@ class Storage:
                 files = [
                     EventFile(e.name, e.path, e.stat().st_size)
                     for e in entries
-                    if is_event_file(e.name) and e.is_file()
+                    if is_event_file(e.name) and e.is_file() and (not e.is_symlink() or self.within(e.path))
                 ]
         else:
             folder = f"{self.root.rstrip('/')}/{run}"
@@ -113,65 +147,19 @@ class TensorboardSource:
 
     def _poll(self, cfg: TensorboardTarget, target: Target, cursors: Mapping[str, Cursor]) -> PollResult:
         store = self.storage(cfg.logdir)
-        wanted = key_filter(cfg.tags)
         out = PollResult()
         runs = store.run_dirs(cfg.runs)
-        budget, deadline = cfg.poll_bytes, time.monotonic() + cfg.poll_time
+        budget = _Budget(cfg.poll_bytes, time.monotonic() + cfg.poll_time)
         out.requests = 1
         for run in runs[: cfg.max_runs]:
-            files = store.event_files(run)
-            out.requests += 1
-            if not files:
-                continue  # not a run (yet): a directory without event files
-            key = qualify(SOURCE, cfg.logdir, run)
-            cursor: dict[str, Any] = {
-                **(cursors.get(key) or {}),
-                "files": dict((cursors.get(key) or {}).get("files", {})),
-            }
-            offsets: dict[str, int] = cursor["files"]
-            tags: set[str] = set()
-            for f in files:
-                if budget <= 0 or time.monotonic() > deadline:
-                    break  # the rest of the backlog next poll
-                if f.name not in offsets and f.size > cfg.warmup_bytes:
-                    # first sight of a long file: its last warmup_bytes, from a record boundary
-                    offsets[f.name] = record_start(f.path, f.size - cfg.warmup_bytes) or 0
-                at = int(offsets.get(f.name, 0))
-                if f.size < at:
-                    log.warning(
-                        "event file %s shrank (%d < %d bytes): read again from its start", f.path, f.size, at
-                    )
-                    at = 0
-                if f.size == at:
-                    continue
-                got = read_events(f.path, at, min(cfg.read_bytes, budget), wanted)
-                budget -= got.read
-                out.requests += 1
-                self.bytes_read += got.read
-                if got.damaged and got.damaged not in self._damaged:
-                    self._damaged.add(got.damaged)
-                    log.warning("watch %s: %s", target.watch, got.damaged)
-                offsets[f.name] = got.offset
-                tags |= got.tags
-                for row in got.rows:
-                    out.samples.append(
-                        Sample(t=row.t, run=key, step=row.step, metrics=row.metrics, source=SOURCE)
-                    )
-                    cursor["step"], cursor["t"] = row.step, row.t
-            if tags:
-                out.logged[key] = sorted(tags)
-            out.cursors[key] = cursor
-            out.runs.append(
-                RunInfo(
-                    run=key,
-                    source=SOURCE,
-                    display_name=run,
-                    labels={"source": SOURCE, "tensorboard_logdir": cfg.logdir, **dict(target.labels)},
-                    heartbeat_at=cursor.get("t"),
-                    name=run,
-                    project=cfg.logdir,
-                )
-            )
+            name = shown(run)
+            key = qualify(SOURCE, cfg.logdir, name)
+            try:
+                self._read_run(store, cfg, target, run, key, cursors, budget, out)
+            except Exception as exc:  # noqa: BLE001 - one run's damage never blinds the others
+                why = f"cannot read run {name!r}: {type(exc).__name__}: {str(exc)[:300]}"
+                self._report(target.watch, why)
+                out.unreadable[key] = why
         if len(runs) > cfg.max_runs:
             log.warning(
                 "watch %s: %d run directories, only the first %d watched (max_runs)",
@@ -180,6 +168,79 @@ class TensorboardSource:
                 cfg.max_runs,
             )
         return out
+
+    def _report(self, watch: str, why: str) -> None:
+        if why not in self._damaged and len(self._damaged) < 10_000:
+            self._damaged.add(why)
+            log.warning("watch %s: %s", watch, why)
+
+    def _read_run(
+        self,
+        store: Storage,
+        cfg: TensorboardTarget,
+        target: Target,
+        run: str,
+        key: str,
+        cursors: Mapping[str, Cursor],
+        budget: _Budget,
+        out: PollResult,
+    ) -> None:
+        files = store.event_files(run)
+        out.requests += 1
+        if not files:
+            return  # not a run (yet): a directory without event files
+        wanted = key_filter(cfg.tags)
+        cursor: dict[str, Any] = {
+            **(cursors.get(key) or {}),
+            "files": dict((cursors.get(key) or {}).get("files", {})),
+        }
+        offsets: dict[str, int] = cursor["files"]
+        tags: set[str] = set()
+        damage: list[str] = []
+        for f in files:
+            if budget.spent():
+                break  # the rest of the backlog next poll
+            if f.name not in offsets and f.size > cfg.warmup_bytes:
+                # first sight of a long file: its last warmup_bytes, from a record boundary
+                offsets[f.name] = record_start(f.path, f.size - cfg.warmup_bytes) or 0
+            at = int(offsets.get(f.name, 0))
+            if f.size < at:
+                log.warning(
+                    "event file %s shrank (%d < %d bytes): read again from its start", f.path, f.size, at
+                )
+                at = 0
+            if f.size == at:
+                continue
+            got = read_events(f.path, at, min(cfg.read_bytes, budget.left), wanted, cfg.max_record_bytes)
+            budget.left -= got.read
+            out.requests += 1
+            self.bytes_read += got.read
+            if got.damaged:
+                self._report(target.watch, shown(got.damaged))
+                damage.append(shown(got.damaged))
+            offsets[f.name] = got.offset
+            tags |= got.tags
+            for row in got.rows:
+                out.samples.append(
+                    Sample(t=row.t, run=key, step=row.step, metrics=row.metrics, source=SOURCE)
+                )
+                cursor["step"], cursor["t"] = row.step, row.t
+        if damage:
+            out.unreadable[key] = "; ".join(damage)
+        if tags:
+            out.logged[key] = sorted(tags)
+        out.cursors[key] = cursor
+        out.runs.append(
+            RunInfo(
+                run=key,
+                source=SOURCE,
+                display_name=shown(run),
+                labels={"source": SOURCE, "tensorboard_logdir": cfg.logdir, **dict(target.labels)},
+                heartbeat_at=cursor.get("t"),
+                name=shown(run),
+                project=cfg.logdir,
+            )
+        )
 
     def close(self) -> None:
         self._storage.clear()

@@ -2,9 +2,10 @@
 
 The door of a ``push:`` watch. It takes a per-watch ingest token (the environment variable the watch's
 ``push.token_env`` names; never the API token), checks the body once (the trace format's fields,
-bounded sizes, times near now), charges the watch's token bucket (``rate`` samples per second,
-``burst`` at once: 429 with Retry-After beyond; a request larger than ``burst`` is a 413 saying how many
-fit, as it could never pass), and appends the lines to the spool before it answers
+bounded sizes, times near now), checks the watch's limits and charges its budget
+(``monitor.web.api.ingest_budget``: metric names per sample and their length, samples and spool bytes
+per second, bytes not yet read by the poller; 413 saying what fits for what could never pass, 429 with
+Retry-After for what can pass later), and appends the lines to the spool before it answers
 202: what was accepted is on disk, and the push source reads it on its next poll.
 
 Events are what only the job knows: ``started`` (state running), ``exit`` with the exit code and its
@@ -21,8 +22,6 @@ import hmac
 import math
 import os
 import signal
-import threading
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -47,11 +46,11 @@ from monitor.samples import (
 from monitor.settings import MIN_TOKEN_CHARS
 from monitor.sources.push_config import PushTarget
 from monitor.sources.push_spool import SpoolWriter, TooManyRuns, line
+from monitor.web.api.ingest_budget import Budgets, check_sizes
 from monitor.web.schemas import ErrorOut
 
 MAX_SAMPLES = 5000  # per request; the body limit (HEROWATCH_MAX_BODY_API) bounds it too
 MAX_EVENTS = 100
-MAX_SAMPLES_HEADER = "X-Herowatch-Max-Samples"  # on a 413 for a batch over push.burst: what fits
 FUTURE = 300.0  # a time this far ahead of herowatch's clock is refused (a wrong clock, not a sample)
 PAST = 7 * 86400.0
 
@@ -174,31 +173,17 @@ def exit_sample(event: PushedEvent) -> tuple[RunState, int | None]:
 
 
 @dataclass
-class Bucket:
-    rate: float
-    burst: float
-    level: float
-    at: float
-
-    def take(self, n: int, now: float) -> float | None:
-        """Charge ``n`` samples; None if allowed, else seconds until they would be."""
-        self.level = min(self.burst, self.level + (now - self.at) * self.rate)
-        self.at = now
-        if n <= self.level:
-            self.level -= n
-            return None
-        return max(1.0, (n - self.level) / self.rate)
-
-
-@dataclass
 class IngestDoor:
     """The push watches this process takes pushes for: token -> watch, and each watch's bucket."""
 
     writer: SpoolWriter
     targets: dict[str, PushTarget]  # watch -> its settings
     tokens: dict[str, str] = field(default_factory=dict)  # watch -> its ingest token
-    buckets: dict[str, Bucket] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    budgets: Budgets | None = None  # default: over the writer's spool
+
+    def __post_init__(self) -> None:
+        if self.budgets is None:
+            self.budgets = Budgets(self.writer.root)
 
     @classmethod
     def from_watches(cls, watches: list, root, env: dict[str, str] | None = None) -> IngestDoor:
@@ -228,13 +213,6 @@ class IngestDoor:
                 raise HTTPException(403, "no push watch here has an ingest token set (push.token_env)")
             raise HTTPException(401, "not an ingest token of any push watch")
         return found
-
-    def charge(self, watch: str, n: int) -> float | None:
-        cfg = self.targets[watch]
-        now = time.monotonic()
-        with self.lock:
-            bucket = self.buckets.setdefault(watch, Bucket(cfg.rate, cfg.burst, cfg.burst, now))
-            return bucket.take(n, now)
 
 
 def _lines(body: IngestBody, now: float) -> list[bytes]:
@@ -289,14 +267,20 @@ router = APIRouter(tags=["ingest"], route_class=IngestTokenFirst)
         413: {
             "model": ErrorOut,
             "description": "the body is larger than HEROWATCH_MAX_BODY_API, or it holds more samples and "
-            "events than the watch's push.burst (header X-Herowatch-Max-Samples: send at most that many)",
+            "events than the watch's push.burst (header X-Herowatch-Max-Samples: send at most that many), "
+            "a sample with more metric names than push.max_metrics (X-Herowatch-Max-Metrics), or more "
+            "spool bytes than push.burst_bytes (X-Herowatch-Max-Bytes)",
         },
         422: {
             "model": ErrorOut,
             "description": "the body is not a valid push (field by field), or the run's name is too long "
-            "for its id push:<watch>/<name>",
+            "for its id push:<watch>/<name>, or a metric name is longer than push.max_name",
         },
-        429: {"model": ErrorOut, "description": "faster than the watch's push.rate: wait Retry-After"},
+        429: {
+            "model": ErrorOut,
+            "description": "faster than the watch's push.rate or push.rate_bytes, or its poller has "
+            "push.spool_bytes not read yet: wait Retry-After",
+        },
     },
 )
 def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
@@ -321,24 +305,14 @@ def ingest(body: IngestBody, request: Request) -> IngestOut | JSONResponse:
     if not door.writer.known(watch, body.run) and door.writer.runs(watch) >= target.max_runs:
         raise HTTPException(409, full)
     n = len(body.samples) + len(body.events)
-    if n > target.burst:  # it could never fit the bucket: a 429 would be retried forever
-        return JSONResponse(
-            {
-                "error": f"watch {watch} takes at most {target.burst} samples and events per request "
-                f"(push.burst); this one has {n}: split it"
-            },
-            status_code=413,
-            headers={MAX_SAMPLES_HEADER: str(target.burst)},
-        )
-    wait = door.charge(watch, n)
-    if wait is not None:
-        return JSONResponse(
-            {"error": f"watch {watch} pushes faster than its rate (push.rate, push.burst): retry later"},
-            status_code=429,
-            headers={"Retry-After": str(math.ceil(wait))},
-        )
+    lines = _lines(body, now)
+    size = sum(map(len, lines))
+    refused = check_sizes(watch, target, [list(s.metrics) for s in body.samples], n, size)
+    refused = refused or door.budgets.charge(watch, target, n, size)  # type: ignore[union-attr]
+    if refused is not None:
+        return refused
     try:
-        door.writer.append(watch, body.run, _lines(body, now), max_runs=target.max_runs)
+        door.writer.append(watch, body.run, lines, max_runs=target.max_runs)
     except TooManyRuns:
         raise HTTPException(409, full) from None
     return IngestOut(run=body.run, accepted=n)
