@@ -5,7 +5,10 @@ says which source gave what, after a restart too."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
+from fastapi.testclient import TestClient
 from pydantic import ValidationError
 from sqlalchemy import select
 
@@ -15,6 +18,7 @@ from monitor.engine.joins import MEMBER, Joins
 from monitor.samples import JobAlert, RunInfo, RunState, Sample
 from monitor.sources.base import PollResult
 from monitor.storage.models import Alert, Run, SourceCursor
+from monitor.web.app import create_app
 from tests.helpers import make_service
 
 JOB, WB = "slurm:c1/4242", "wandb:org/proj/ab12cd34"
@@ -221,6 +225,15 @@ def test_the_engine_keeps_one_run_pages_slurms_failure_and_remembers_its_parts(m
         cursors = {c.source: c.cursor for c in s.scalars(select(SourceCursor))}
         assert cursors["wandb"][MEMBER] == WB and cursors["slurm"][MEMBER] == JOB
     assert fakes["wandb"].seen[-1] == {WB: {"step": 3}}, "the source reads its cursor under its own id"
+    # the run page says which source gave what; the API too
+    web = TestClient(create_app(service), base_url="http://localhost")
+    page = web.get("/runs/" + quote(JOINED, safe="")).text
+    table = page[page.index("<h2>Sources</h2>") :]
+    table = table[: table.index("</section>")]
+    assert "slurm:c1/4242" in table and "wandb:org/proj/ab12cd34" in table
+    assert "<code>state</code>, <code>steps</code>" in table and "also logs state" in table
+    detail = web.get("/api/runs/" + quote(JOINED, safe="")).json()
+    assert [(p["source"], p["run"]) for p in detail["sources"]] == [("slurm", JOB), ("wandb", WB)]
     service.stop()
 
     # restarted: the parts' cursors and who gives what are read back
