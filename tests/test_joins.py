@@ -71,6 +71,7 @@ def slurm_poll(state="RUNNING", t=100.0, exit_code=None, log_steps=()):
     ]
     samples += [Sample(t=t, run=JOB, step=s, metrics={"train/loss": 2.0}, source="slurm") for s in log_steps]
     labels = {"source": "slurm", "slurm_job": "4242", "slurm_state": state, "hosts": "node[01-04]"}
+    labels |= {"slurm_reason": "NonZeroExitCode"} if state == "FAILED" else {}
     info = RunInfo(
         run=JOB,
         source="slurm",
@@ -218,7 +219,9 @@ def test_the_engine_keeps_one_run_pages_slurms_failure_and_remembers_its_parts(m
         assert run.state == RunState.FAILED and run.restarts == 0 and run.last_step == 107
         crashed = s.scalars(select(Alert).where(Alert.rule == "run_crashed")).all()
         assert [(a.state, a.labels["run"]) for a in crashed] == [("firing", JOINED)]
-        assert "137" in crashed[0].annotations["summary"]
+        summary = crashed[0].annotations["summary"]
+        assert "137" in summary and summary.endswith("; Slurm says FAILED: NonZeroExitCode"), summary
+        assert "slurm_state" not in crashed[0].labels and "hosts" not in crashed[0].labels
         table = {r["source"]: r for r in run.stats["sources"]}
         assert table["slurm"]["run"] == JOB and table["slurm"]["last_at"] == clock.time()
         assert table["wandb"]["run"] == WB and "state" in table["wandb"]["also"]
