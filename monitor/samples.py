@@ -166,6 +166,21 @@ class Sample:
     alert: JobAlert | None = None  # a custom alert the job sent (with the metric ALERT_METRIC)
 
 
+# Labels a source gives that say how a run is now, not which run it is (a Slurm job's state and reason,
+# the nodes a requeue moved it to, the sources a joined run has): on its page and in its alerts' text,
+# never in an alert's identity (a job requeued onto other nodes is the same incident, one page).
+RUN_FACTS = frozenset({"slurm_state", "slurm_reason", "hosts", "sources"})
+
+
+def scheduler_says(labels: Mapping[str, str]) -> str:
+    """The scheduler's own words on a run's state ("Slurm says FAILED: NonZeroExitCode"), or ""."""
+    state = str(labels.get("slurm_state") or "").strip()
+    if not state:
+        return ""
+    reason = str(labels.get("slurm_reason") or "").strip()
+    return f"Slurm says {state}" + (f": {reason}" if reason and reason != "None" else "")
+
+
 @dataclass(frozen=True, slots=True)
 class RunInfo:
     """What a source knows of a run beyond its samples: for discovery and display. ``run`` is the

@@ -20,6 +20,7 @@ from pydantic import (
 from alerts.notifiers.console import ConsoleReceiver
 from alerts.notifiers.registry import ReceiverConfig, validate_receiver
 from monitor.config.cadence import parse_every
+from monitor.config.joins import JoinConfig
 from monitor.durations import Duration
 from monitor.sources.registry import SourceTarget
 from monitor.sources.registry import kinds as source_kinds
@@ -96,6 +97,9 @@ class WatchBase(Strict):
         description="run key -> the name the rules use, e.g. {objective: train/loss}: for keys no "
         "profile knows (applied before the profile's own mapping)",
     )
+    join: JoinConfig | None = Field(
+        default=None, description="how runs the watch's sources find apart are one run (docs/sources.md)"
+    )
 
     @field_validator("name")
     @classmethod
@@ -126,6 +130,16 @@ class WatchBase(Strict):
     def _one_source(self) -> WatchBase:
         if not self.targets():
             raise ValueError(f"say which source to watch: one of {', '.join(self.source_kinds())}")
+        return self
+
+    @model_validator(mode="after")
+    def _join_sources(self) -> WatchBase:
+        if self.join is not None:
+            for kind in self.join.by:
+                if kind not in self.targets():
+                    raise ValueError(f"join.by names {kind!r}, not a source of this watch")
+                if not getattr(self.targets()[kind], "finds_runs", True):
+                    raise ValueError(f"join.by: {kind} reads the runs the others find; it needs no key")
         return self
 
     @model_validator(mode="after")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from alerts.model import Finding, fingerprint
 from monitor.engine.alert_events import AlertKey
 from monitor.rules.spec import RuleSpec
+from monitor.samples import RUN_FACTS, scheduler_says
 
 MAX_CACHED = 100_000  # label sets whose fingerprint is remembered
 
@@ -25,7 +26,7 @@ class AlertNaming:
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:
         """The alert instance of ``rule`` on ``run`` (and the finding's own labels): labels, fingerprint."""
         labels = {
-            **self._labels_for_run(run),
+            **{k: v for k, v in self._labels_for_run(run).items() if k not in RUN_FACTS},
             **rule.labels,
             "alertname": rule.name,
             "run": run,
@@ -45,9 +46,12 @@ class AlertNaming:
 
     def annotations(self, rule: RuleSpec, run: str, finding: Finding) -> dict[str, str]:
         """The rule's annotations for ``run``: ``{run}`` is what people call the run (its display name,
-        with its project where that name is shared), ``{run_id}`` herowatch's id of it."""
+        with its project where that name is shared), ``{run_id}`` herowatch's id of it, ``{scheduler}``
+        the scheduler's words on its state ("; Slurm says OUT_OF_MEMORY", "" without a scheduler)."""
         shown = self._title_for_run(run)
+        says = scheduler_says(self._labels_for_run(run))
         values = {
+            "scheduler": f"; {says}" if says else "",
             "run": shown,
             "run_id": run,
             "value": finding.value,

@@ -34,6 +34,7 @@ from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.engine.fleet import FleetStep
 from monitor.engine.health_job import HealthJob
 from monitor.engine.isolation import Careful, Plain, WriteHealth, write_carefully
+from monitor.engine.joins import Joins
 from monitor.engine.lease_keeping import LeaseKeeper
 from monitor.engine.phases import Phases
 from monitor.engine.polling import WatchPoller, read_sources, stuck_after
@@ -114,6 +115,7 @@ class Engine:
             self.pollers[w.name].health.stuck_after.update(
                 {kind: stuck_after(cfg, w.poll_interval) for kind, cfg in w.targets().items()}
             )
+        self.joins = {w.name: Joins(w.name, w.join, self.memory.stats_of) for w in watches}  # join:
         self.step_times = {w.name: StepTimes(bound=w.clock_skew_bound) for w in watches}
         self.phases = Phases()  # where the polls' time goes (bench/scale.py prints it)
         self.batches = GroupCommit(self._write_batch, self._written)  # polls finishing together: one batch
@@ -196,7 +198,16 @@ class Engine:
             poller = self.pollers[watch_name]
             with self.phases.timed("sources"):
                 results = read_sources(
-                    poller, self._pool, self.sources, watch, known, names, cursors, self.clock.time, budget
+                    poller,
+                    self._pool,
+                    self.sources,
+                    watch,
+                    known,
+                    names,
+                    cursors,
+                    self.clock.time,
+                    budget,
+                    self.joins[watch_name],
                 )
         job = WriteJob(watch_name, results, known, self.clock.time(), report)
         self._pending[watch_name] = job
@@ -349,6 +360,7 @@ class Engine:
             "metrics_profile": self.vocabulary.describe(run_id),
             "gpus": watch.run_gpus.get(run_id, watch.run_gpus.get(run.name or "", watch.gpus)),
             **page_facts(self.layouts, self.drawn, self.evaluator, run, watch, stats),
+            **self.joins[watch.name].facts(run_id),  # a joined run's parts: which source gave what
         }
         skew = self.evaluator.apply(
             skew_rule(watch.clock_skew_bound), run_id, self.step_times[watch.name].finding(run_id), now

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from alerts.text import bounded
 from monitor.config.schema import Watch
+from monitor.engine.joins import Joins
 from monitor.engine.source_health import SourceHealth
 from monitor.sources.base import Cursor, PollResult, Source, Target
 
@@ -102,8 +103,13 @@ def read_sources(
     cursors: Mapping[str, Mapping[str, Cursor]],
     time: Callable[[], float],
     budget: float,
+    joins: Joins | None = None,
 ) -> dict[str, PollResult]:
-    """One poll of a watch's sources. ``known`` and ``names`` grow with the runs the sources found."""
+    """One poll of a watch's sources. ``known`` and ``names`` grow with the runs the sources found.
+    ``joins``: the watch's joined runs (``join:``), their parts read under their own ids and returned as
+    the joined run."""
+    if joins is not None and joins.active:
+        cursors = {kind: joins.cursors_in(by_run) for kind, by_run in cursors.items()}
     # A watch that knows no run yet hears first from the sources that find runs (a tracker), so that
     # another source of the watch (Prometheus) reads those runs under their ids, not ids of its own.
     phases = [watch.targets()]
@@ -116,6 +122,8 @@ def read_sources(
             continue
         targets = {kind: Target(watch.name, cfg, watch.labels, known, names) for kind, cfg in phase.items()}
         got = poller.poll(pool, sources, targets, cursors, time, budget)
+        if joins is not None:
+            got = joins.join(got, time())
         for res in got.values():
             for info in res.runs:
                 known.setdefault(info.run, dict(info.labels))

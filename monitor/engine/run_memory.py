@@ -61,6 +61,11 @@ class RunMemory:
         watch = self.watches.get(run)  # the watch itself carries its source alerts
         return {**watch.labels, "watch": watch.name} if watch is not None else {}
 
+    def stats_of(self, run: str) -> dict | None:
+        """The run's stats as last written (None: not held)."""
+        row = self._rows.get(run)
+        return None if row is None else row.stats
+
     def title(self, run: str) -> str:
         return self._titles.get(run, run)
 

@@ -5,7 +5,9 @@ A target runs named PromQL queries once per run, with the run's labels substitut
 Templates
     ``{name}`` is replaced by the value of ``name`` escaped for a double-quoted PromQL string
     (``job="{job}"``); ``{name:re}`` by the value escaped as a literal regular expression first
-    (``pod=~"{run:re}-.*"``: a run id ``llama.70b`` must not also match ``llama-70b``'s pods).
+    (``pod=~"{run:re}-.*"``: a run id ``llama.70b`` must not also match ``llama-70b``'s pods);
+    ``{name:hosts}`` by a Slurm host list (a Slurm job's ``hosts``: ``node[01-04]``) as a regular
+    expression of its hosts (``Hostname=~"{hosts:hosts}"``: the job's GPUs, for the fleet hints).
     ``{selector}`` (a name from ``selectors``) is replaced by that selector, itself rendered first.
     PromQL's own braces never clash: a label matcher always holds an operator (``{job="x"}``).
 

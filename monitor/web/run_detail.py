@@ -106,4 +106,5 @@ def run_detail(
         restart_incidents=restarts,
         timeline=timeline(s, run.id, timeline_limit),
         alerts=alerts,
+        sources=[p for p in (run.stats or {}).get("sources") or [] if isinstance(p, dict)],
     )

@@ -196,8 +196,21 @@ class PanelOut(BaseModel):
     metrics: list[str] = Field(description="what it draws: series, bands and the metrics of its lines")
 
 
+class SourcePartOut(BaseModel):
+    """One source of a run joined from several (``join:`` in its watch): what it gives the run."""
+
+    source: str = Field(description="the source kind: slurm, wandb, logs, prometheus, ...")
+    run: str | None = Field(description="the run's own id at that source (null: read under the joined id)")
+    last_at: float | None = Field(default=None, description="when it last answered for the run (epoch s)")
+    gives: list[str] = Field(default_factory=list, description="state, steps, alerts, metric names")
+    also: list[str] = Field(default_factory=list, description="what it logs that another part gives")
+
+
 class RunDetail(RunOut):
     goodput: Goodput | None  # type: ignore[assignment]
+    sources: list[SourcePartOut] = Field(
+        default_factory=list, description="a joined run's parts, in the order of trust; empty otherwise"
+    )
     panels: list[PanelOut] = Field(
         default_factory=list, description="the panels of the packs in force for the run's kind, in order"
     )

@@ -59,7 +59,7 @@ def test_slurm_jobs_page_a_hang_a_cancel_and_not_a_requeue(tmp_path):
             lambda: stack.pages("run_crashed", "hero-cancel"), 30, "the cancel page", seen=stack.pages
         )
         print(f"scancel -> page: {time.monotonic() - t0:.1f}s")
-        assert "killed" in page[0] and "SIGTERM" in page[0], page
+        assert "killed" in page[0] and "SIGTERM" in page[0] and "Slurm says CANCELLED" in page[0], page
 
         # ---- a requeue is a restart, not a stall -----------------------------------------------------------
         slurm.run("scontrol", "requeue", requeue)
