@@ -57,4 +57,4 @@ def capture_now(ctx: ApiContext, s: Session, run_id: str, actor: Actor) -> tuple
         got = broker.ask(run, reason)
         return None if got is None else (got.id, got.nodes)
 
-    return capture_stacks(s, run_id, actor, ask, ctx.now())
+    return capture_stacks(s, run_id, actor, ask, ctx.now(), broker.hold)
