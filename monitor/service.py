@@ -221,7 +221,7 @@ def build_service(
     )
     worker = f"{socket.gethostname()}:{os.getpid()}"
     leases = None if is_sqlite(settings.database_url) else Leases(sessions, worker)
-    stacks = StackBroker(clock.time)
+    stacks = StackBroker(clock.time, hold=settings.stacks_hold)
     engine = Engine(
         watches=cfg.watch,
         sources=sources,

@@ -9,6 +9,8 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from alerts.durations import Duration
+
 MIN_TOKEN_CHARS = 32
 MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 Names = Annotated[list[str], NoDecode]  # from the environment as "a,b,c"
@@ -93,6 +95,13 @@ class Settings(BaseSettings):
         default_factory=lambda: data_dir() / "ingest",
         description="where POST /api/ingest keeps what jobs push until the push source reads it (one "
         "append-only file per run); put it on local disk of the host that serves the API and polls",
+    )
+    stacks_hold: Duration = Field(
+        default=30.0,
+        ge=1,
+        le=600,
+        description="how long a hang's first page (and the run page) waits for the nodes' stacks, at most "
+        "(docs/stacks.md); e.g. 30s, 2m",
     )
     max_body_api: int = Field(default=1 << 20, ge=1024, description="largest /api request body, bytes")
     max_body_form: int = Field(default=16 << 10, ge=1024, description="largest dashboard form body, bytes")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.web.slack.grammar import USAGE, Ack, Help, Report, Silence, Status, parse
+from monitor.web.slack.grammar import USAGE, Ack, Help, Report, Silence, Stacks, Status, parse
 
 CASES = [
     ("", Help()),
@@ -30,6 +30,8 @@ CASES = [
     ('silence "my run" 45m "known slow eval"', Silence("my run", 2700.0, "known slow eval")),
     ("report", Report()),
     ("report please", Report()),
+    ("stacks hero-70b", Stacks("hero-70b")),
+    ('stacks "my run 3"', Stacks("my run 3")),
 ]
 
 
@@ -40,6 +42,7 @@ def test_understood(text, expected):
 
 REFUSED = [
     ("ack", "say what to acknowledge"),
+    ("stacks", "say which run"),
     ("silence hero-70b 2h", "say which run, for how long and why"),
     ("silence hero-70b", "say which run, for how long and why"),
     ("silence hero-70b soon because", "`soon` is not a duration"),
@@ -57,5 +60,5 @@ def test_not_understood_is_help_with_the_reason(text, says):
 
 
 def test_the_usage_names_every_command():
-    for word in ("status", "ack", "silence", "report", "help"):
+    for word in ("status", "ack", "silence", "stacks", "report", "help"):
         assert f"/herowatch {word}" in USAGE

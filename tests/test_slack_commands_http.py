@@ -100,3 +100,37 @@ def test_a_command_is_checked_like_a_click(db_url, clock, monkeypatch):
     with service.sessions() as s:
         assert len(s.scalars(select(Silence)).all()) == 1
     service.stop()
+
+
+def test_stacks_captures_from_the_connected_wrappers_and_is_audited(db_url, clock, monkeypatch):
+    """``/herowatch stacks <run>``: the run's connected wrappers are asked (their next poll takes the
+    capture), the answer says where the groups will be; without a wrapper it says why, and both are in
+    the audit trail as the Slack user's."""
+    from monitor.storage.people_models import AuditEvent
+
+    service, client = served(db_url, clock, monkeypatch)
+    run_id = "sim:hero-a/hero-a"
+    refused = post(client, command("stacks hero-a", "3.1.a"), clock.time()).json()["text"]
+    assert refused.startswith("Nothing changed: no `herowatch emit run` wrapper of sim:hero-a/hero-a"), (
+        refused
+    )
+    for node in ("node-0", "node-1"):
+        assert service.stacks.take(run_id, node) is None  # the wrappers' polls: connected, nothing asked
+    said = post(client, command("stacks hero-a", "3.2.a"), clock.time()).json()["text"]
+    assert said.startswith(
+        "Asked 2 nodes of hero-a for their stacks as amy (Slack U07AMY1234) (node-0, node-1)"
+    )
+    assert f"`herowatch stacks {run_id}`" in said
+    ask = service.stacks.take(run_id, "node-0")
+    assert ask is not None and ask.reason == "asked by amy (Slack U07AMY1234)"
+    assert "/herowatch stacks <run>" in post(client, command("help", "3.3.a"), clock.time()).json()["text"]
+    with service.sessions() as s:
+        rows = s.scalars(
+            select(AuditEvent).where(AuditEvent.action == "stacks_capture").order_by(AuditEvent.id)
+        )
+        got = [(e.actor, e.door, e.outcome, e.run_id) for e in rows]
+    assert got == [
+        ("amy (Slack U07AMY1234)", "slack", "refused", run_id),
+        ("amy (Slack U07AMY1234)", "slack", "done", run_id),
+    ], got
+    service.stop()

@@ -321,10 +321,11 @@ def silence_group(s: Session, group: AlertGroup, seconds: float, actor: Actor, n
 
 
 # ---- capture stacks ----------------------------------------------------------------------------------
-CAPTURE_HOLD = 30.0  # seconds the nodes have to answer before the capture is shown as it is
 
 
-def capture_stacks(s: Session, run_id: str, actor: Actor, ask: Asker, now: float) -> tuple[str, list[str]]:
+def capture_stacks(
+    s: Session, run_id: str, actor: Actor, ask: Asker, now: float, hold: float
+) -> tuple[str, list[str]]:
     """Ask the run's connected wrappers for their stacks now (``monitor.stacks``); returns the capture's
     id and the nodes asked. 404 for an unknown run; 409 when no wrapper of it is connected."""
     if s.get(Run, run_id) is None:
@@ -354,7 +355,7 @@ def capture_stacks(s: Session, run_id: str, actor: Actor, ask: Asker, now: float
         reason=f"asked by {actor.name}",
         requested_by=actor.name,
         at=now,
-        hold_until=now + CAPTURE_HOLD,
+        hold_until=now + hold,
         expected=nodes,
     )
     audit(s, actor, "stacks_capture", f"run {run_id}", now, run_id=run_id, detail=f"{len(nodes)} node(s)")

@@ -20,13 +20,11 @@ from monitor.storage import stacks_repo
 from monitor.storage.models import Alert
 
 log = logging.getLogger(__name__)
-HOLD = 30.0  # seconds a hang's first page waits for the nodes' answers, at most
 
 
 @dataclass
 class StackAsks:
-    broker: StackBroker
-    hold: float = HOLD
+    broker: StackBroker  # its ``hold``: how long the first page waits for the answers, at most
 
     def on_change(self, s: Session, alert: Alert, to_state: AlertState, now: float) -> None:
         if alert.kind not in ASKING_KINDS:
@@ -47,7 +45,7 @@ class StackAsks:
             reason=ask.reason,
             requested_by="herowatch",
             at=now,
-            hold_until=now + self.hold,
+            hold_until=now + self.broker.hold,
             expected=ask.nodes,
         )
         log.info("stacks of %s asked from %d node(s): %s", alert.run_id, len(ask.nodes), ask.reason)

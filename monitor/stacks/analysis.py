@@ -14,6 +14,7 @@ Pure: a function of the nodes' pushes (and how long the run has been stuck, said
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from alerts.durations import format_duration
 from monitor.stacks.model import Frame, NodeStacks, ProcessStack
 
 NOISE = ("<frozen ", "<shim>")
+ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # a native frame's or an object's address differs per process
 SHOWN_FRAMES = 8  # innermost frames of a group shown on a page
 
 
@@ -44,7 +46,11 @@ def signature(p: ProcessStack) -> tuple[tuple[str, str], ...]:
     main = p.main
     if main is None:
         return ()
-    return tuple((f.name, f.file) for f in main.frames if not f.file.startswith(NOISE))
+    return tuple(
+        (ADDRESS.sub("0x", f.name), ADDRESS.sub("0x", f.file))
+        for f in main.frames
+        if not f.file.startswith(NOISE)
+    )
 
 
 @dataclass(frozen=True)
@@ -135,10 +141,13 @@ class StackReport:
             for g in self.odd:
                 verb = "is" if g.count == 1 else "are"
                 said.append(f"{g.who()} {verb} in {_call(g)}{since}")
+        elif len(self.groups) == 1:
+            said.append(f"all {self.total} {self.counted} are in {_call(self.groups[0])}")
         elif self.groups:
+            shown = ", ".join(f"{g.count} in {_call(g)}" for g in self.groups[:3])
+            more = f", {len(self.groups) - 3} more groups" if len(self.groups) > 3 else ""
             said.append(
-                f"no majority: {self.total} {self.counted} in {len(self.groups)} groups, the largest "
-                f"({self.groups[0].count}) in {_call(self.groups[0])}"
+                f"no majority: {self.total} {self.counted} in {len(self.groups)} groups: {shown}{more}"
             )
         if self.problems:
             shown = "; ".join(self.problems[:3]) + (

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 ASK_FOR = 300.0  # seconds an ask is offered to nodes that have not taken it
+HOLD = 30.0  # seconds a capture waits for the nodes' answers, at most (HEROWATCH_STACKS_HOLD)
 
 
 @dataclass
@@ -29,8 +30,9 @@ class Ask:
 
 
 class StackBroker:
-    def __init__(self, clock: Callable[[], float], live_for: float = 60.0) -> None:
+    def __init__(self, clock: Callable[[], float], live_for: float = 60.0, hold: float = HOLD) -> None:
         self.clock, self.live_for = clock, live_for
+        self.hold = hold  # how long a capture waits for its nodes: a hang's first page, the run page
         self._lock = threading.Lock()
         self._seen: dict[str, dict[str, float]] = {}  # run -> node -> last poll
         self._asks: dict[str, Ask] = {}  # run -> its latest ask

@@ -15,6 +15,7 @@ plain-Python jobs (``stacks_job.py``: ranks with RANK/LOCAL_RANK in their enviro
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -254,3 +255,33 @@ def test_the_stacks_door_bounds_and_refuses(tmp_path):
         r = httpx.post(hw.url + "/api/runs/push:live%2Fnope/stacks", headers=api)
         assert r.status_code == 404, r.text
         assert hw.errors() == ""
+
+
+def test_a_node_that_never_answers_is_named_on_the_page_after_the_hold_setting(tmp_path):
+    """HEROWATCH_STACKS_HOLD=3s: a hang's first page waits 3 s (not 30) for the nodes, then goes out
+    with the answers it has and names the node whose wrapper polled and then went silent (a node
+    that died); the run page says the same."""
+    with source_stack(tmp_path) as stack:
+        stack.extra_env["HEROWATCH_STACKS_HOLD"] = "3s"
+        hw = stack.serve(stack.write_config(PUSH, RULES))
+        env = stack.env()
+        job = ["--ranks", "3", "--read", "1", "--steps", "25", "--run", "job-ghost", "--url", hw.url]
+        w = wrapper(hw.url, "job-ghost", "node-0", *job, env=env)
+        try:
+            ghost = httpx.post(  # node-1's wrapper polls once, then its node is gone
+                hw.url + "/api/ingest/stacks/poll",
+                json={"run": "job-ghost", "node": "node-1", "wait": 0},
+                headers={"Authorization": f"Bearer {INGEST_TOKEN}"},
+                timeout=10,
+            )
+            assert ghost.status_code == 204, ghost.text
+            page = wait_for(lambda: stack.pages("job-ghost"), 60, "the hang page", seen=stack.pages)[0]
+            print(page)
+            # the page went out after the 3 s hold (and the next delivery pass), not after 30 s
+            assert re.search(r"stacks not available: node-1: no answer within [3-6]s\.", page), page
+            assert "rank 1 on node-0 is in `read_chunk`" in page, page  # node-0's answer is on it
+            html = httpx.get(hw.url + "/runs/push:live%2Fjob-ghost", timeout=10).text
+            assert "node-1: no answer within" in html and "1 of 2 nodes answered" in html, html[-3000:]
+            assert hw.errors() == ""
+        finally:
+            stop([w])

@@ -12,35 +12,14 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 
-from monitor.delivery.oncall import ActionError, capture_stacks
-from monitor.stacks.model import NodeStacks
-from monitor.stacks.page import report_of
-from monitor.storage import stacks_repo
+from monitor.delivery.oncall import ActionError
 from monitor.web import status
 from monitor.web.context import ApiContext, context
 from monitor.web.gates import CredentialsFirst, acting, require_read, require_respond
 from monitor.web.schemas import ErrorOut
+from monitor.web.stacks_view import capture_now, stacks_of
 
 router = APIRouter(tags=["runs"], route_class=CredentialsFirst)
-
-
-def stacks_out(latest: stacks_repo.Latest, now: float) -> dict[str, Any]:
-    """A capture as the API and the run page show it."""
-    c = latest.capture
-    pushes = [NodeStacks.model_validate(d.body) for d in latest.dumps]
-    report = report_of(pushes, c.expected or (), c.requested_at, now) if not latest.waiting(now) else None
-    return {
-        "capture": c.capture_id,
-        "reason": c.reason,
-        "requested_by": c.requested_by,
-        "requested_at": c.requested_at,
-        "expected": list(c.expected or ()),
-        "answered": sorted(p.node for p in pushes),
-        "complete": latest.complete,
-        "waiting": latest.waiting(now),
-        "report": None if report is None else report.to_dict(now=now),
-        "nodes": [p.model_dump() for p in sorted(pushes, key=lambda p: p.node)],
-    }
 
 
 @router.get(
@@ -52,10 +31,10 @@ def stacks_out(latest: stacks_repo.Latest, now: float) -> dict[str, Any]:
 def get_stacks(run_id: str, ctx: ApiContext = Depends(context)) -> dict[str, Any]:
     with ctx.sessions() as s:
         run = status.one_run(s, run_id)
-        latest = stacks_repo.latest(s, [run.id]).get(run.id)
-        if latest is None:
+        out = stacks_of(s, run.id, ctx.now())
+        if out is None:
             raise HTTPException(404, f"no stack capture of {run.id} yet")
-        return stacks_out(latest, ctx.now())
+        return out
 
 
 @router.post(
@@ -69,19 +48,15 @@ def get_stacks(run_id: str, ctx: ApiContext = Depends(context)) -> dict[str, Any
     dependencies=[Depends(require_respond)],
 )
 def post_stacks(run_id: str, request: Request, ctx: ApiContext = Depends(context)) -> dict[str, Any]:
-    broker = ctx.stacks
-    if broker is None:
-        raise HTTPException(409, "this herowatch runs no engine: no wrapper polls it")
-
-    def ask(run: str, reason: str) -> tuple[str, frozenset[str]] | None:
-        got = broker.ask(run, reason)
-        return None if got is None else (got.id, got.nodes)
-
     actor = acting(request)
-    with ctx.sessions.begin() as s:
+    with ctx.sessions.begin() as s:  # a refusal is committed too: it is in the audit trail
         run = status.one_run(s, run_id)
         try:
-            capture, nodes = capture_stacks(s, run.id, actor, ask, ctx.now())
+            capture, nodes = capture_now(ctx, s, run.id, actor)
         except ActionError as exc:
-            raise HTTPException(exc.status, exc.message) from None
+            refused = exc
+        else:
+            refused = None
+    if refused is not None:
+        raise HTTPException(refused.status, refused.message)
     return {"run": run.id, "capture": capture, "nodes": nodes}

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from starlette.concurrency import run_in_threadpool
 
 from alerts.text import check_plain
-from monitor.engine.stack_asks import HOLD
 from monitor.run_ids import qualify
 from monitor.stacks.model import NodeName, NodeStacks
 from monitor.storage import stacks_repo
@@ -129,7 +128,7 @@ async def push(request: Request) -> PushOut:
                     reason=ask.reason,
                     requested_by="herowatch",
                     at=ask.at,
-                    hold_until=ask.at + HOLD,
+                    hold_until=ask.at + broker.hold,
                     expected=ask.nodes,
                 )
             if not stacks_repo.answer(s, run_id, stacks.capture, stacks.node, stacks.model_dump(), now):

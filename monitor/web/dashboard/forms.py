@@ -1,4 +1,5 @@
-"""The dashboard's forms: log in with the API token, acknowledge, silence, expire a silence.
+"""The dashboard's forms: log in with the API token, acknowledge, silence, expire a silence, capture a
+run's stacks.
 
 Plain HTML forms (they work with JavaScript off) posting url-encoded fields; each answers with a
 redirect back (post/redirect/get) or the form again with the error. They call the same code as the
@@ -32,12 +33,14 @@ from monitor.web.auth import (
 )
 from monitor.web.context import ApiContext, context
 from monitor.web.dashboard.pages import page
+from monitor.web.dashboard.templating import run_url
 from monitor.web.gates import WHO_MAY
 from monitor.web.identity import actor_of, record_refusal, sign_in_configured
 from monitor.web.oncall_schemas import SilenceIn
 from monitor.web.origin import cross_origin
 from monitor.web.schemas import db_id
 from monitor.web.silences import create_from
+from monitor.web.stacks_view import capture_now
 from monitor.web.viewer import csrf_of, dashboard_actor, look_up_session, safe_next, to_login
 
 router = APIRouter(include_in_schema=False)
@@ -280,3 +283,25 @@ def expire(
     except ActionError as exc:
         return page(request, ctx, "error.html", exc.status, title="Not expired", message=exc.message)
     return back("/silences")
+
+
+@router.post("/runs/{run_id:path}/stacks")
+def capture(
+    run_id: str,
+    request: Request,
+    form: dict[str, str] = Depends(action_form),
+    ctx: ApiContext = Depends(context),
+) -> Response:
+    """Capture the run's stacks now (a responder; audited); back to the run page, which waits for them."""
+    if not isinstance(actor := refused(request, ctx, form), Actor):
+        return actor
+    with ctx.sessions.begin() as s:  # a refusal is committed too: it is in the audit trail
+        try:
+            capture_now(ctx, s, run_id, actor)
+        except ActionError as exc:
+            failed = exc
+        else:
+            failed = None
+    if failed is not None:
+        return page(request, ctx, "error.html", failed.status, title="Not captured", message=failed.message)
+    return back(run_url(run_id) + "#stacks")

@@ -20,6 +20,7 @@ from monitor.web.dashboard.templating import run_url, short_duration
 from monitor.web.dashboard.watch_page import watch_values
 from monitor.web.run_detail import run_detail
 from monitor.web.schemas import MAX_ID, AlertOut, RunDetail
+from monitor.web.stacks_view import connected, stacks_of
 from monitor.web.viewer import may_see, to_login, viewer_of
 
 router = APIRouter(include_in_schema=False)
@@ -164,6 +165,7 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         run = run_detail(ctx, s, row, metrics=panel_metrics(panels), max_points=512, timeline_limit=200)
         coverage = coverage_out(row)
         fleet = [{"metric": m.metric, "label": m.label} for m in raster_read.rasters_of(s, run_id)]
+        stacks = stacks_of(s, row.id, ctx.now())
     bar = goodput_bar(run)
     charts = chart_payload(run, ctx.now(), panels, ctx.references.get(row.watch, {}), figures)
     order = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "ended": 4, "unused": 5}
@@ -176,6 +178,8 @@ def run_values(ctx: ApiContext, run_id: str) -> dict[str, Any] | None:
         "bar_all": bar,
         "bar": [b for b in bar if b["w"] > 0],
         "fleet": sorted(fleet, key=lambda m: m["metric"] != "sm_active"),
+        "stacks": stacks,
+        "stack_nodes": connected(ctx, row.id),  # wrappers polling now: a capture can be asked
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 
@@ -26,6 +27,10 @@ from monitor.web.slack.replies import Reply
 from monitor.web.slack.report import weekly_report
 from monitor.web.slack.status_blocks import run_reply, runs_reply, slack_time
 from monitor.web.snapshot import Snapshot, build
+from monitor.web.stacks_view import capture_now, stacks_of
+
+# Ask a run's connected wrappers for their stacks (the run's id, who asks): the capture and the nodes.
+Capture = Callable[[Session, str, Actor], tuple[str, list[str]]]
 
 log = logging.getLogger(__name__)
 COMMENT = f"from Slack ({grammar.COMMAND})"
@@ -38,11 +43,17 @@ class CommandPorts:
     snapshot: Callable[[Session], Snapshot]  # every run's status now (``status``)
     weekly_report: Callable[[Session], Reply]  # the last 7 days' report, in brief (``report``)
     external_url: str | None  # where people reach the dashboard (links)
+    capture: Capture | None = None  # ``stacks``: None where no engine runs (no wrapper polls here)
 
     @classmethod
     def of(cls, ctx: ApiContext) -> CommandPorts:
         """The ports over the web side's context (both Slack doors)."""
-        return cls(lambda s: build(ctx, s, 0), lambda s: weekly_report(ctx, s), ctx.external_url)
+        return cls(
+            lambda s: build(ctx, s, 0),
+            lambda s: weekly_report(ctx, s),
+            ctx.external_url,
+            lambda s, run_id, actor: capture_now(ctx, s, run_id, actor),
+        )
 
 
 class _NoRun(Exception):
@@ -83,6 +94,8 @@ def _run(ports: CommandPorts, s: Session, request: grammar.Request, actor: Actor
             return _ack_run(s, _one_run(s, key), actor, now)
         case grammar.Silence(run=key, seconds=seconds, reason=reason):
             return _silence(s, _one_run(s, key), seconds, reason, actor, now)
+        case grammar.Stacks(run=key):
+            return _stacks(ports, s, _one_run(s, key), actor, now)
         case grammar.Report():
             return ports.weekly_report(s)
     raise AssertionError(f"unhandled request {request!r}")
@@ -146,3 +159,24 @@ def _silence(s: Session, run: Run, seconds: float, reason: str, actor: Actor, no
         f"{actor.name}: {reason}{muted}. Silence {row.id}: `herowatch silence expire {row.id}` ends it, "
         "or the dashboard's Silences page."
     )
+
+
+def _stacks(ports: CommandPorts, s: Session, run: Run, actor: Actor, now: float) -> Reply:
+    """Capture now (audited in ``capture_stacks``, refusals too); say where the answer will be, and what
+    the previous capture said, with its age."""
+    if ports.capture is None:
+        raise oncall.ActionError(409, "this herowatch runs no engine: no wrapper polls it")
+    before = stacks_of(s, run.id, now)
+    _, nodes = ports.capture(s, run.id, actor)
+    base = (ports.external_url or "").rstrip("/")
+    where = f"{base}/runs/{quote(run.id, safe='')}#stacks" if base else None
+    said = (
+        f"Asked {len(nodes)} node{'s' if len(nodes) != 1 else ''} of {_title(run)} for their stacks as "
+        f"{actor.name} ({', '.join(nodes[:8])}{' …' if len(nodes) > 8 else ''}): the ranks grouped by "
+        f"where they are, on {f'<{where}|its run page>' if where else 'its run page'} and in "
+        f"`herowatch stacks {run.id}` once they answer."
+    )
+    report = (before or {}).get("report")
+    if report is not None:
+        said += f"\nThe previous capture ({before['reason']}): {report['summary']}"
+    return Reply(said)

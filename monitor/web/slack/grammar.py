@@ -4,6 +4,7 @@ with the reason the text was not understood. Pure: no I/O, table-tested (tests/t
     /herowatch status [run]
     /herowatch ack <alert id | run>
     /herowatch silence <run> <duration> <reason>
+    /herowatch stacks <run>
     /herowatch report
     /herowatch help
 
@@ -40,6 +41,11 @@ class Silence:
 
 
 @dataclass(frozen=True)
+class Stacks:
+    run: str  # capture this run's stacks now
+
+
+@dataclass(frozen=True)
 class Report:
     pass
 
@@ -49,7 +55,7 @@ class Help:
     problem: str | None = None  # why the text was not understood (None: help was asked for)
 
 
-Request = Status | Ack | Silence | Report | Help
+Request = Status | Ack | Silence | Stacks | Report | Help
 
 _ALERT_ID = re.compile(r"#?(\d{1,12})")
 _QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
@@ -62,6 +68,8 @@ USAGE = (
     "run): no more reminders until it resolves or fires again\n"
     f"• `{COMMAND} silence <run> <duration> <reason>`: mute a run's alerts for a while, e.g. "
     f"`{COMMAND} silence hero-70b 2h restoring from the step 41000 checkpoint`\n"
+    f"• `{COMMAND} stacks <run>`: capture where every rank of a run is now (its `herowatch emit run` "
+    "wrappers' py-spy), grouped, the odd ranks named\n"
     f"• `{COMMAND} report`: this week's summary\n"
     f"• `{COMMAND} help`: this\n"
     "Answers are shown to you only. What you acknowledge or silence is named after you on the alert's "
@@ -90,6 +98,10 @@ def parse(text: str) -> Request:
         return _ack(args)
     if verb == "silence":
         return _silence(args)
+    if verb == "stacks":
+        if not args:
+            return Help(f"say which run: `{COMMAND} stacks hero-70b`")
+        return Stacks(" ".join(args))
     if verb == "report":
         return Report()
     return Help(f"`{verb[:40]}` is not a {COMMAND} command")

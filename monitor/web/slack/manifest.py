@@ -21,7 +21,9 @@ LONG_DESCRIPTION = (
     "Silence buttons. /herowatch status shows every run's health, step, ETA, goodput and firing alerts; "
     "/herowatch ack and /herowatch silence act on them, named after you on the alert's timeline."
 )
-USAGE_HINT = "status [run] | ack <alert or run> | silence <run> <duration> <reason> | report | help"
+USAGE_HINT = (
+    "status [run] | ack <alert or run> | silence <run> <duration> <reason> | stacks <run> | report | help"
+)
 
 
 class ManifestError(ValueError):
