@@ -70,3 +70,46 @@ def test_a_database_at_an_old_schema_is_not_migrated_by_a_read(tmp_path):
     r = run(["report"], tmp_path, HEROWATCH_DATABASE_URL=url)
     assert r.returncode == 2 and "herowatch db upgrade" in r.stderr, r.stderr
     assert digest(db) == sums
+
+
+CONFIG = """
+watch:
+  - name: hero
+    sim: {run: hero-1}
+"""
+
+READ_ONLY = [
+    ["rules", "list"],
+    ["rules", "list", "hero"],
+    ["example-config"],
+    ["check-config", "hero.yaml"],
+    ["check-config", "hero.yaml", "--explain"],
+    ["db", "current"],
+    ["report", "--format", "md"],
+]
+
+
+def test_every_read_only_command_leaves_no_database_behind(tmp_path):
+    (tmp_path / "hero.yaml").write_text(CONFIG)
+    before = files(tmp_path)
+    for args in READ_ONLY:
+        r = run(args, tmp_path)
+        assert r.returncode in (0, 2), (args, r.stdout, r.stderr)
+        assert files(tmp_path) == before, f"`herowatch {' '.join(args)}` left {files(tmp_path) - before}"
+    r = run(["check-config", "hero.yaml", "--explain"], tmp_path)
+    assert r.returncode == 0 and "no database yet" in r.stdout, r.stdout
+    r = run(["db", "current"], tmp_path)
+    assert r.returncode == 2 and "cannot read" in r.stderr, r.stderr
+
+
+def test_explain_and_db_current_read_a_database_without_changing_it(tmp_path):
+    (tmp_path / "hero.yaml").write_text(CONFIG)
+    db = tmp_path / "server.db"
+    url = f"sqlite:///{db}"
+    migrate.upgrade(url)
+    sums = digest(db)
+    r = run(["check-config", "hero.yaml", "--explain"], tmp_path, HEROWATCH_DATABASE_URL=url)
+    assert r.returncode == 0 and "no run of this watch in the database yet" in r.stdout, r.stdout + r.stderr
+    r = run(["db", "current"], tmp_path, HEROWATCH_DATABASE_URL=url)
+    assert r.returncode == 0 and f"current: {migrate.head_revision()}" in r.stdout, r.stderr
+    assert digest(db) == sums, "read, not written"

@@ -47,7 +47,12 @@ def list_(
 @alert_app.command("ack")
 def ack(
     alert_id: int = typer.Argument(..., help="the alert's id (see `herowatch alert list`)"),
-    comment: str = typer.Option("", "--comment", "-c", help="shown in the incident timeline"),
+    comment: str = typer.Option(
+        "",
+        "--comment",
+        "-c",
+        help='shown in the incident timeline; starting with "noise" marks the page as noise in the report',
+    ),
     by: str = typer.Option(
         None, "--by", help="with the automation token: who it acts for [default: your user name]"
     ),

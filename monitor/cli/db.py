@@ -56,12 +56,16 @@ def db_current(
     database_url: str = typer.Option(None, "--database-url", help="[env HEROWATCH_DATABASE_URL]"),
 ) -> None:
     """Show the database's schema revision and the newest one this version knows."""
+    from sqlalchemy.exc import OperationalError
+
     from monitor.storage import migrate
-    from monitor.storage.db import make_engine
+    from monitor.storage.db import make_read_only_engine
 
     settings = _settings(database_url)
-    engine = make_engine(settings.database_url)
+    engine = make_read_only_engine(settings.database_url)  # it only looks: never creates a database
     try:
         typer.echo(f"current: {migrate.current_revision(engine)}  head: {migrate.head_revision()}")
+    except OperationalError as exc:
+        raise _fail(f"cannot read {settings.redacted_database_url()}: {exc.orig}", 2) from None
     finally:
         engine.dispose()

@@ -70,14 +70,14 @@ def stored_profiles(database_url: str, watches: Iterable[str]) -> dict[str, list
     """watch -> [(run, stored metrics_profile)], or why the database could not be read."""
     from sqlalchemy import select
 
-    from monitor.storage.db import is_sqlite, make_engine
+    from monitor.storage.db import is_sqlite, make_read_only_engine
     from monitor.storage.models import Run
 
     if is_sqlite(database_url):
         path = database_url.split("///", 1)[-1]
         if path not in ("", ":memory:") and not Path(path).exists():
             return "no database yet"
-    engine = make_engine(database_url)
+    engine = make_read_only_engine(database_url)  # it only reads: never creates or changes a database
     out: dict[str, list[tuple[str, Any]]] = {w: [] for w in watches}
     try:
         with engine.connect() as conn:

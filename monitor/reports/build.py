@@ -9,6 +9,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from monitor.reports import incidents_part as inc
+from monitor.reports import paged
 from monitor.reports.goodput_part import GpuSettings, hours_of, open_seconds, run_reports
 from monitor.reports.model import BUCKETS, Blind, Hours, Incident, Period, Report, Silenced
 from monitor.reports.period import previous, zone
@@ -37,7 +38,11 @@ def build_report(
     ids = [r.run for r in reports]
     counts = {r.run: r.gpus for r in reports if r.gpus}
     events = inc.incidents(s, ids, period)
-    page_list = inc.pages(report_repo.pages(s, ids, period.start, period.end), events, period, counts)
+    alerts = report_repo.pages(s, ids, period.start, period.end)
+    marked = paged.marked_noise(
+        alerts, report_repo.ack_notes(s, alerts), report_repo.silences(s, period.start, period.end), period
+    )
+    page_list = inc.pages(alerts, events, period, counts, marked)
     ongoing = _ongoing([r for r in chosen if r.id in counts or r.id in ids], period, now, counts)
     incidents = inc.incident_list(events, ongoing, page_list, period, counts)
     totals = Hours(**{b: sum(getattr(r.hours, b) for r in reports) for b in BUCKETS})
@@ -54,6 +59,7 @@ def build_report(
         totals=totals,
         gpu_totals=gpu_totals,
         pages=page_list,
+        paged=paged.fold(page_list, events, period, counts),
         costliest=inc.costliest(incidents),
         incidents=incidents,
         recurring=inc.recurring(s, page_list, events, period),

@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from monitor.reports import markdown
 from monitor.reports import words as w
-from monitor.reports.model import BADPUT, BUCKETS, Report
+from monitor.reports.model import BADPUT, BUCKETS, Page, PagedIncident, Report
 from monitor.reports.pictures import Pictures
 
 _env = Environment(
@@ -22,8 +22,19 @@ _env.globals.update(w=w, BADPUT=BADPUT, BUCKETS=BUCKETS)
 
 
 def body(r: Report, pics: Pictures) -> Markup:
+    by_id = {p.alert_id: p for p in r.pages}
+
+    def pages_of(x: PagedIncident) -> list[Page]:
+        return [by_id[i] for i in x.pages if i in by_id]
+
     return Markup(
-        _env.get_template("report_body.html").render(r=r, pics=pics, summary=markdown.summary_lines(r))
+        _env.get_template("report_body.html").render(
+            r=r,
+            pics=pics,
+            summary=markdown.summary_lines(r),
+            pages_note=markdown.PAGES_NOTE.replace("**", "").replace("`", ""),
+            pages_of=pages_of,
+        )
     )
 
 

@@ -15,7 +15,7 @@ from monitor.storage import goodput_repo
 from monitor.storage.models import Alert, GoodputEvent
 
 H = 3600.0
-NOISE = 600.0  # a page resolved this soon without an ack was likely noise
+NOISE = 600.0  # a page resolved this soon after it fired without an ack was likely noise
 LOOKBACK = 86400.0  # a symptom up to a day before its page (a hang found late)
 SAVE_SLACK = 60.0  # seconds: a symptom this close to a checkpoint save counts as during it
 RECURRING = 3  # pages of one rule on one run before they are a recurring cause
@@ -47,7 +47,14 @@ def _overlapping(events: list[GoodputEvent], run: str, a: float, b: float) -> li
     return [e for e in events if e.run_id == run and e.start <= b and e.end >= a]
 
 
-def pages(alerts: list[Alert], events: list[GoodputEvent], p: Period, gpus: Mapping[str, int]) -> list[Page]:
+def pages(
+    alerts: list[Alert],
+    events: list[GoodputEvent],
+    p: Period,
+    gpus: Mapping[str, int],
+    marked: frozenset[int] = frozenset(),
+) -> list[Page]:
+    """The period's pages; ``marked``: the ids of alerts people marked as noise."""
     by_run: dict[str, list[GoodputEvent]] = defaultdict(list)
     for e in events:
         by_run[e.run_id].append(e)
@@ -69,7 +76,7 @@ def pages(alerts: list[Alert], events: list[GoodputEvent], p: Period, gpus: Mapp
         until = a.resolved_at if a.resolved_at is not None else p.end
         cost = sum(e.seconds_lost for e in _overlapping(by_run[a.run_id], a.run_id, symptom, until))
         n = gpus.get(a.run_id)
-        noise = a.resolved_at is not None and a.acked_at is None and a.resolved_at - fired <= NOISE
+        quick = a.resolved_at is not None and a.acked_at is None and a.resolved_at - fired <= NOISE
         out.append(
             Page(
                 alert_id=a.id,
@@ -86,7 +93,8 @@ def pages(alerts: list[Alert], events: list[GoodputEvent], p: Period, gpus: Mapp
                 resolve_seconds=(a.resolved_at - symptom) if a.resolved_at is not None else None,
                 badput_hours=cost / H,
                 badput_gpu_hours=cost / H * n if n else None,
-                noise=noise,
+                noise=quick or a.id in marked,
+                marked_noise=a.id in marked,
             )
         )
     return out
@@ -184,7 +192,7 @@ def recurring(s: Session, page_list: list[Page], events: list[GoodputEvent], p: 
         elif saves * 2 >= len(items):
             text += f", {saves} of them during a checkpoint save"
         if all(pg.noise for pg in items):
-            text += ", each gone within minutes without an ack (likely noise)"
+            text += ", each likely noise (gone within 10 min without an ack, or marked as noise)"
         out.append(
             Recurring(
                 rule=rule, run=run, count=len(items), every_seconds=every, during_saves=saves, summary=text

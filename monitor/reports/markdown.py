@@ -5,7 +5,14 @@ from __future__ import annotations
 from monitor.reports import words as w
 from monitor.reports.model import BADPUT, Report
 
-MAX_PAGES = 60  # rows of the page table; the rest are counted
+MAX_PAGES = 60  # rows (incidents) of the page table; the rest are counted
+PAGES_NOTE = (
+    "One row per incident: the pages of a run whose spans (symptom to resolution, stretched over the goodput "
+    "incident under them) overlap, folded; the JSON's `pages` lists each page. "
+    "**Likely noise**: every page of it resolved within 10 minutes of firing without an acknowledgement, "
+    "or was marked as noise by a person "
+    '(an ack or silence comment starting "noise" or "false alarm").'
+)
 
 
 def _cell(text: object) -> str:
@@ -36,7 +43,8 @@ def summary_lines(r: Report) -> list[str]:
     if noisy:
         q = max(noisy, key=lambda q: q.noise)
         lines.append(
-            f"Noisiest rule: {q.rule}, {q.noise} of {q.pages} pages gone within minutes without an ack."
+            f"Noisiest rule: {q.rule}, {q.noise} of {q.pages} pages likely noise "
+            "(gone within 10 min without an ack, or marked as noise)."
         )
     return lines
 
@@ -53,7 +61,7 @@ def render(r: Report) -> str:
         "",
     ]
     out.append(
-        "| run | watched | goodput | vs. before | "
+        f"| run | watched | goodput | {w.BEFORE_HEADER} | "
         + " | ".join(w.BUCKET_WORDS[b] for b in BADPUT)
         + " | GPUs |"
     )
@@ -71,6 +79,7 @@ def render(r: Report) -> str:
             f"{run.gpus} ({run.gpus_from})" if run.gpus else "hours only",
         ]
         out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    out += ["", f"_{w.before_note(r.previous.start, r.previous.end, r.timezone)}_"]
     if r.not_accounted:
         out += ["", f"Not accounted in this period (no goodput ledger): {', '.join(r.not_accounted)}."]
     out += [
@@ -96,18 +105,22 @@ def render(r: Report) -> str:
         out.append("None.")
     out += ["", "## Recurring causes", ""]
     out += [f"- {_cell(x.summary)} on {_cell(r.name_of(x.run))}" for x in r.recurring] or ["None."]
-    out += ["", "## Pages", ""]
-    out.append("| fired | run | rule | detect | ack | by | resolve | badput |")
-    out.append("|---|---|---|---|---|---|---|---|")
-    for p in r.pages[:MAX_PAGES]:
-        cost = w.gpu_hours(p.badput_gpu_hours) if p.badput_gpu_hours is not None else w.hours(p.badput_hours)
+    out += ["", "## Pages", "", PAGES_NOTE, ""]
+    out.append("| began | run | rules | pages | first – last page | detect | ack | by | resolved | badput |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
+    for x in r.paged[:MAX_PAGES]:
+        cost = w.gpu_hours(x.badput_gpu_hours) if x.badput_gpu_hours is not None else w.hours(x.badput_hours)
+        rules = ", ".join(x.rules) + (f" ({x.kind})" if x.kind else "")
+        rules += " — likely noise" if x.noise else ""
+        resolved = w.when(x.end, tz) if x.end else "open"
         out.append(
-            f"| {w.when(p.fired_at, tz)} | {_cell(r.name_of(p.run))} | {_cell(p.rule)} | "
-            f"{w.dur(p.detect_seconds)} | "
-            f"{w.dur(p.ack_seconds)} | {_cell(p.acked_by or '—')} | {w.dur(p.resolve_seconds)} | {cost} |"
+            f"| {w.when(x.start, tz)} | {_cell(r.name_of(x.run))} | {_cell(rules)} | {x.count} | "
+            f"{w.when(x.first_fired, tz)} – {w.when(x.last_fired, tz)} | {w.dur(x.detect_seconds)} | "
+            f"{w.dur(x.ack_seconds)} | {_cell(x.acked_by or '—')} | {resolved} | "
+            f"{cost} |"
         )
-    if len(r.pages) > MAX_PAGES:
-        out.append(f"\n…and {len(r.pages) - MAX_PAGES} more (the JSON has them all).")
+    if len(r.paged) > MAX_PAGES:
+        out.append(f"\n…and {len(r.paged) - MAX_PAGES} more incidents (the JSON has them all).")
     out += ["", "## Alert quality", "", "| rule | pages | acknowledged | likely noise | median detect |"]
     out.append("|---|---|---|---|---|")
     for q in r.quality:

@@ -76,7 +76,36 @@ class Page(BaseModel):
     resolve_seconds: float | None = Field(description="from the symptom to the resolution")
     badput_hours: float = Field(description="goodput lost in the incidents it overlapped")
     badput_gpu_hours: float | None
-    noise: bool = Field(description="resolved within the noise window without an acknowledgement")
+    noise: bool = Field(
+        description="likely noise: resolved within the noise window (10 min after it fired) without an "
+        "acknowledgement, or marked as noise by a person (an ack or silence comment starting 'noise')"
+    )
+    marked_noise: bool = Field(False, description="a person marked it as noise")
+
+
+class PagedIncident(BaseModel):
+    """The pages of one incident folded into one row: pages of one run whose spans (symptom to
+    resolution) overlap each other or the same goodput incident."""
+
+    run: str
+    start: float = Field(description="the earliest symptom of its pages")
+    end: float | None = Field(
+        description="its last resolution; None: a page was still open at the period's end"
+    )
+    kind: str | None = Field(
+        description="the goodput incident it overlapped (stall, restart, down, ...), if any"
+    )
+    rules: list[str] = Field(description="the rules that paged, most pages first")
+    count: int
+    first_fired: float
+    last_fired: float
+    detect_seconds: float = Field(description="first page - earliest symptom")
+    ack_seconds: float | None = Field(description="first acknowledgement - first page")
+    acked_by: str | None
+    badput_hours: float = Field(description="what the goodput incidents it overlapped lost, each once")
+    badput_gpu_hours: float | None
+    noise: bool = Field(description="every page of it was likely noise")
+    pages: list[int] = Field(description="alert ids of its pages, in the order they fired")
 
 
 class Incident(BaseModel):
@@ -139,6 +168,7 @@ class Report(BaseModel):
     totals: Hours
     gpu_totals: Hours | None = Field(description="over the runs with a GPU count")
     pages: list[Page]
+    paged: list[PagedIncident] = Field(description="the pages folded into one row per incident")
     costliest: list[Incident] = Field(description="the three costliest incidents")
     incidents: list[Incident]
     recurring: list[Recurring]

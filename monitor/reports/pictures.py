@@ -16,6 +16,7 @@ from monitor.storage import report_repo
 from monitor.storage.models import Run
 
 MAX_CURVES = 6  # loss curves: the runs with the costliest incidents first
+AROUND = 8  # stored buckets at least, on each side of a costliest incident, however coarse the series
 
 
 @dataclass
@@ -49,10 +50,8 @@ def collect(s: Session, r: Report) -> Pictures:
         curves.append((run, svg.loss_curve(points, incs, p.start, p.end, title, label=label.lower())))
     around = []
     for inc in r.costliest:
-        a = inc.start - max(3600.0, (inc.end - inc.start) * 0.5)
-        b = inc.end + max(3600.0, (inc.end - inc.start) * 0.5)
         metric, label = headline(s, inc.run)
-        points = report_repo.curve(s, inc.run, metric, a, b)
-        title = f"{r.name_of(inc.run)}: {inc.kind}, {label.lower()} around it"
-        around.append(svg.loss_curve(points, [inc], a, b, title, width=600, label=label.lower()))
+        margin = max(3600.0, (inc.end - inc.start) * 0.5)
+        buckets = report_repo.buckets_around(s, inc.run, metric, inc.start - margin, inc.end + margin, AROUND)
+        around.append(svg.incident_curve(buckets, inc, margin, r.name_of(inc.run), label.lower(), r.timezone))
     return Pictures(bars=svg.goodput_bars(r), timeline=svg.timeline(r), curves=curves, costliest=around)

@@ -140,3 +140,91 @@ def loss_curve(
     body.append(f'<line x1="70" y1="{bottom}" x2="{70 + span}" y2="{bottom}" stroke="#999"/>')
     body.append(f'<text x="70" y="{height - 8}" fill="#666">{escape(title)}</text>')
     return _svg(width, height, body, title)
+
+
+def incident_curve(
+    buckets: list[tuple[float, float, float, float]],
+    inc: Incident,
+    margin: float,
+    run_name: str,
+    label: str,
+    tz: str = "UTC",
+    width: int = 600,
+) -> Markup:
+    """The run's headline metric around one incident, from its stored buckets ``(time, min, mean, max)``:
+    the mean of each bucket as a point on a line, its min..max as a whisker, the line broken where no
+    bucket was written (across a hang, across a gap wider than the run's own bucket spacing), the
+    incident shaded and its cause named on it."""
+    height, top, bottom, left = 240, 34, 200, 64
+    span = width - left - 16
+    times = [b[0] for b in buckets]
+    t0 = min([inc.start - margin, *times])
+    t1 = max([inc.end + margin, *times])
+    cause = inc.kind + (f": {', '.join(inc.rules)}" if inc.rules else ", no page")
+    cost = w.gpu_hours(inc.lost_gpu_hours) if inc.lost_gpu_hours is not None else w.hours(inc.lost_hours)
+    title = f"{run_name}: {cause}, {cost} lost; {label} around it"
+
+    def x(t: float) -> float:
+        return left + span * (t - t0) / ((t1 - t0) or 1.0)
+
+    a, b = x(inc.start), x(inc.end)
+    body = [
+        f'<rect x="{a:.1f}" y="{top}" width="{max(2.0, b - a):.1f}" height="{bottom - top}" '
+        f'fill="{w.COLORS.get(inc.kind, "#333")}" opacity="0.25" class="incident"/>',
+        f'<text x="{a:.1f}" y="{top - 6}" fill="{w.COLORS.get(inc.kind, "#333")}" font-weight="bold" '
+        f'class="cause">{escape(cause)}</text>',
+    ]
+    if buckets:
+        lo, hi = min(v[1] for v in buckets), max(v[3] for v in buckets)
+        hi = hi if hi > lo else lo + 1.0
+
+        def y(v: float) -> float:
+            return bottom - (bottom - top) * (v - lo) / (hi - lo)
+
+        for t, mn, _, mx in buckets:
+            body.append(
+                f'<line x1="{x(t):.1f}" y1="{y(mn):.1f}" x2="{x(t):.1f}" y2="{y(mx):.1f}" stroke="#aec7e8"/>'
+            )
+        for part in _runs_of(buckets, inc):
+            pts = " ".join(f"{x(t):.1f},{y(m):.1f}" for t, _, m, _ in part)
+            if len(part) == 1:
+                t, _, m, _ = part[0]
+                body.append(f'<circle cx="{x(t):.1f}" cy="{y(m):.1f}" r="2" fill="#1f77b4"/>')
+            else:
+                body.append(
+                    f'<polyline class="metric" points="{pts}" fill="none" stroke="#1f77b4" '
+                    'stroke-width="1.4"/>'
+                )
+        body.append(f'<text x="{left - 6}" y="{top + 10}" text-anchor="end">{hi:.3g}</text>')
+        body.append(f'<text x="{left - 6}" y="{bottom}" text-anchor="end">{lo:.3g}</text>')
+    else:
+        body.append(
+            f'<text x="{width / 2}" y="{(top + bottom) / 2}" text-anchor="middle" fill="#666">'
+            f"no {escape(label)} stored around it</text>"
+        )
+    body.append(f'<line x1="{left}" y1="{bottom}" x2="{left + span}" y2="{bottom}" stroke="#999"/>')
+    body.append(f'<text x="{left}" y="{bottom + 16}" fill="#666">{w.when(t0, tz)}</text>')
+    body.append(
+        f'<text x="{left + span}" y="{bottom + 16}" fill="#666" text-anchor="end">{w.when(t1, tz)}</text>'
+    )
+    body.append(f'<text x="{left}" y="{height - 6}" fill="#666">{escape(title)}</text>')
+    return _svg(width, height, body, title)
+
+
+def _runs_of(
+    buckets: list[tuple[float, float, float, float]], inc: Incident
+) -> list[list[tuple[float, float, float, float]]]:
+    """The buckets split where the line must not be drawn: across the incident (nothing was logged
+    there, or what was is its own), and across a gap wider than 3x the median spacing of the buckets."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(buckets, buckets[1:], strict=False))
+    limit = 3 * gaps[len(gaps) // 2] if gaps else 0.0
+    out: list[list[tuple[float, float, float, float]]] = []
+    for bk in buckets:
+        if out:
+            prev = out[-1][-1][0]
+            crosses = prev < inc.start and bk[0] > inc.end
+            if not (crosses or (limit > 0 and bk[0] - prev > limit)):
+                out[-1].append(bk)
+                continue
+        out.append([bk])
+    return out

@@ -50,14 +50,26 @@ def pct(r: float | None) -> str:
 
 
 def before(run: RunReport) -> str:
-    """The period before's goodput, with the hours it rests on when they are fewer than this period's
-    (a run that began late in it: "8.7% of 1 h" is not a collapse)."""
+    """The run's goodput in the period before, then in this one, and the change: "94.2% → 92.7%
+    (-1.5 pts)". When the period before watched it for fewer hours than this one, says how few ("8.5%
+    of only 55 min watched → 64.2%": a run that began late in it, not a collapse)."""
     if run.previous_goodput is None or run.previous is None:
-        return "—"
+        return "— (not watched)"
     watched = run.previous.total()
+    then = pct(run.previous_goodput)
     if watched < 0.9 * run.watched_hours:
-        return f"{pct(run.previous_goodput)} of {hours(watched)}"
-    return pct(run.previous_goodput)
+        then += f" of only {hours(watched)} watched"
+    return f"{then} → {pct(run.goodput)}{delta(run.goodput, run.previous_goodput)}"
+
+
+BEFORE_HEADER = "goodput: period before → this one"
+
+
+def before_note(start: float, end: float, tz: str) -> str:
+    return (
+        f"{BEFORE_HEADER}: each run's goodput (productive ÷ watched) in the period before, "
+        f"{when(start, tz)} to {when(end, tz)}, then in this period, and the change in percentage points."
+    )
 
 
 def in_all(inc: Incident) -> str:

@@ -101,7 +101,14 @@ class AbsentDetector(Detector[AbsentSpec]):
         what = "steps" if self._progress else "other data"
         reason = f"no {m} for {format_duration(missing)}"
         reason += f" while {what} kept arriving" if going_on else f" (no {what} either)"
-        return Finding(active, value=missing, threshold=self.rule.after, step=self.step, reason=reason)
+        return Finding(
+            active,
+            value=missing,
+            threshold=self.rule.after,
+            step=self.step,
+            reason=reason,
+            onset=self.seen_at if active else None,  # the evidence: no metric since its last arrival
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

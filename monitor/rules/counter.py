@@ -126,4 +126,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         reason = f"{r.metric} rose by {fmt_value(self.total)} in the last {format_duration(r.window)}"
         if not active:
             reason += f", fires at {fmt_value(r.increase)}"
-        return Finding(active, value=self.total, threshold=r.increase, step=self.last_step, reason=reason)
+        onset = self.events[0][0] if active and self.events else None  # the first rise it counted
+        return Finding(
+            active, value=self.total, threshold=r.increase, step=self.last_step, reason=reason, onset=onset
+        )

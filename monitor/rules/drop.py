@@ -70,6 +70,7 @@ class DropDetector(Detector[DropSpec]):
         self._reset_gap = rule.reset_gap
         self._last_step: int | None = None
         self.resets = 0
+        self.low_since: float | None = None  # the start of the first bucket below the level it fires at
 
     @property
     def last(self) -> tuple[float, float, int | None] | None:
@@ -83,6 +84,7 @@ class DropDetector(Detector[DropSpec]):
         self._base.clear()
         self._b, self._sum, self._count = None, 0.0, 0
         self.cond = self.hot = False
+        self.low_since = None
         self.resets += 1
 
     def observe(self, sample: Sample) -> None:
@@ -165,6 +167,9 @@ class DropDetector(Detector[DropSpec]):
             while bq and bq[0][0] < first_base:
                 del bvals[bisect_left(bvals, bq.popleft()[1])]
         cond = False
+        if len(bq) >= r.min_baseline_points:  # the onset: the first of the buckets below it since
+            below = mean <= self._keep_factor * self.base.median()
+            self.low_since = (self.low_since or self._b * self._width) if below else None
         if len(rq) >= r.min_points and len(bq) >= r.min_baseline_points:
             cond = self.recent.median() <= self._keep_factor * self.base.median()
         self.cond = self.hot = cond
@@ -190,7 +195,8 @@ class DropDetector(Detector[DropSpec]):
         )
         if not self.cond:
             reason += f" (fires at -{round(r.drop * 100)}%)"
-        return Finding(self.cond, value=level, threshold=threshold, step=step, reason=reason)
+        onset = self.low_since if self.cond else None
+        return Finding(self.cond, value=level, threshold=threshold, step=step, reason=reason, onset=onset)
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

@@ -215,7 +215,15 @@ class EndedDetector(Detector[EndedSpec]):
         if cause:
             reason += f"; cause: {cause}"
         value = float(step) if step is not None else None
-        return Finding(True, value=value, threshold=r.target_step, step=step, reason=reason)
+        return Finding(
+            True,
+            value=value,
+            threshold=r.target_step,
+            step=step,
+            reason=reason,
+            onset=self.since,
+            onset_step=step,
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample (a resume) can end it

@@ -146,7 +146,10 @@ class FlatlineDetector(Detector[FlatlineSpec]):
         else:
             what = f"{m} has moved by only {fmt_value(spread)} in {span}"
         reason = f"{what}; it usually changes by {fmt_value(usual)} from one value to the next"
-        return Finding(self.cond, value=spread, threshold=r.ratio * usual, step=step, reason=reason)
+        onset = self._win[0][0] if self.cond else None  # flat since the oldest value of its window
+        return Finding(
+            self.cond, value=spread, threshold=r.ratio * usual, step=step, reason=reason, onset=onset
+        )
 
     def stats(self) -> dict[str, float | int | None]:
         if self._sample is None:

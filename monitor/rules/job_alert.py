@@ -120,9 +120,17 @@ class JobAlertDetector(Detector[JobAlertSpec]):
             return Finding(
                 False, reason=f"no {self.rule.level} alert from the job in {format_duration(after)}"
             )
-        title, (_, text, step) = live[-1]
+        title, (sent, text, step) = live[-1]
         reason = f"{title}: {text}" if text else title
-        return Finding(True, value=None, step=step, reason=reason, extra_labels={"title": title})
+        return Finding(
+            True,
+            value=None,
+            step=step,
+            reason=reason,
+            extra_labels={"title": title},
+            onset=sent,
+            onset_step=step,
+        )
 
     def holds_until(self) -> float:
         """The newest alert fires till its ``resolve_after`` is up (or a sample changes it)."""

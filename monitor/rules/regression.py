@@ -39,6 +39,7 @@ class RegressionDetector(Detector[RegressionSpec]):
         self.metric = rule.metric
         self.prev: tuple[float, int | None] | None = None
         self.newest: tuple[float, int | None] | None = None
+        self.newest_at: float | None = None  # when the newest eval was logged (the onset of a regression)
 
     def observe(self, sample: Sample) -> None:
         v = sample.metrics.get(self.metric)
@@ -51,6 +52,7 @@ class RegressionDetector(Detector[RegressionSpec]):
             self.newest = (v, step)  # a corrected value for the same eval
         else:
             self.prev, self.newest = self.newest, (v, step)
+            self.newest_at = sample.t
         self.hot = self._worse() is not None
 
     def holds_until(self) -> float:
@@ -85,4 +87,13 @@ class RegressionDetector(Detector[RegressionSpec]):
             reason = f"{m} {fmt_value(new)}{at} is not worse than {fmt_value(old)}{before}"
         else:
             reason = f"{m} regressed to {fmt_value(new)}{at} from {fmt_value(old)}{before}"
-        return Finding(worse is not None, value=new, threshold=threshold, step=step, reason=reason)
+        onset = self.newest_at if worse is not None else None  # the eval that came out worse
+        return Finding(
+            worse is not None,
+            value=new,
+            threshold=threshold,
+            step=step,
+            reason=reason,
+            onset=onset,
+            onset_step=step if onset is not None else None,
+        )

@@ -188,6 +188,7 @@ class RestartsDetector(Detector[RestartsSpec]):
             threshold=float(r.min_restarts),
             step=self.signals.last_step,
             reason=reason,
+            onset=self.times[0] if active and self.times else None,  # the first restart it counted
         )
 
     def stats(self) -> dict[str, int]:

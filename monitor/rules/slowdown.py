@@ -332,7 +332,15 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             f"{what} {slower} ({fmt_value(now_level)} against {fmt_value(base)}) since {since}"
             f"{format_duration(max(0.0, now - began_t))} ago"
         )
-        return Finding(True, value=size, threshold=self.rule.shift, step=step, reason=reason)
+        return Finding(
+            True,
+            value=size,
+            threshold=self.rule.shift,
+            step=step,
+            reason=reason,
+            onset=began_t,  # where the CUSUM began to climb
+            onset_step=int(began_step) if began_step is not None else None,
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

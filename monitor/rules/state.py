@@ -64,7 +64,10 @@ class StateDetector(Detector[StateSpec]):
         if self.state is None:
             return Finding(False, reason="state not reported yet")
         at = f" at step {self.step}" if self.step is not None else ""
-        return Finding(self.hot, step=self.step, reason=f"run is {self.state}{at}")
+        onset = self.since if self.hot else None  # when the run entered the state
+        return Finding(
+            self.hot, step=self.step, reason=f"run is {self.state}{at}", onset=onset, onset_step=self.step
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

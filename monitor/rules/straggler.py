@@ -68,6 +68,7 @@ class StragglerDetector(Detector[StragglerSpec]):
         self.value = ""
         self.median = ""
         self.label = rule.metric
+        self.since: float | None = None  # when the score last reached z (the onset of a straggler)
 
     def inputs(self) -> frozenset[str]:
         return frozenset({self.name})
@@ -78,6 +79,10 @@ class StragglerDetector(Detector[StragglerSpec]):
             return
         labels = sample.labels or {}
         self.t, self.score = sample.t, float(score)
+        if self.score < self.rule.z:
+            self.since = None
+        elif self.since is None:
+            self.since = sample.t
         self.member = str(labels.get("member", ""))
         self.value, self.median = str(labels.get("value", "")), str(labels.get("median", ""))
         self.label = str(labels.get("label", self.rule.metric))
@@ -101,7 +106,7 @@ class StragglerDetector(Detector[StragglerSpec]):
                 f"{what}, {fmt_value(self.score)} robust sigmas away from where it kept over the "
                 f"{format_duration(r.baseline)} before"
             )
-            return Finding(True, value=self.score, threshold=r.z, reason=reason)
+            return Finding(True, value=self.score, threshold=r.z, reason=reason, onset=self.since)
         return Finding(
             False,
             value=self.score,

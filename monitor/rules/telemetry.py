@@ -119,7 +119,15 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
         else:
             reason = f"telemetry arriving: the last {format_duration(silent)} ago"
             reason += f" (limit {format_duration(self.rule.after)})"
-        return Finding(late, value=silent, threshold=self.rule.after, step=self.last_step, reason=reason)
+        return Finding(
+            late,
+            value=silent,
+            threshold=self.rule.after,
+            step=self.last_step,
+            reason=reason,
+            onset=since if late else None,  # the evidence: nothing since the last data
+            onset_step=self.last_step if late and self.last_data is not None else None,
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

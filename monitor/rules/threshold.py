@@ -84,6 +84,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._sample: Sample | None = None  # the newest sample with a usable value
         self.cond = False
         self.figure: float | None = None  # the newest value, window mean or share beyond
+        self._since: tuple[float, int | None] | None = None  # latest mode: the first value of this breach
 
     @property
     def last(self) -> tuple[float, float, int | None] | None:
@@ -101,7 +102,10 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             return
         self._sample = sample
         if not self._windowed:
-            self.cond = self.hot = v > self._above or v < self._below
+            was, self.cond = self.cond, v > self._above or v < self._below
+            self.hot = self.cond
+            if self.cond and not was:
+                self._since = (sample.t, sample.step)
             self.figure = v
             return
         b = sample.t // self._width
@@ -129,6 +133,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
                 if v > above or v < below:
                     self._sample, self.figure = s, v
                     self.cond = self.hot = True
+                    self._since = (s.t, s.step)
                     return self._stop(samples, i, end)
             if last is not None:
                 self._sample, self.figure = last, last.metrics[m]
@@ -224,8 +229,15 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         if r.mode == "latest":
             at = f" at step {step}" if step is not None else ""
             verdict = bounds if self.cond else f"within bounds ({bounds} fires)"
+            since = self._since if self.cond else None
             return Finding(
-                self.cond, value=v, threshold=bound, step=step, reason=f"{m} {fmt_value(v)}{at} {verdict}"
+                self.cond,
+                value=v,
+                threshold=bound,
+                step=step,
+                reason=f"{m} {fmt_value(v)}{at} {verdict}",
+                onset=since[0] if since else None,
+                onset_step=since[1] if since else None,
             )
         win = format_duration(r.window)
         if self.figure is None:
@@ -236,7 +248,17 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             reason = f"{m} mean {fmt_value(self.figure)} over {win}, " + (
                 bounds if self.cond else f"within bounds ({bounds} fires)"
             )
-            return Finding(self.cond, value=self.figure, threshold=bound, step=step, reason=reason)
+            return Finding(
+                self.cond, value=self.figure, threshold=bound, step=step, reason=reason, onset=self._onset()
+            )
         share = round(100 * self.figure)
         reason = f"{m} {bounds} in {share}% of samples over {win} (fires above {round(100 * r.fraction)}%)"
-        return Finding(self.cond, value=v, threshold=bound, step=step, reason=reason)
+        return Finding(self.cond, value=v, threshold=bound, step=step, reason=reason, onset=self._onset())
+
+    def _onset(self) -> float | None:
+        """A windowed verdict's onset: the start of the oldest bucket of its window holding a value beyond
+        the bound."""
+        if not self.cond:
+            return None
+        first = next((t for _, t, _, _, beyond in self._buckets if beyond), None)
+        return first if first is not None else self._bt

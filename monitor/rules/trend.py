@@ -213,7 +213,15 @@ class TrendDetector(Detector[TrendSpec]):
             f"{m} {rose} steadily by {size} over the last {format_duration(newest[0] - first[0])}"
             f"{steps}, now {fmt_value(v)} (tau {w['tau']:.2f}): diverging"
         )
-        return Finding(True, value=v, threshold=self.rule.min_rise, step=step, reason=reason)
+        return Finding(  # the onset: the start of the window it rose steadily over
+            True,
+            value=v,
+            threshold=self.rule.min_rise,
+            step=step,
+            reason=reason,
+            onset=first[0],
+            onset_step=first[1],
+        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

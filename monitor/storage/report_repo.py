@@ -8,6 +8,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from monitor.storage.models import Alert, FleetRaster, Run, SeriesBucket, SeriesMeta, Silence
+from monitor.storage.people_models import AuditEvent
 
 BLIND_RULES = ("watching_blind", "source_unavailable", "source_down", "write_failing")
 
@@ -123,3 +124,38 @@ def curve(s: Session, run_id: str, metric: str, start: float, end: float) -> lis
         .limit(5000)
     )
     return [(float(t), float(total) / n) for t, total, n in s.execute(q)]
+
+
+def ack_notes(s: Session, alerts: list[Alert]) -> dict[int, list[str]]:
+    """alert id -> the comments people acknowledged it with (from the audit trail)."""
+    out: dict[int, list[str]] = {}
+    by_target = {f"alert {a.id}": a for a in alerts}
+    if not by_target:
+        return out
+    q = select(AuditEvent.target, AuditEvent.detail).where(
+        AuditEvent.action == "ack", AuditEvent.outcome == "done", AuditEvent.target.in_(list(by_target))
+    )
+    for target, detail in s.execute(q):
+        a = by_target[target]
+        out.setdefault(a.id, []).append(detail.removeprefix(f"{a.rule}:").strip())  # "rule: comment"
+    return out
+
+
+def buckets_around(
+    s: Session, run_id: str, metric: str, start: float, end: float, each_side: int
+) -> list[tuple[float, float, float, float]]:
+    """(time, min, mean, max) of the stored buckets of ``metric`` last written in ``[start, end]``, and
+    at least ``each_side`` buckets before ``start`` and after ``end`` (however far: a long run's series
+    is coarse, and a picture of two points is no picture), in time order."""
+    sb = SeriesBucket
+    cols = (sb.t_last, sb.min, sb.sum, sb.count, sb.max)
+    mine = (sb.run_id == run_id, sb.metric == metric, sb.count > 0, sb.t_last.is_not(None))
+    before = s.execute(
+        select(*cols).where(*mine, sb.t_last < start).order_by(sb.t_last.desc()).limit(each_side)
+    )
+    inside = s.execute(
+        select(*cols).where(*mine, sb.t_last >= start, sb.t_last <= end).order_by(sb.t_last).limit(2000)
+    )
+    after = s.execute(select(*cols).where(*mine, sb.t_last > end).order_by(sb.t_last).limit(each_side))
+    rows = sorted([*before, *inside, *after], key=lambda r: r[0])
+    return [(float(t), float(lo), float(total) / n, float(hi)) for t, lo, total, n, hi in rows]

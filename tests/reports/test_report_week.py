@@ -128,8 +128,12 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
     r = report(engine)
     assert r.runs[0].previous is not None and r.runs[0].previous.total() == pytest.approx(2.0, abs=0.01)
     row = next(line for line in markdown.render(r).splitlines() if line.startswith(f"| {r.runs[0].name} |"))
-    before = f"{r.runs[0].previous_goodput * 100:.1f}% of 2.0 h"
+    before = f"{r.runs[0].previous_goodput * 100:.1f}% of only 2.0 h watched → {r.runs[0].goodput * 100:.1f}%"
     assert before in row, f"the week before's goodput says it rests on 2 h, not a week: {row}"
+    assert (
+        "goodput: period before → this one: each run's goodput (productive ÷ watched) in the period "
+        "before, Mon 16 Nov 00:00 to Mon 23 Nov 00:00, then in this period" in markdown.render(r)
+    )
     with Session(engine) as s:
         empty = build_report(s, week_of(rw.WEEK0 - 30 * rw.DAY, zone("UTC")), now=rw.WEEK0)
     assert empty.runs == [] and empty.not_accounted == [], "the run did not exist yet: not listed"
