@@ -2,7 +2,9 @@
 
 Rules that watch one symptom from different sides (a throughput slowdown on step times and a drop of
 tokens/s; tokens/s and MFU) carry the same ``symptom`` label. The first of them to fire pages; the
-others join its message (it is updated to show every view) without notifying again, as long as one
+others join its message (it is updated to show every view) without notifying again, whatever the
+route's ``group_by`` (delivery puts an alert into the open episode that already holds its incident), as
+long as one
 that was announced, at least as severe, still fires: an escalation (a critical stall after a warning
 that telemetry stopped) is news and pages. Decided here, from labels alone, for delivery (``compose``) and for
 ``herowatch replay``'s count of pages.
@@ -23,6 +25,12 @@ def incident(labels: Mapping[str, str]) -> tuple[str, ...] | None:
     if not labels.get(SYMPTOM):
         return None
     return tuple(labels.get(k, "") for k in SAME)
+
+
+def same_incident(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Do two alerts see one incident (same run and symptom)? Never without a symptom."""
+    key = incident(a)
+    return key is not None and key == incident(b)
 
 
 def _rank(labels: Mapping[str, str]) -> int:

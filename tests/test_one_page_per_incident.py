@@ -1,7 +1,8 @@
 """One page per incident (issue 26, point 5): rules that see the same symptom (a throughput slowdown
 on step times and a drop of tokens/s) page once; the second joins the first's message, which shows both
 views. On the real llm.c log with the PAI job's real step times, 15% slower from 1.5 h: in replay, and
-in the live engine's delivery, read from the messages the receiver got."""
+in the live engine's delivery, read from the messages the receiver got, also when the route's group_by
+puts each rule in a group of its own (the incident joins across groups)."""
 
 from __future__ import annotations
 
@@ -89,9 +90,15 @@ watch:
 """
 
 
-def test_a_throughput_drop_is_one_page_that_shows_both_views(db_url, clock):
+BY_ALERTNAME = "route: {receiver: console, group_by: [alertname]}\n"  # each rule its own group
+
+
+@pytest.mark.parametrize("route", ["", BY_ALERTNAME], ids=["default route", "group_by alertname"])
+def test_a_throughput_drop_is_one_page_that_shows_both_views(db_url, clock, route):
+    """Whatever the route's group_by: the second rule joins the first one's message (its thread and
+    its text), it does not open a page of its own."""
     _, samples = _slower()
-    service, _ = make_service(db_url, clock, CONFIG)
+    service, _ = make_service(db_url, clock, CONFIG + route)
     got = Recorder()
     service.dispatcher.notifiers = {"console": got}
     service.engine.sources["sim"] = Played(samples, clock.time())

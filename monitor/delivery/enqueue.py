@@ -3,7 +3,9 @@ route, group, enqueue.
 
 An alert that fires is routed (``alerts.routing.routes_for``: info goes only where a route asks for
 it), joins the open episode of its group for each receiver (a finished episode, all of whose alerts
-have resolved and been told, is closed first, so the next page opens a new thread), and an outbox
+have resolved and been told, is closed first, so the next page opens a new thread) or, when another
+rule already fires for the same incident (``alerts.symptoms``), the episode that holds that one,
+whatever the route's group_by (one incident, one page), and an outbox
 row is written under an idempotency key. A resolution is enqueued for the episodes that hold the
 alert; whether it is worth telling is decided at delivery (``compose``). The outbox row exists if and
 only if the state change was committed.
@@ -20,6 +22,7 @@ from alerts.grouping import GroupTiming, group_key, group_labels, next_send_at
 from alerts.model import AlertState
 from alerts.notifiers.registry import records_only
 from alerts.routing import Route, routes_for
+from alerts.symptoms import incident, same_incident
 from monitor.storage import groups_repo, outbox_store
 from monitor.storage.models import Alert, AlertGroup, Notification
 
@@ -37,10 +40,12 @@ class Enqueuer:
             timing = route.timing
             key = group_key(route.receiver, alert.labels, route.group_by)
             if to_state == AlertState.FIRING:
-                group = self._episode(s, key, route, alert.labels, now)
+                group = _incident_episode(s, route.receiver, alert) or self._episode(
+                    s, key, route, alert.labels, now
+                )
                 groups_repo.join(s, group.id, alert.id, now)
             else:
-                group = groups_repo.open_group(s, key)
+                group = _holding(s, route.receiver, alert, key) or groups_repo.open_group(s, key)
                 if group is None or not timing.send_resolved:
                     continue  # never told (no episode), or resolutions are not wanted here
             n = outbox_store.enqueue_once(
@@ -82,6 +87,25 @@ class Enqueuer:
                 now,
             )
         return group
+
+
+def _incident_episode(s: Session, receiver: str, alert: Alert) -> AlertGroup | None:
+    """The open episode of ``receiver`` that already holds a firing alert of the same incident (same run
+    and symptom, ``alerts.symptoms``), whatever the route's group_by: a second rule that sees the same
+    incident joins that thread and message rather than opening a page of its own."""
+    if incident(alert.labels or {}) is None:
+        return None
+    for group, other in groups_repo.firing_in_open_groups(s, receiver, alert.run_id, alert.id):
+        if same_incident(alert.labels or {}, other.labels or {}):
+            return group
+    return None
+
+
+def _holding(s: Session, receiver: str, alert: Alert, key: str) -> AlertGroup | None:
+    """The open episode of ``receiver`` that holds ``alert`` (its own group's first): where its
+    resolution is told, also when it joined another group's incident."""
+    held = [g for g in groups_repo.groups_with_alerts(s, [alert.id]) if g.receiver == receiver]
+    return min(held, key=lambda g: g.open_key != key, default=None)
 
 
 def finished(s: Session, group: AlertGroup) -> bool:

@@ -10,14 +10,17 @@ longer). The baseline is the interquartile mean of the buckets of the trailing
 its noise is their MAD, scaled up for a run whose speed wanders slowly (lag-1 autocorrelation). The
 baseline is ready after ``warmup`` once it has settled (its first and last thirds within shift/4):
 a baseline still on the move is part of a slow swing, not a level. Each bucket then adds its excess
-over baseline + ``shift``/2 to the CUSUM
+over baseline + ``shift``/2 to the CUSUM, weighted by its evidence w (its values over a usual
+bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds)
 
-    S = max(0, S + (x - baseline) - shift / 2)
+    S = max(0, S + w (x - baseline - shift / 2))
 
 and the rule fires when S exceeds max(``h`` x ``shift``, ``z`` x sigma): a sustained slowdown of
 ``shift`` fires in about 2h buckets, a swing of less than ``shift``/2 about the baseline never adds
-up, and a noisy run needs more evidence than a steady one. While it fires the baseline is frozen (a
-slow GPU that stays slow keeps the alert up); it resolves once S has come down to half the threshold.
+up, and a noisy run needs more evidence than a steady one. The open bucket is judged too, for its
+evidence so far (about 16 times as it fills): a slowdown fires once the evidence suffices, not when
+its bucket closes. While it fires the baseline is frozen (a slow GPU that stays slow keeps the alert
+up); it resolves once S has come down to half the threshold.
 The alert says how large the slowdown is and when it began (the bucket where S left 0). A restart
 (a step rewind, a resume, a restart counter increase) starts afresh: the run may be on other
 hardware. Before the baseline is ready the rule cannot tell (the alert keeps its state).
@@ -41,6 +44,7 @@ from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
 CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
+PEEKS = 16  # the open bucket is judged about this many times before it closes
 
 
 class SlowdownSpec(RuleSpec):
@@ -82,6 +86,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
         self.recent: deque[list[float]] = deque(maxlen=self._lagged + 2)  # buckets not in the baseline yet
         self.base: deque[float] = deque(maxlen=max(self._need, math.ceil(rule.baseline / rule.bucket)))
+        self.base_n: deque[int] = deque(maxlen=self.base.maxlen)  # the values of the baseline's buckets
+        self.ref_n: float | None = None  # their median: the evidence of one usual bucket
+        self.peek: list[float] | None = None  # the open bucket judged: [S with it, weight x excess, weight]
+        self.peek_at = rule.min_points  # the open bucket is judged again when it holds this many values
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
         self.sigma = 0.0
         self.s = 0.0  # the CUSUM
@@ -147,6 +155,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self._close()
             self.bucket_start = [t, step]
         self.values.append(value)
+        if len(self.values) >= self.peek_at:
+            self._peek()
 
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
@@ -157,6 +167,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         while i < end:
             if not (self.hot or self.bucket_start is None or self.prev_step is None):
                 prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
+                peek_at = self.peek_at
                 values, start = self.values, self.bucket_start[0]
                 while i < end:
                     s = samples[i]
@@ -173,6 +184,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                                 n = len(values)
                                 if t - start >= width and n >= min_points or n >= MAX_WINDOW:
                                     break  # the bucket closes
+                                if n + 1 >= peek_at:
+                                    break  # the open bucket is judged
                                 last_step = step
                                 values.append(value)
                         prev_t, prev_step = t, step
@@ -189,14 +202,18 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.recent.clear()
         self.base.clear()
         self.mu, self.sigma, self.s, self._pause = None, 0.0, 0.0, math.inf
+        self.base_n.clear()
+        self.ref_n, self.peek, self.peek_at = None, None, self._min_points
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
         self.resets += 1
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
-        b = [*self.bucket_start, self._sign * math.log(median_of_sorted(sorted(self.values)))]
+        median = median_of_sorted(sorted(self.values))
+        b = [*self.bucket_start, self._sign * math.log(median), len(self.values)]
         self.values, self.bucket_start = [], None
+        self.peek, self.peek_at = None, self._min_points
         self.recent.append(b)
         if self._sign > 0:  # a step time 5x the usual is a pause
             self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
@@ -205,7 +222,11 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             old = self.recent.popleft()
             if not self.firing:  # a slowdown that fired must not become the new normal
                 self.base.append(old[2])
+                if len(old) > 3:
+                    self.base_n.append(int(old[3]))
                 admitted = True
+        if admitted and self.base_n:
+            self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and len(self.base) >= self._need:
             ordered = sorted(self.base)
             n = len(ordered)
@@ -233,18 +254,46 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         first, last = sorted(base[:third]), sorted(base[-third:])
         return abs(median_of_sorted(last) - median_of_sorted(first)) <= self.rule.shift / 4
 
+    def _weight(self, n: float | None) -> float:
+        """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at
+        most 1. A short bucket (a pause in it, the open one) moves the CUSUM as much per step as a full
+        one, as a log-likelihood ratio does; a long one counts as one: a bucket's noise is mostly the
+        run's slow wander, which more steps in it do not average out (the real jitter: 5-minute medians
+        wander as much as 1-minute ones)."""
+        ref = self.ref_n
+        return 1.0 if n is None or not ref else min(1.0, n / ref)
+
+    def _peek(self) -> None:
+        """Judge the open bucket as it stands, for its evidence so far, so that a slowdown is not held
+        back until its bucket closes. Crossing the threshold fires (the closing bucket then confirms
+        it: firing resolves only below half the threshold)."""
+        n = len(self.values)
+        self.peek_at = n + max(self._min_points, math.ceil((self.ref_n or 0) / PEEKS))
+        if self.mu is None or self.firing:
+            return
+        w = self._weight(n)
+        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self.mu
+        s = self.s + w * (dev - self._k)
+        self.peek = [s, w * dev, w] if s > 0 else None
+        if s > self.threshold():
+            if self.began is None:
+                self.began = list(self.bucket_start)
+            self.firing = self.hot = True
+
     def _cusum(self, b: list[float]) -> None:
-        t, step, x = b
+        t, step, x = b[:3]
+        w = self._weight(b[3] if len(b) > 3 else None)
         dev = x - self.mu
-        s = self.s + dev - self._k
+        s = self.s + w * (dev - self._k)
+        self.peek = None
         if s <= 0:
             self.s, self.began, self.excess = 0.0, None, [0.0, 0]
         else:
             if self.began is None:
                 self.began = [t, step]
             self.s = min(s, CAP * self.threshold())
-            self.excess[0] += dev
-            self.excess[1] += 1
+            self.excess[0] += w * dev
+            self.excess[1] += w
         if self.firing:
             self.firing = self.s > self.threshold() / 2
         else:
@@ -260,7 +309,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if self.mu is None:
             reason = f"{what}: learning the run's baseline ({len(self.base)}/{self._need} buckets)"
             return Finding(False, unknown=True, reason=reason, step=self.last_step)
-        size = math.exp(self.excess[0] / self.excess[1]) - 1 if self.excess[1] else 0.0
+        excess, weight, cusum = *self.excess, self.s
+        if self.peek is not None:  # the open bucket, judged for its evidence so far
+            cusum, excess, weight = self.peek[0], excess + self.peek[1], weight + self.peek[2]
+        size = math.exp(excess / weight) - 1 if weight else 0.0
         step = self.last_step
         base = math.exp(self._sign * self.mu)
         now_level = base * (1 + size) ** self._sign
@@ -271,7 +323,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                 threshold=self.rule.shift,
                 step=step,
                 reason=f"{what} near its baseline {fmt_value(base)} "
-                f"(CUSUM {self.s:.3f} of {self.threshold():.3f})",
+                f"(CUSUM {cusum:.3f} of {self.threshold():.3f})",
             )
         slower = f"+{size * 100:.1f}%" if self._sign > 0 else f"-{(1 - 1 / (1 + size)) * 100:.1f}%"
         began_t, began_step = self.began

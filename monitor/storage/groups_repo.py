@@ -245,3 +245,24 @@ def by_key(s: Session, key: str) -> AlertGroup | None:
     return s.scalar(
         select(AlertGroup).where(AlertGroup.group_key == key).order_by(AlertGroup.id.desc()).limit(1)
     )
+
+
+def firing_in_open_groups(
+    s: Session, receiver: str, run_id: str, other_than: int
+) -> list[tuple[AlertGroup, Alert]]:
+    """The open episodes of ``receiver`` that hold a firing alert of run ``run_id`` (other than alert
+    ``other_than``), each with that alert: oldest episode first (where an incident of the run is told)."""
+    q = (
+        select(AlertGroup, Alert)
+        .join(GroupMember, GroupMember.group_id == AlertGroup.id)
+        .join(Alert, Alert.id == GroupMember.alert_id)
+        .where(
+            AlertGroup.receiver == receiver,
+            AlertGroup.open_key.is_not(None),
+            Alert.run_id == run_id,
+            Alert.state == AlertState.FIRING,
+            Alert.id != other_than,
+        )
+        .order_by(AlertGroup.created_at, AlertGroup.id)
+    )
+    return [(g, a) for g, a in s.execute(q)]

@@ -123,3 +123,22 @@ def test_the_state_is_bounded_plain_data():
         d.observe(s)
     assert len(d.base) <= d.base.maxlen and len(d.values) < 400
     json.dumps({k: (list(v) if isinstance(v, deque) else v) for k, v in vars(d).items() if k != "rule"})
+
+
+def test_the_open_bucket_is_judged_for_its_evidence_so_far():
+    """A 10% slowdown needs a little over one bucket of evidence: it fires about 5 minutes in, not when
+    the second 5-minute bucket after it closes (10 minutes)."""
+    d = det()
+    times = steady(3 * 3600, 1.0)
+    for s in rows(times):
+        d.observe(s)
+    onset = times[-1]
+    slow = steady(15 * 60, 1.1, onset + 1.1)
+    fired = next((t for i, t in enumerate(slow) if _fires(d, T0 + t, 3 * 3600 + i)), None)
+    assert fired is not None and fired - onset <= 7 * 60, fired and (fired - onset) / 60
+    assert "+10.0%" in d.evaluate(T0 + fired).reason
+
+
+def _fires(d: SlowdownDetector, t: float, step: int) -> bool:
+    d.observe(Sample(t, "r", step, {}, "running"))
+    return d.evaluate(t).active
