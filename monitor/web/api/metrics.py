@@ -120,7 +120,8 @@ class HerowatchCollector(Collector):
             "At the watch's last poll, the longest a put-off run had waited since its history was last read",
             labels=["watch", "source"],
         )
-        for watch, kind, throttle in self.ctx.engine.source_polls.throttled():
+        engine = self.ctx.engine  # None when no poller runs in this process (an API-only replica)
+        for watch, kind, throttle in engine.source_polls.throttled() if engine else ():
             deferred.add_metric([watch, kind], float(throttle.deferred if throttle else 0))
             waiting.add_metric([watch, kind], throttle.waiting if throttle else 0.0)
         yield deferred
