@@ -230,7 +230,9 @@ watch:
   - name: hero
     poll_interval: 1s
     unavailable_after: {unavailable_after}
-    wandb: {{entity: {ENTITY}, project: {PROJECT}, tags: [hero], timeout: 2s, retries: 0}}
+    # polled every second against a stand-in with no quota: herowatch's own W&B quota (200 a minute
+    # by default, for a real server) is lifted here
+    wandb: {{entity: {ENTITY}, project: {PROJECT}, tags: [hero], timeout: 2s, retries: 0, rate_limit: 100000}}
     prometheus:
       url: {self.prometheus.url}
       step: 1s

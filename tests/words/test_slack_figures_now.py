@@ -30,7 +30,7 @@ def _config(slack: SlackStandin, incident: str) -> str:
 
 
 def _minutes(text: str) -> int:
-    m = re.search(r"has stayed above [\d.]+ for (?:(\d+)h)?(\d+)m", text)
+    m = re.search(r"has stayed above [\d.]+ for (?:\d+ steps, )?(?:(\d+)h)?(\d+)m", text)
     assert m, text
     return int(m.group(1) or 0) * 60 + int(m.group(2))
 

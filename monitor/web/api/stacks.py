@@ -25,7 +25,11 @@ router = APIRouter(tags=["runs"], route_class=CredentialsFirst)
 @router.get(
     "/api/runs/{run_id:path}/stacks",
     summary="The run's latest stack capture: ranks grouped by where they are, the odd ones named",
-    responses={404: {"model": ErrorOut, "description": "no such run, or no capture of it yet"}},
+    responses={
+        401: {"model": ErrorOut},
+        403: {"model": ErrorOut},
+        404: {"model": ErrorOut, "description": "no such run, or no capture of it yet"},
+    },
     dependencies=[Depends(require_read)],
 )
 def get_stacks(run_id: str, ctx: ApiContext = Depends(context)) -> dict[str, Any]:
@@ -42,6 +46,8 @@ def get_stacks(run_id: str, ctx: ApiContext = Depends(context)) -> dict[str, Any
     status_code=202,
     summary="Capture the run's stacks now, from every connected `herowatch emit run` wrapper",
     responses={
+        401: {"model": ErrorOut},
+        403: {"model": ErrorOut},
         404: {"model": ErrorOut, "description": "no such run"},
         409: {"model": ErrorOut, "description": "no wrapper of the run is connected"},
     },

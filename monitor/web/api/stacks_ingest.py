@@ -54,10 +54,13 @@ class PushOut(BaseModel):
     processes: int
 
 
+NO_ENGINE = "this herowatch takes no stack captures (it runs no engine)"
+
+
 def _broker(request: Request):  # noqa: ANN202
     ctx: ApiContext = request.app.state.ctx
     if ctx.stacks is None:
-        raise HTTPException(404, "this herowatch takes no stack captures (it runs no engine)")
+        raise HTTPException(404, NO_ENGINE)
     return ctx.stacks
 
 
@@ -65,7 +68,11 @@ def _broker(request: Request):  # noqa: ANN202
     "/api/ingest/stacks/poll",
     response_model=PollOut,
     summary="A wrapper's long poll: a stack capture to make, or 204 after `wait` seconds",
-    responses={204: {"description": "nothing to capture: poll again"}, 401: {"model": ErrorOut}},
+    responses={
+        204: {"description": "nothing to capture: poll again"},
+        401: {"model": ErrorOut},
+        404: {"model": ErrorOut, "description": NO_ENGINE},
+    },
 )
 async def poll(body: PollIn, request: Request) -> PollOut | Response:
     broker = _broker(request)
@@ -86,6 +93,7 @@ async def poll(body: PollIn, request: Request) -> PollOut | Response:
     response_model=PushOut,
     summary="A node's stacks, in answer to a capture herowatch asked for",
     responses={
+        404: {"model": ErrorOut, "description": NO_ENGINE},
         409: {"model": ErrorOut, "description": "herowatch did not ask this run for this capture"},
         413: {"model": ErrorOut, "description": f"the body is over {MAX_PUSH} bytes"},
         422: {"model": ErrorOut, "description": "not a node's stacks (field by field)"},
