@@ -54,6 +54,7 @@ watch:
 rules:
   packs: [hero, rl, sft]
   files: ['{pack}']
+  files_outside: true  # the pack is in the test's own folder, not beside a config file
 """
 
 
