@@ -18,7 +18,9 @@ probe of running runs whose steps have not moved (every ``rewind_probe``) and fr
 moved, and they enter in time order, as a step rewind.
 
 Anything unreadable makes the whole poll an error: the engine sees "source unavailable", never
-"no new steps".
+"no new steps"; except one run's history answer (an error for that run, over ``max_answer_bytes``, not
+JSON): that run alone is unreadable, its cursor kept, and every other run is read
+(monitor.sources.mlflow_isolation).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from monitor.sources.key_patterns import key_filter
 from monitor.sources.mlflow_client import MAX_VALUES, MlflowApi, MlflowUnavailable
 from monitor.sources.mlflow_config import STATES, MlflowTarget
 from monitor.sources.mlflow_history import Read, batches
+from monitor.sources.mlflow_isolation import IsolatedHistory
 from monitor.sources.mlflow_rewind import lead_key, plan, relogged
 
 log = logging.getLogger(__name__)
@@ -158,11 +161,17 @@ class MlflowSource:
                 lo = before[0] if before is not None else max(0, step - cfg.warmup_steps + 1)
                 reads.append(Read(run_id, name, lo, step, before, past[run_id].horizon.get(name)))
                 seen[run_id][name] = [step, ts]
-        values = self._read(api, reads, cfg.page_steps)
-        self._rework(api, cfg, wanted, latest, states, past, reads, values, now)
+        isolated = IsolatedHistory(api)
+        values = self._read(isolated, reads, cfg.page_steps)
+        self._rework(isolated, cfg, wanted, latest, states, past, reads, values, now)
+        if (outage := isolated.outage()) is not None:
+            raise MlflowUnavailable(outage)
         out = PollResult()
         for run_id, run in runs.items():
             key = qualify(SOURCE, cfg.experiment, run_id)
+            if run_id in isolated.unreadable:  # its own answer was bad: read again next poll
+                self._unreadable(cfg, target, experiment, run, mine, states[run_id], isolated, out, now)
+                continue
             rows: dict[int, dict[str, float]] = {}
             times: dict[int, float] = {}
             for (name, _, _), m in sorted(
@@ -207,7 +216,7 @@ class MlflowSource:
         return out
 
     @staticmethod
-    def _read(api: MlflowApi, reads: list[Read], page_steps: int, out: Values | None = None) -> Values:
+    def _read(api: IsolatedHistory, reads: list[Read], page_steps: int, out: Values | None = None) -> Values:
         """Every value the reads want, in as few requests as fit, added to ``out``."""
         wanted = {(r.run_id, r.key): r for r in reads}
         out = {} if out is None else out
@@ -221,7 +230,7 @@ class MlflowSource:
 
     def _rework(
         self,
-        api: MlflowApi,
+        api: IsolatedHistory,
         cfg: MlflowTarget,
         wanted: Callable[[str], bool],
         latest: Mapping[str, Mapping[str, tuple[int, int]]],
@@ -292,6 +301,32 @@ class MlflowSource:
                 if name != scan.key and name in p.horizon and not name.startswith(SYSTEM) and wanted(name):
                     others.append(Read(scan.run_id, name, min(steps), max(steps), (s, ts), p.horizon[name]))
         self._read(api, others, cfg.page_steps, values)
+
+    def _unreadable(
+        self,
+        cfg: MlflowTarget,
+        target: Target,
+        experiment: str,
+        run: Mapping[str, Any],
+        mine: Mapping[str, Cursor],
+        state: RunState,
+        isolated: IsolatedHistory,
+        out: PollResult,
+        now: float,
+    ) -> None:
+        """A run whose history answer was bad: its state (the search read it), its own reason, its cursor
+        as it was (what it logged is read next poll); nothing of its history."""
+        run_id = run["info"]["run_id"]
+        key = qualify(SOURCE, cfg.experiment, run_id)
+        why = f"MLflow at {cfg.tracking_uri}, run {run_id}: {isolated.unreadable[run_id]}"
+        log.warning("watch %s: %s", target.watch, why[:500])
+        out.unreadable[key] = why
+        out.samples.append(Sample(t=now, run=key, state=state, source=SOURCE))
+        before = dict(mine.get(run_id) or {})
+        before.pop("deleted", None)
+        out.cursors[key] = {**before, "run_id": run_id, "experiment": experiment, "state": state}
+        last = max((ts for ts, _ in Past.of(before).horizon.values()), default=None)
+        out.runs.append(self._info(cfg, target, experiment, run, state, last))
 
     @staticmethod
     def _info(
