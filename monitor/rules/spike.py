@@ -317,8 +317,8 @@ class SpikeDetector(Detector[SpikeSpec]):
             return Finding(True, value, threshold, step, reason, onset=since, onset_step=since_step)
         if self.raised is not None and b.calm:  # it ends: a window, or n values in a row, back
             reason = (
-                f"{m} {fmt_value(v)}{at} has been back {down} {fmt_value(threshold)} for {b.calm} values "
-                f"in a row, {format_duration(t - b.calm_t)} (baseline {fmt_value(base_raw)})"
+                f"{m} {fmt_value(v)}{at} has been back {down} {fmt_value(threshold)} for "
+                f"{format_duration(t - b.calm_t)} (baseline {fmt_value(base_raw)})"
             )
         else:
             reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"

@@ -173,10 +173,6 @@ class SpikeBaseline:
         if y < self.streak_min:
             self.streak_min = y
 
-    def recovered(self, t: float) -> bool:  # n values in a row back under the bar, or a recent window
-        n = self.calm
-        return n >= self.steps_needed() or n >= self.floor_points and t - self.hot_t >= self.floor_window
-
     def _end_streak(self) -> None:
         if not self.floor_raised:  # a run of values beyond the bar that came back by itself: noise
             self.longest_recovered = max(self.longest_recovered, self.streak)
@@ -228,11 +224,13 @@ class SpikeBaseline:
                 self._extend_streak(t, step, y, before)
                 self.calm, self.hot_t = 0, t
             else:
-                self.calm_t, self.calm = (self.calm_t if self.calm else t), self.calm + 1
+                if self.floor_raised:  # counted while raised only (what ends it): replay's fast path skips it
+                    self.calm_t, self.calm = (self.calm_t if self.calm else t), self.calm + 1
                 if self.streak:
                     self._end_streak()
             if self.floor_raised:  # held until a window, or n values in a row, are back under the bar
-                self.floor_raised = not self.recovered(t)
+                n, window = self.calm, t - self.hot_t >= self.floor_window
+                self.floor_raised = n < self.steps_needed() and (n < self.floor_points or not window)
             elif self.streak >= self.steps_needed():
                 self.floor_raised = True
             elif self._floor_ready:
