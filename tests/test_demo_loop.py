@@ -69,6 +69,11 @@ def test_every_incident_of_the_loop_fires_then_resolves_and_the_loop_repeats(tmp
                 f"{rule} stays firing long enough to act on, and resolves: {lasted / 60:.0f}m"
             )
             assert resolved[0].at < T0 + (loop + 1) * LOOP, f"{rule} resolves before the loop comes round"
+            if rule == "loss_spike":  # held by the detector, not the clock: a floor window (5m) after the
+                # loss is back, plus a poll, never half an hour of "firing" on a healthy loss
+                back = start + (incidents[kind].duration or 0)
+                late = resolved[0].at - back
+                assert 0 <= late <= 7 * 60, f"loss_spike resolves {late:.0f}s after the loss is back"
     # the outage (30m) outlasts the grace (10m): it escalates once per loop, source_down, critical, and
     # ends with its warning, at the same time (one outage, one incident)
     outage_at = incidents["outage"].at

@@ -277,26 +277,52 @@ class SpikeDetector(Detector[SpikeSpec]):
         if b.floor_raised and b.streak:  # the values in a row beyond the bar: the evidence, and its onset
             floor = b.streak_min
         floor_raw = b.raw(floor)
+        t = b.latest[0]
+        at = f" at step {step}" if step is not None else ""
         if b.floor_raised:
-            t = b.latest[0]
             was = self.raised if self.raised is not None and self.raised[2] == b.resets else None
             # the onset, kept while the floor stays raised: the first of the values in a row beyond
             # the bar, or the oldest of the recent window
             since, since_step = (b.streak_t, b.streak_step) if b.streak else (b.floor_since, None)
             if was:
                 since, since_step = was[3], was[5]
-            least = min(was[4], floor) if was else floor
-            self.raised = [threshold, base_raw, b.resets, since, least, since_step]
-            score = (floor - med) / b.sigma_eff()
+            # held through values back under the bar (a dip): not evidence of the level it stays at
+            dip = bool(b.calm) or floor - med < b.needed()
+            least = (was[4] if was else floor) if dip else min(was[4], floor) if was else floor
+            dipped = was[6] if was else None  # the lowest such dip since it fired
+            if dip:
+                dipped = floor if dipped is None else min(dipped, floor)
+            self.raised = [threshold, base_raw, b.resets, since, least, since_step, dipped]
             age = f"; newest value {format_duration(now - t)} old" if now - t >= 60 else ""
+            if b.calm:
+                n = b.steps_needed()
+                ends = format_duration(b.floor_window) + (f" or {int(n)} values" if n < math.inf else "")
+                reason = (
+                    f"{m} {fmt_value(v)}{at} is back {down} {fmt_value(threshold)} for {b.calm} values, "
+                    f"{format_duration(t - b.calm_t)}, after {format_duration(b.calm_t - since)} {up} it "
+                    f"(baseline {fmt_value(base_raw)}{age}): still the same incident until it stays back "
+                    f"for {ends}"
+                )
+                return Finding(True, v, threshold, step, reason, onset=since, onset_step=since_step)
+            score = (least - med) / b.sigma_eff()
             steps = f"{b.streak} steps, " if b.streak else ""
+            stayed = f"stayed {up} {fmt_value(b.raw(least))}"
+            if dipped is not None:
+                stayed = f"been {up} {fmt_value(b.raw(least))} but for a dip to {fmt_value(b.raw(dipped))}"
             reason = (
-                f"{m} has stayed {up} {fmt_value(b.raw(least))} for {steps}{format_duration(t - since)} "
+                f"{m} has {stayed} for {steps}{format_duration(t - since)} "
                 f"(baseline {fmt_value(base_raw)}, {score:.1f} sigma{age})"
             )
-            return Finding(True, floor_raw, threshold, step, reason, onset=since, onset_step=since_step)
+            value = b.raw(least) if dip else floor_raw
+            return Finding(True, value, threshold, step, reason, onset=since, onset_step=since_step)
+        if self.raised is not None and b.calm:  # it ends: a window, or n values in a row, back
+            reason = (
+                f"{m} {fmt_value(v)}{at} has been back {down} {fmt_value(threshold)} for "
+                f"{format_duration(t - b.calm_t)} (baseline {fmt_value(base_raw)})"
+            )
+        else:
+            reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
         self.raised = None
-        reason = f"{m} floor {fmt_value(floor_raw)} is back near its baseline {fmt_value(base_raw)}"
         return Finding(False, value=floor_raw, threshold=threshold, step=step, reason=reason)
 
     def _after_lost_baseline(self, v: float, step: int | None) -> Finding | None:

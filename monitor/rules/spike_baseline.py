@@ -22,6 +22,8 @@ otherwise make the baseline two minutes long, and cost a sorted insert per step)
   noise), all sit beyond the bar: the minimum of the last n values, n counted in steps. A slow run
   (an RL step every few minutes) then pages after a few steps instead of a window of wall time, a
   fast run after n steps instead of minutes; the wall-clock window bounds how long either waits.
+- once raised, the floor stays raised until a whole recent window (at least ``floor_points`` values)
+  or n values in a row are back under the bar: a brief dip is the same incident, whatever the cadence.
 
 The recent window is kept in 30 time buckets (count, minimum, first value); a bucket leaving it
 hands its first value to the baseline. So a value costs O(1) (a compare against a precomputed gate,
@@ -78,6 +80,7 @@ class SpikeBaseline:
         self.streak_min = INF
         self.streak_before = -INF  # the value just before them
         self.longest_recovered = 0
+        self.calm, self.calm_t, self.hot_t = 0, 0.0, -INF  # values in a row under the bar, since; last over
         self.log = spec.scale == "log"
         self.sign = 1.0 if spec.direction == "up" else -1.0
         self._last_step: int | None = None
@@ -219,9 +222,16 @@ class SpikeBaseline:
         if self.track_floor:
             if self.is_spike:
                 self._extend_streak(t, step, y, before)
-            elif self.streak:
-                self._end_streak()
-            if self.streak >= self.steps_needed():
+                self.calm, self.hot_t = 0, t
+            else:
+                if self.floor_raised:  # counted while raised only (what ends it): replay's fast path skips it
+                    self.calm_t, self.calm = (self.calm_t if self.calm else t), self.calm + 1
+                if self.streak:
+                    self._end_streak()
+            if self.floor_raised:  # held until a window, or n values in a row, are back under the bar
+                n, window = self.calm, t - self.hot_t >= self.floor_window
+                self.floor_raised = n < self.steps_needed() and (n < self.floor_points or not window)
+            elif self.streak >= self.steps_needed():
                 self.floor_raised = True
             elif self._floor_ready:
                 floor = self._omin
@@ -270,7 +280,7 @@ class SpikeBaseline:
                 else:
                     y = v * sign
                 t = s.t
-                if t // width == ob and y < gate and not self.streak:  # the common case
+                if t // width == ob and y < gate and not self.streak and not raised:  # the common case
                     on += 1
                     olast = t
                     if y < omin:
@@ -382,10 +392,5 @@ class SpikeBaseline:
 
     @property
     def floor_since(self) -> float:
-        """When the oldest value of the recent window was logged: while the floor is raised, every
-        value since has been beyond the baseline (the onset of the evidence)."""
+        """When the oldest value of the recent window was logged (the onset of a window's evidence)."""
         return self._closed[0][1] if self._closed else self._ot
-
-    @property
-    def floor_span(self) -> float:
-        return self._olast - self.floor_since

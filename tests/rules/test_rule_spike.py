@@ -12,7 +12,7 @@ from monitor.engine.evaluator import Evaluator
 from monitor.rules.spike import SpikeDetector
 from monitor.samples import Sample
 from monitor.traces.replay import replay
-from tests.rules.helpers_rules import T0, feed, rule, steps
+from tests.rules.helpers_rules import T0, feed, hero, rule, steps
 
 
 def spike(**params: object) -> SpikeDetector:
@@ -151,3 +151,36 @@ def test_a_rewind_that_loses_the_baseline_while_the_loss_stays_high_does_not_res
     why = events[-1].reason
     assert why.startswith("the evidence is gone: the run rewound and its baseline was rebuilt"), why
     assert "warming up" not in why
+
+
+@pytest.mark.parametrize("dt", [1.0, 10.0, 100.0])
+def test_a_divergence_with_a_brief_dip_is_one_alert_and_a_recovered_loss_resolves_within_a_window(dt):
+    """The hero pack's loss_spike, at any cadence: the loss doubles, dips back to its baseline for two
+    steps in the middle (the same divergence), then recovers for good. One firing, no resolve-and-re-page
+    at the dip; resolved within one floor window (5m, or 64 steps in a row for a fast run) of the recovery,
+    not half an hour of wall clock later, saying it is back under the bar."""
+    [loss_spike] = [r for r in hero() if r.name == "loss_spike"]
+    per_hour = int(3600 / dt)
+    healthy = noisy(max(120, 3 * per_hour // 2))
+    diverged = noisy(per_hour // 2, level=4.0, seed=3)  # 30 minutes
+    values = healthy + diverged + noisy(2, seed=4) + diverged + noisy(per_hour, seed=5)
+    samples = steps(values, every=dt)
+    events = replay(samples, [loss_spike]).events
+    assert [e.state for e in events] == ["firing", "resolved"], [(e.state, e.reason) for e in events]
+    back = samples[len(healthy) + 2 * len(diverged) + 2].t  # the first value of the recovery
+    window = min(300.0, 64 * dt)
+    assert events[0].t < back and 0 <= events[1].t - back <= window + dt, (events[1].t - back, window)
+    assert "is back below" in events[1].reason or "has been back below" in events[1].reason, events[1].reason
+
+
+def test_while_held_through_a_dip_the_text_says_the_loss_is_back_and_what_ends_it():
+    det = spike(mode="floor", floor_steps=64)
+    feed(det, steps(noisy(120) + noisy(60, level=4.0, seed=3)))
+    assert det.evaluate(T0 + 1790).active
+    feed(det, steps(noisy(3, seed=4), t0=T0 + 1800, start_step=180))
+    f = det.evaluate(T0 + 1820)
+    assert f.active and det.hot, f.reason
+    assert "is back below" in f.reason and "until it stays back for 5m or 64 values" in f.reason, f.reason
+    feed(det, steps(noisy(3, level=4.0, seed=6), t0=T0 + 1830, start_step=183))
+    f = det.evaluate(T0 + 1850)
+    assert f.active and "but for a dip to" in f.reason and "has stayed" not in f.reason, f.reason
