@@ -118,8 +118,10 @@ def main() -> None:
         )
         false += blip_pages + healthy_pages
         median = statistics.median(delays) / MIN if delays else float("nan")
-        summary.append(f"{dt:g} s/step: caught {caught}/{len(CASES)}, false pages {false}, extra {extra}, "
-                       f"median detect {median:.1f} min")
+        summary.append(
+            f"{dt:g} s/step: caught {caught}/{len(CASES)}, false pages {false}, extra {extra}, "
+            f"median detect {median:.1f} min"
+        )
     print()
     for line in summary:
         print(line)

@@ -50,7 +50,8 @@ BUDGETS = {
     "divergence": 30 * MIN,  # loss rising or a raised floor
     "nan": MIN,
     "crash": 5 * MIN,  # a crash or a clean exit before the target
-    "crash_loop": HOUR, "oom": 5 * MIN,
+    "crash_loop": HOUR,
+    "oom": 5 * MIN,
     "blind": 15 * MIN,  # an essential input never arriving
     "eval": 30 * MIN,  # an eval regression, after the eval that shows it
     "event": 5 * MIN,  # recorded events (info), not pages

@@ -8,8 +8,7 @@ schedule (schedule.py): at which steps, or how often in time, it habitually paus
   most ``floor`` past one: a slow run's step is no reason to wait 10 of them),
   ``pause_factor`` x the longest pause that happened twice among the last 8, capped at ``max_pause``).
 - Once it is known, a pause at a habitual step gets ``habit_factor`` x its usual length, and a pause
-  anywhere else is a hang after max(``hang_after``, ``k`` x the p99 step interval): minutes, not the
-  15-minute floor.
+  anywhere else is a hang after max(``hang_after``, ``k`` x the p99 step interval): minutes, not floor.
 - A run that does not pause has a known schedule too ("no habitual pause"): once it has stepped at
   a steady cadence for ``steady_after`` and ``steady_steps`` with no long pause (and, if it paused
   before, for ``COVER`` x the longest pause-free stretch it had then: a rarer pause would have shown

@@ -371,34 +371,7 @@ class ReportSent(Base):
     error: Mapped[str | None] = mapped_column(Text)
 
 
-# the audit trail and personal API tokens live in their own module, registered on the same Base
+# the audit trail and personal API tokens, and the stack captures, live in their own modules, registered
+# on the same Base
 from monitor.storage.people_models import ApiToken, AuditEvent  # noqa: E402, F401
-
-
-class StackCapture(Base):
-    """A run's latest stack capture request (``monitor.stacks``): who asked, why, which nodes' wrappers
-    were connected then, and until when a hang's first page waits for their answers. A new capture
-    replaces it (and its nodes' answers)."""
-
-    __tablename__ = "stack_captures"
-
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    capture_id: Mapped[str] = mapped_column(String(64))
-    reason: Mapped[str] = mapped_column(String(300))
-    requested_by: Mapped[str] = mapped_column(String(200))
-    requested_at: Mapped[float] = mapped_column(Float)
-    hold_until: Mapped[float] = mapped_column(Float)  # a hang's page waits for the answers until then
-    expected: Mapped[list[Any]] = mapped_column(JSON, default=list)  # the nodes asked
-
-
-class StackDump(Base):
-    """One node's answer to its run's latest capture (``monitor.stacks.model.NodeStacks``, bounded at
-    the door), replaced by the node's next answer."""
-
-    __tablename__ = "stack_dumps"
-
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    node: Mapped[str] = mapped_column(String(128), primary_key=True)
-    capture_id: Mapped[str] = mapped_column(String(64))
-    at: Mapped[float] = mapped_column(Float)  # when it arrived
-    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+from monitor.storage.stack_models import StackCapture, StackDump  # noqa: E402, F401

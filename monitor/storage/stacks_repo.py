@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from monitor.storage.models import StackCapture, StackDump
+from monitor.storage.stack_models import StackCapture, StackDump
 
 MAX_NODES = 4096  # answers kept per run: a token holder cannot grow the table without end
 

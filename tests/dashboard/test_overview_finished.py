@@ -63,7 +63,7 @@ def test_finished_runs_sit_apart_collapsed_and_a_run_moves_there_a_day_after_it_
     live_ids = [row(n).split("'")[1] for n in ("crashed-old", "steady", "recent")]
     expect(page.locator(LIVE)).to_have_count(3)
     assert [li.get_attribute("data-run") for li in page.locator(LIVE).all()] == live_ids, "urgency order"
-    expect(page.locator(f"{LIVE}{row('recent')[len('li.run'):]} .badge")).to_have_text("ENDED")
+    expect(page.locator(f"{LIVE}{row('recent')[len('li.run') :]} .badge")).to_have_text("ENDED")
     box = page.locator("details.finished")
     expect(box).to_be_attached()
     assert box.get_attribute("open") is None, "collapsed"
