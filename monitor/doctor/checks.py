@@ -138,7 +138,8 @@ def check_run(
     gaps = {a: why for res in results.values() for a, why in res.gaps.get(run, {}).items()}
     logged = {k for res in results.values() for k in res.logged.get(run, ())}
     keys = sorted(set(vocab.keys(run)) | logged)
-    cov = ev.coverage(run, now, frozenset(), promised(watch))
+    # one look is all doctor gets: what Prometheus does not hold now is reported, no grace to wait out
+    cov = ev.coverage(run, now, frozenset(), promised(watch), look_grace=0.0)
     blind = describe(
         cov, keys, gaps, vocab.renames(run), absent_watched(ev.detectors(run)), vocab.shapes(run)
     )

@@ -24,7 +24,7 @@ from monitor.engine.blindness import (
     run_findings,
     watch_findings,
 )
-from monitor.engine.coverage import RunCoverage
+from monitor.engine.coverage import FIRST_SCRAPE, RunCoverage
 from monitor.engine.coverage_stored import stored as stored_coverage
 from monitor.engine.evaluator import AlertEvent, Evaluator
 from monitor.profiles import Vocabulary
@@ -80,7 +80,8 @@ class BlindWatch:
         """The run's coverage now, its ``watching_blind`` events (one alert per cause: each essential
         input it misses, and the optional inputs that stopped) and what to store. ``kind``: what the run
         is (rules of another kind's pack expect none of their metrics of it)."""
-        cov = self.evaluator.coverage(run, now, unavailable, promised(watch), kind)
+        grace = max(watch.unavailable_after, FIRST_SCRAPE)  # a queried input's first scrape may be due
+        cov = self.evaluator.coverage(run, now, unavailable, promised(watch), kind, grace)
         keys = self.keys(run)
         gaps = self.gaps(run)
         renames = self.vocabulary.renames(run)

@@ -41,7 +41,10 @@ from monitor.samples import TERMINAL_STATES
 
 MIN_ROWS = 20  # logged steps (or rows) without an input before it counts as never sent
 # A queried input (Prometheus) has no history before its first scrape: it counts as never sent only
-# this long after herowatch first looked for it (``Arrivals.look``), whatever the run logged before.
+# this long after herowatch first looked for it (``Arrivals.look``), whatever the run logged before: the
+# watch's own ``unavailable_after`` (the grace it gives a source), and never less than one scrape at
+# Prometheus's default interval (FIRST_SCRAPE). LOOK_GRACE: where no watch says (replay, doctor).
+FIRST_SCRAPE = 60.0
 LOOK_GRACE = 300.0
 SPECIAL = (STEP, STATE, ANY)
 ORDER = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "unused": 4, "ended": 5}
@@ -160,6 +163,7 @@ def _input_state(
     now: float,
     unavailable_feeds: frozenset[str],
     for_: float,
+    look_grace: float = LOOK_GRACE,
 ) -> InputState:
     seen = merged.get(name)
     last, count = (seen.last, seen.count) if seen is not None else (None, 0)
@@ -180,7 +184,7 @@ def _input_state(
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
         looked = arrivals.looked.get(name)
-        if looked is not None and now - looked < max(for_, LOOK_GRACE):
+        if looked is not None and now - looked < max(for_, look_grace):
             return InputState(
                 name, "warming", None, 0, f"first looked for {_ago(now - looked)} ago; none yet"
             )
@@ -255,6 +259,7 @@ def judge(
     promised: frozenset[str] = frozenset(),
     run_kind: str | None = None,
     plans: dict | None = None,
+    look_grace: float = LOOK_GRACE,
 ) -> RunCoverage:
     """The coverage of a run's rules at ``now``. ``rules``: (RuleSpec, its feeds) per rule;
     ``unavailable_feeds``: inputs whose every source cannot be read now; ``promised``: inputs a source of
@@ -273,7 +278,7 @@ def judge(
                 plans.clear()
             plans[key] = p
     judged = [
-        _input_state(name, expect, arrivals, merged, now, unavailable_feeds, for_)
+        _input_state(name, expect, arrivals, merged, now, unavailable_feeds, for_, look_grace)
         for name, expect, for_ in p.inputs
     ]
     order = ORDER.__getitem__

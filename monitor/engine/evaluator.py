@@ -32,7 +32,7 @@ from alerts.lifecycle import AlertStatus, advance
 from alerts.model import AlertState, Finding, fingerprint
 from monitor.engine.alert_events import AlertEvent, AlertKey, OpenAlert, held
 from monitor.engine.alert_naming import AlertNaming
-from monitor.engine.coverage import RunCoverage, judge
+from monitor.engine.coverage import LOOK_GRACE, RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
 from monitor.rules.spec import OWN_KINDS, RuleSpec
@@ -356,12 +356,14 @@ class Evaluator:
         unavailable: frozenset[str] = frozenset(),
         promised: frozenset[str] = frozenset(),
         run_kind: str | None = None,
+        look_grace: float = LOOK_GRACE,
     ) -> RunCoverage:
-        """Which of the run's rules can see at ``now`` (``engine.coverage``)."""
+        """Which of the run's rules can see at ``now`` (``engine.coverage``); ``look_grace``: how long
+        after herowatch first looked for a queried input its absence counts (the watch's grace)."""
         rr = self._run(run)
         unread, plans = rr.unreadable(unavailable), rr.coverage_plans
         rr.arrivals.look(frozenset(n for n in promised if not n.startswith("@")), now)
-        return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans)
+        return judge(run, rr.coverage_rules, rr.arrivals, now, unread, promised, run_kind, plans, look_grace)
 
     # ---- detector state across restarts ----------------------------------------------------------
     def export_state(self, run: str) -> dict | None:

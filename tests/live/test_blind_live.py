@@ -49,7 +49,8 @@ def test_blind_runs_warn_once_resolve_and_doctor_says_why(tmp_path):
         cfg = stack.write_config("        progress_stalled: {floor: 6s, startup: 30s}\n")
         hw = stack.serve(cfg)
         t0 = time.monotonic()
-        wait_for(lambda: blind_pages(stack, NAMES) and blind_pages(stack, PODS), 60, "the two warnings")
+        # the pods' series: a queried input, blind a minute after herowatch first looked (a scrape's time)
+        wait_for(lambda: blind_pages(stack, NAMES) and blind_pages(stack, PODS), 120, "the two warnings")
         print(f"run start -> watching_blind in the channel: {time.monotonic() - t0:.1f}s")
 
         [names_page] = blind_pages(stack, NAMES)
