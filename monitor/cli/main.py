@@ -66,8 +66,8 @@ LAZY = (
 
 app = typer_app(
     name="herowatch",
-    help="herowatch watches long GPU training runs (W&B, TensorBoard, MLflow, Prometheus, or what the job "
-    "pushes) and pages on-call when one is in "
+    help="herowatch watches long GPU training runs (W&B, TensorBoard, MLflow, Prometheus, Slurm, the job's "
+    "log lines, or what the job pushes) and pages on-call when one is in "
     "trouble: stalled steps, loss spikes, NaNs, throughput drops, OOM kills, restart loops.\n\n"
     "Start with `herowatch demo` (no account needed), then write a watch config "
     "(`herowatch example-config > herowatch.yaml`), check it with `herowatch check-config`, "
