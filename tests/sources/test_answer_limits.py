@@ -5,10 +5,9 @@ MLflow ``runs/search`` page or Prometheus matrix is an outage naming the limit, 
 from __future__ import annotations
 
 import json
-import threading
 import time
 import tracemalloc
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -17,6 +16,7 @@ from monitor.sources.mlflow_config import MlflowTarget
 from monitor.sources.mlflow_source import MlflowSource
 from monitor.sources.prometheus_config import PrometheusTarget
 from monitor.sources.prometheus_source import PrometheusSource
+from tests import loopback
 
 HUGE = 100 << 20
 
@@ -50,14 +50,10 @@ class Hostile:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server, self.url = loopback.start(Handler)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        loopback.stop(self.server)
 
 
 def json_pieces(head: bytes, item: bytes, tail: bytes, size: int):
