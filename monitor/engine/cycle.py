@@ -50,7 +50,7 @@ from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source
-from monitor.storage import goodput_repo, runs_repo
+from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails
@@ -349,7 +349,7 @@ class Engine:
         for sample in samples:
             self.evaluator.observe(sample)
             stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-        goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
+        writes.goodput.add(run_id, *stats.goodput.ledger.drain())
         run.source_error = self.unreadable.why(watch.name, run_id) or errors
         blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)  # this run's source alone
         events = self.evaluator.evaluate(run_id, now, blinded, settling)

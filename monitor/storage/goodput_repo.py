@@ -7,12 +7,13 @@ only: memory does not grow with the number of samples a run logged.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from monitor.storage import bulk
 from monitor.storage.models import GoodputEvent, GoodputSlot
 
 MAX_INT32 = 2**31 - 1
@@ -20,29 +21,52 @@ MAX_INT32 = 2**31 - 1
 
 def add(s: Session, run_id: str, slots: dict[tuple[float, str], float], events: list[dict[str, Any]]) -> None:
     """Add a poll's drained ledger (``monitor.runs.goodput_ledger.Ledger.drain``) to the tables."""
-    if slots:
-        dialect = postgresql if s.get_bind().dialect.name == "postgresql" else sqlite
-        rows = [{"run_id": run_id, "slot": k[0], "bucket": k[1], "seconds": v} for k, v in slots.items()]
-        stmt = dialect.insert(GoodputSlot).values(rows)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["run_id", "slot", "bucket"],
-            set_={"seconds": GoodputSlot.seconds + stmt.excluded.seconds},
-        )
-        s.execute(stmt)
-    for e in events:
-        s.add(
-            GoodputEvent(
-                run_id=run_id,
-                kind=e["kind"],
-                start=e["start"],
-                end=e["end"],
-                seconds_lost=e["seconds_lost"],
-                step=e.get("step"),
-                before_step=e.get("before_step"),
-                # an INTEGER column (32 bits on PostgreSQL): a rewind of 2**40 steps is held as the cap
-                steps_redone=min(max(int(e.get("steps_redone") or 0), 0), MAX_INT32),
-            )
-        )
+    writes = GoodputWrites()
+    writes.add(run_id, slots, events)
+    writes.flush(s)
+
+
+@dataclass
+class GoodputWrites:
+    """The drained ledgers of a batch's runs, written at its end in two statements (not two per run):
+    seconds of the same (run, slot, bucket) summed here, then added to the stored ones."""
+
+    slots: dict[tuple[str, float, str], float] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, run_id: str, slots: dict[tuple[float, str], float], events: list[dict[str, Any]]) -> None:
+        mine = self.slots
+        for (slot, bucket), seconds in slots.items():
+            key = (run_id, slot, bucket)
+            mine[key] = mine.get(key, 0.0) + seconds
+        self.events.extend(_event_row(run_id, e) for e in events)
+
+    def flush(self, s: Session) -> None:
+        if self.slots:
+            keys = ("run_id", "slot", "bucket")
+            rows = [dict(zip(keys, k, strict=True), seconds=v) for k, v in self.slots.items()]
+            bulk.upsert(s, GoodputSlot.__table__, rows, keys, (), add=("seconds",), unique=True)
+        if self.events:
+            s.execute(insert(GoodputEvent), self.events)
+        self.clear()
+
+    def clear(self) -> None:
+        self.slots.clear()
+        self.events.clear()
+
+
+def _event_row(run_id: str, e: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "kind": e["kind"],
+        "start": e["start"],
+        "end": e["end"],
+        "seconds_lost": e["seconds_lost"],
+        "step": e.get("step"),
+        "before_step": e.get("before_step"),
+        # an INTEGER column (32 bits on PostgreSQL): a rewind of 2**40 steps is held as the cap
+        "steps_redone": min(max(int(e.get("steps_redone") or 0), 0), MAX_INT32),
+    }
 
 
 def bucket_sums(s: Session, run_ids: list[str], start: float, end: float) -> dict[str, dict[str, float]]:

@@ -60,9 +60,10 @@ class SeriesWrites:
 
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
-        bulk.upsert(s, SeriesBucket.__table__, [b.row() for b in self.buckets.values()], keys, BUCKET_COLUMNS)
+        rows = [b.row() for b in self.buckets.values()]  # one per key: ``buckets`` is keyed by it
+        bulk.upsert(s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True)
         metas = [m.meta_row() for m in self.metas.values()]
-        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS)
+        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS, unique=True)
         self.buckets.clear()
         self.metas.clear()
 
