@@ -56,7 +56,7 @@ from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
-CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
+CHECKPOINT_POLLS = 4  # detector state is saved every this many polls of a run that brought samples or events
 
 
 @dataclass
@@ -374,7 +374,7 @@ class Engine:
         self.recorder.refresh(s, run_id, now)
         self.blind.refresh(s, run_id)
         report.events.extend(events)
-        if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
+        if self.checkpoints.due(run_id, CHECKPOINT_POLLS, changed=bool(samples or events)):
             self.adoption.save_state(s, [run_id], now, writes.states)
 
     # ---- source health, on its own schedule -------------------------------------------------------

@@ -17,7 +17,7 @@ from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
 from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold
 
-KEEP = 4  # newest buckets kept in memory per series (a poll touches one or two)
+KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
