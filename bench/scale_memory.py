@@ -114,6 +114,12 @@ def measure(url: str, args: argparse.Namespace) -> None:
     print("\nby component (bytes a run):")
     for part, size in sorted(by_part.items(), key=lambda kv: -kv[1])[:15]:
         print(f"  {size / runs:>10,.0f}  {part}")
+    by_file: dict[str, int] = defaultdict(int)
+    for s in stats:
+        by_file[s.traceback[0].filename.replace(ROOT, "")] += s.size_diff
+    print("\nby file (bytes a run):")
+    for name, size in sorted(by_file.items(), key=lambda kv: -kv[1])[:20]:
+        print(f"  {size / runs:>10,.0f}  {name}")
     print(f"\ntop {args.top} lines (bytes a run, blocks a run):")
     for s in stats[: args.top]:
         frame = s.traceback[0]

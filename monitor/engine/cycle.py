@@ -278,6 +278,8 @@ class Engine:
         )
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
+        if isinstance(guard, Plain):  # a watch's first poll here: its runs in a few queries, not a few a run
+            self.series.preload(s, self.memory.preload(s, results, known, watch.name, now))
         for kind, res in results.items():
             self.source_polls.polled(watch.name, kind, now, res.error, res.throttle)
             for frame in res.fleet:

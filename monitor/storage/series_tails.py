@@ -90,6 +90,19 @@ class SeriesTails:
                 if ser.unsaved:
                     out.add_meta(ser)
 
+    def preload(self, s: Session, runs: Iterable[str], chunk: int = 1000) -> None:
+        """The bookkeeping of these runs' series that memory does not hold yet, in one query rather than
+        one a run (a watch's first poll in this process)."""
+        missing = sorted({r for r in runs if r not in self._runs})
+        for i in range(0, len(missing), chunk):
+            part = missing[i : i + chunk]
+            got: dict[str, dict[str, _Series]] = {r: {} for r in part}
+            for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id.in_(part))):
+                got[m.run_id][m.metric] = _Series(
+                    m.run_id, m.metric, m.axis, m.width, m.buckets, m.points, {}, math.inf
+                )
+            self._runs.update(got)
+
     def _series_of(self, s: Session, run_id: str) -> dict[str, _Series]:
         known = self._runs.get(run_id)
         if known is None:  # first poll of the run in this process: what is stored, with nothing in memory
