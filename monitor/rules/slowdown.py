@@ -92,6 +92,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.peek_at = rule.min_points  # the open bucket is judged again when it holds this many values
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
         self.sigma = 0.0
+        self.drift = 0.0  # how far the baseline's last third is from its first (a level on the move)
         self.s = 0.0  # the CUSUM
         self.firing = False
         self.began: list[float] | None = None  # [t, step] of the bucket where the excursion began
@@ -201,7 +202,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
         self.recent.clear()
         self.base.clear()
-        self.mu, self.sigma, self.s, self._pause = None, 0.0, 0.0, math.inf
+        self.mu, self.sigma, self.s, self._pause, self.drift = None, 0.0, 0.0, math.inf, 0.0
         self.base_n.clear()
         self.ref_n, self.peek, self.peek_at = None, None, self._min_points
         self.firing = self.hot = False
@@ -234,6 +235,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
             spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
             self.sigma = spread * _persistence(self.base, mu)
+            self.drift = _drift(self.base)
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -247,12 +249,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
     def _settled(self) -> bool:
         """Is the young baseline level (its first and last thirds within shift/4 of each other), or
         as long as it gets? Judging against a level still on the move would take a swing for a drop."""
-        base = list(self.base)
-        if len(base) == self.base.maxlen:
-            return True
-        third = len(base) // 3
-        first, last = sorted(base[:third]), sorted(base[-third:])
-        return abs(median_of_sorted(last) - median_of_sorted(first)) <= self.rule.shift / 4
+        return len(self.base) == self.base.maxlen or self.drift <= self.rule.shift / 4
 
     def _weight(self, n: float | None) -> float:
         """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at
@@ -301,7 +298,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.hot = self.firing
 
     def threshold(self) -> float:
-        return max(self.rule.h * self.rule.shift, self.rule.z * self.sigma)
+        """max(h x shift x sqrt(need / n), z x sigma) for a baseline of n buckets: the floor guards against
+        what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
+        it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
+        as it grows to its full period, never below what the run's measured noise needs."""
+        n = max(len(self.base), self._need)
+        floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
+        return max(floor, self.rule.z * self.sigma)
 
     # ---- the verdict -----------------------------------------------------------------------
     def evaluate(self, now: float) -> Finding:
@@ -351,6 +354,16 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             "cusum": self.s,
             "threshold": self.threshold(),
         }
+
+
+def _drift(values: deque[float]) -> float:
+    """How far the medians of the first and last thirds of the baseline's buckets are apart."""
+    base = list(values)
+    third = len(base) // 3
+    if not third:
+        return 0.0
+    first, last = sorted(base[:third]), sorted(base[-third:])
+    return abs(median_of_sorted(last) - median_of_sorted(first))
 
 
 def _persistence(values: deque[float], mu: float) -> float:
