@@ -8,7 +8,9 @@ bucket at most, and the median ignores it. The condition, judged as each bucket 
 while recent <= (1 - ``drop``) x baseline; the rule's ``for`` makes it sustained. While it holds the
 baseline is frozen (no admission, no ageing), so a slow GPU that stays slow keeps the alert up
 instead of becoming the new normal. A step rewind (restart) or a gap of ``reset_gap`` resets the
-baseline: after a restart the run may land on other hardware.
+baseline: after a restart the run may land on other hardware. Evidence is counted in values: a window
+holding fewer buckets with data than it needs (a run logging every 100 s has 3 in 5 minutes) reaches
+back to its newest ``min_points`` (the baseline to its newest ``min_baseline_points``).
 
 Per sample: amortised O(1) (bucket sums); per bucket: O(log W) (sorted lists, windows.py).
 """
@@ -153,7 +155,7 @@ class DropDetector(Detector[DropSpec]):
         rq.append((self._b, mean))
         frozen = self.cond
         first_recent = now_bucket - RECENT_BUCKETS
-        while rq and rq[0][0] < first_recent:
+        while rq and rq[0][0] < first_recent and len(rq) > r.min_points:  # keeps min_points values
             old_b, old = rq.popleft()
             del rvals[bisect_left(rvals, old)]
             if frozen:
@@ -164,7 +166,7 @@ class DropDetector(Detector[DropSpec]):
                 del bvals[bisect_left(bvals, bq.popleft()[1])]
         if not frozen:
             first_base = first_recent - self._baseline_buckets
-            while bq and bq[0][0] < first_base:
+            while bq and bq[0][0] < first_base and len(bq) > r.min_baseline_points:
                 del bvals[bisect_left(bvals, bq.popleft()[1])]
         cond = False
         if len(bq) >= r.min_baseline_points:  # the onset: the first of the buckets below it since
