@@ -55,6 +55,20 @@ def test_a_policy_collapse_pages_within_5_rl_steps_or_10_minutes(rule: str, dt: 
 
 
 @pytest.mark.parametrize("dt", CADENCES)
+@pytest.mark.parametrize("seed", range(3))
+def test_a_reward_stuck_at_zero_is_flagged_within_its_window_or_5_rl_steps(dt: float, seed: int) -> None:
+    """A broken reward function (0 for everything): rl_reward_flatline judges 30 minutes, or the newest
+    5 values where 30 minutes hold fewer (an RL step every 10 minutes), never fewer values."""
+    n, start = steps_of(dt)
+    samples = rc.run(seed, n, rc.from_step(start, rc.flat), step_seconds=dt)
+    got = first_firing(samples)
+    onset = samples[start].t
+    assert "rl_reward_flatline" in got, got
+    assert onset <= got["rl_reward_flatline"] <= onset + max(30 * 60.0, 5 * dt) + 10 * 60.0
+    assert all(t >= onset for t in got.values()), "nothing before the reward went flat"
+
+
+@pytest.mark.parametrize("dt", CADENCES)
 @pytest.mark.parametrize("seed", range(6))
 def test_a_healthy_rl_run_pages_nothing_at_any_cadence(dt: float, seed: int) -> None:
     n, _ = steps_of(dt)
