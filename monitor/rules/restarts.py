@@ -9,7 +9,10 @@ restart signal is that same restart.
 A crash loop (``no_progress: true``) counts only the restarts in the current run of restarts with no
 progress between them: the run never got beyond the highest step it had reached at the previous
 restart. A run that restarts often but moves on each time (OPT-175B restarted ~90 times in two
-months) is not looping.
+months) is not looping. Its restarts count while each came within ``window`` of the one before (and
+the newest within ``window`` of now): a loop is a loop whatever its cycle, and a slow run redoing an
+hour of steps from its last save between crashes loops as surely as a fast one (a fixed window would
+drop its first restart as its third arrives, and the alert would flap).
 """
 
 from __future__ import annotations
@@ -124,7 +127,9 @@ class RestartsDetector(Detector[RestartsSpec]):
             sig.observe(sample)
         if sig.fresh:
             for t, progressed in sig.fresh:
-                if self.rule.no_progress and progressed:
+                if self.rule.no_progress and (
+                    progressed or self.times and t - self.times[-1] > self.rule.window
+                ):
                     self.times.clear()  # the loop (if any) starts here
                 self.times.append(t)
         if self.times:
@@ -162,11 +167,17 @@ class RestartsDetector(Detector[RestartsSpec]):
 
     def _expire(self, now: float) -> None:
         times, horizon = self.times, now - self.rule.window
+        if self.rule.no_progress:
+            if times and times[-1] <= horizon:
+                times.clear()  # no restart for a window: the loop is over
+            return
         while times and times[0] <= horizon:
             times.popleft()
 
     def holds_until(self) -> float:
-        return self.times[0] + self.rule.window if self.times else math.inf  # the oldest restart leaves
+        if not self.times:
+            return math.inf
+        return (self.times[-1] if self.rule.no_progress else self.times[0]) + self.rule.window
 
     def evaluate(self, now: float) -> Finding:
         self._expire(now)
@@ -178,6 +189,10 @@ class RestartsDetector(Detector[RestartsSpec]):
         what = "restart" if n == 1 else "restarts"
         what += " without progress" if r.no_progress else ""
         reason = f"{n} {what} in the last {win}"
+        if r.no_progress and n > 1 and now - self.times[0] > r.window:
+            reason = (
+                f"{n} {what} in {format_duration(now - self.times[0])}, each within {win} of the one before"
+            )
         if r.no_progress and self.high_water is not None and active:
             reason += f" (stuck below step {self.high_water})"
         if not active:
