@@ -4,7 +4,8 @@ A restart is seen from any of three signals: a step rewind (the run resumed from
 state turning back to running after crashed/failed/killed/preempted, or an increase of a restart
 counter (``counter``, e.g. ``restarts_total``). One restart often shows up twice (the counter rises,
 then the first step after the restore is a rewind): a rewind with no step seen since the previous
-restart signal is that same restart.
+restart signal is that same restart, and so is a counter increase right after the state turned back
+to running (or the reverse) with no step and no crash between them.
 
 A crash loop (``no_progress: true``) counts only the restarts in the current run of restarts with no
 progress between them: the run never got beyond the highest step it had reached at the previous
@@ -51,6 +52,8 @@ class RestartSignals:
         self.high_water: int | None = None  # the highest step ever reached
         self.high_at_restart: int | None = None  # the high-water mark at the previous restart
         self.signalled = False  # a restart signal with no step since
+        self.signalled_by: str | None = None  # "state" or "counter": what signalled it (None after a step
+        # or a crash): the other signal of the same restart is not a second one
         self.counter: float | None = None
         self.total = 0
         self.fresh: list[tuple[float, bool]] = []  # the restarts of the latest sample: (t, progressed)
@@ -69,8 +72,11 @@ class RestartSignals:
         st = sample.state
         if st is not None:
             if st == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN:
-                self._restart(sample.t)
-                self.signalled = True
+                if self.signalled_by != "counter":
+                    self._restart(sample.t)
+                self.signalled, self.signalled_by = True, "state"
+            elif st not in RUNNING_OR_UNKNOWN:
+                self.signalled_by = None  # down again: the next signal is another restart
             self.state = st
         name = self.counter_name
         if name is not None and sample.metrics:
@@ -78,16 +84,17 @@ class RestartSignals:
             if v is not None and _finite(v):
                 if self.counter is not None and v > self.counter:
                     jump = v - self.counter  # may overflow to inf between huge values
-                    for _ in range(min(int(jump), 100) if _finite(jump) else 100):
+                    n = min(int(jump), 100) if _finite(jump) else 100
+                    for _ in range(n - 1 if self.signalled_by == "state" else n):
                         self._restart(sample.t)
-                    self.signalled = True
+                    self.signalled, self.signalled_by = True, "counter"
                 self.counter = v
         step = sample.step
         if step is not None:
             last = self.last_step
             if last is not None and step < last and not self.signalled:
                 self._restart(sample.t)
-            self.signalled = False
+            self.signalled, self.signalled_by = False, None
             self.last_step = step
             if self.high_water is None or step > self.high_water:
                 self.high_water = step
@@ -159,7 +166,7 @@ class RestartsDetector(Detector[RestartsSpec]):
         if k > i:
             sig.fresh = []
             if stepped:
-                sig.signalled = False
+                sig.signalled, sig.signalled_by = False, None
                 sig.last_step = last
                 if sig.high_water is None or last > sig.high_water:
                     sig.high_water = last

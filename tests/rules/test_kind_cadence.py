@@ -150,3 +150,21 @@ def test_a_12_percent_throughput_drop_is_seen_by_the_drop_rule_within_30_minutes
 def test_a_healthy_run_with_every_input_saves_evals_and_a_restart_pages_nothing(dt):
     result, _ = run(dt, restarts=[(onset_step(dt) - 266, 15 * MIN)])
     assert result.pages() == [], [(e.rule, e.reason) for e in result.pages()]
+
+
+@pytest.mark.parametrize("dt", CADENCES)
+def test_a_crash_loop_pages_once_at_its_third_restart_however_long_a_cycle_takes(dt):
+    """The run dies 3 steps past its last save's step, again and again (5-minute restores): each cycle
+    redoes the steps since the save (over an hour of them at 100 s a step, where onset_step is on a save
+    step plus 66). The third restart without progress pages, once; each restart is counted once though
+    both the W&B state and the restart counter tell it."""
+    on = onset_step(dt) - 34
+    sc = hero_run(dt, restarts=[(on, 5 * MIN)] * 4, last_step=on + 300)
+    result = replay(full_rows(sc), hero(), end=sc.end)
+    third = sc.restarted_at[2]
+    hit = first(result, "crash_loop", sc.restarted_at[0])
+    assert hit is not None and third - 2 * MIN <= hit.t <= third + MIN, (
+        hit,
+        [t - third for t in sc.restarted_at],
+    )
+    assert [e.rule for e in result.pages()] == ["crash_loop"]
