@@ -4,7 +4,8 @@ Modes: ``latest`` (the newest value), ``mean`` (the mean over ``window``) or ``f
 ``fraction`` of the window's samples beyond the bound: one zero after a restart cannot trip it).
 Windows end at the newest sample and need ``min_samples`` samples spanning ``min_span``; a window
 that holds fewer (a run logging every 100 s has 6 values in 10 minutes) reaches back to its newest
-``min_samples`` values: evidence is counted in values, whatever the run's cadence. Samples
+``min_samples`` values (never further than ``stale_after``: older values are too old to judge):
+evidence is counted in values, whatever the run's cadence. Samples
 before step ``after_step`` are ignored (early training, where e.g. grad norms are large by nature).
 A threshold with no bound is off: per-run settings such as a tokens/s floor stay off until set.
 With no sample for ``stale_after`` the condition lapses (the data is too old to judge).
@@ -178,7 +179,10 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             self._sum += self._bsum
             self._beyond += self._bbeyond
         oldest, need = b - BUCKETS, self.rule.min_samples - 1  # the new value counts too
-        while buckets and buckets[0][0] < oldest and self._n - buckets[0][2] >= need:
+        stale = t - max(self.rule.window, self.rule.stale_after or INF)  # never reach back further
+        while (
+            buckets and buckets[0][0] < oldest and (self._n - buckets[0][2] >= need or buckets[0][1] < stale)
+        ):
             _, _, n, total, beyond = buckets.popleft()
             self._n -= n
             self._sum -= total
