@@ -15,12 +15,14 @@ bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds
 
     S = max(0, S + w (x - baseline - shift / 2))
 
-and the rule fires when S exceeds max(``h`` x ``shift``, ``z`` x sigma): a sustained slowdown of
-``shift`` fires in about 2h buckets, a swing of less than ``shift``/2 about the baseline never adds
-up, and a noisy run needs more evidence than a steady one. The open bucket is judged too, for its
-evidence so far (about 16 times as it fills): a slowdown fires once the evidence suffices, not when
-its bucket closes. While it fires the baseline is frozen (a slow GPU that stays slow keeps the alert
-up); it resolves once S has come down to half the threshold.
+and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma) for a
+baseline of n buckets, ready at n0, whose first and last thirds are drift apart (``threshold``): a
+sustained slowdown of ``shift`` fires in about 2h buckets against a young baseline and sooner as the
+baseline's own error shrinks, a swing of less than ``shift``/2 about the baseline never adds up, and a
+noisy run (or one whose baseline is on the move) needs more evidence than a steady one. The open
+bucket is judged too, for its evidence so far (about 16 times as it fills): a slowdown fires once
+the evidence suffices, not when its bucket closes. While it fires the baseline is frozen (a slow GPU
+that stays slow keeps the alert up); it resolves once S has come down to half the threshold.
 The alert says how large the slowdown is and when it began (the bucket where S left 0). A restart
 (a step rewind, a resume, a restart counter increase) starts afresh: the run may be on other
 hardware. Before the baseline is ready the rule cannot tell (the alert keeps its state).
