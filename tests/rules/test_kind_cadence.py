@@ -7,8 +7,9 @@ slow one), and a healthy run logging every input these kinds read (grad norm, sk
 eval loss, the OOM and restart counters) through its saves, evals and a restart pages nothing.
 
 stall, trend, spike and slowdown are in test_cadence.py; the RL kinds (flatline among them) in
-test_rl_cadence.py. Not here: straggler (Prometheus's fleet scrape sets its pace, not the step) and
-telemetry_gone (a run that sends nothing has no cadence)."""
+test_rl_cadence.py. Not here as incidents: straggler and the OOM counter (Prometheus's scrape sets
+their pace, not the step; the OOM counter is in the healthy run), telemetry_gone and ended (a run that
+sends nothing, or ends, has no cadence), job_alert (the job pushes it)."""
 
 from __future__ import annotations
 
