@@ -103,5 +103,7 @@ class StackSettler:
                 continue
             done = notifier.reply_quietly(r.ref, capture_reply(r.view, r.asked_by), f"stacks:{r.capture}")
             if not done.ok:
-                log.warning("stacks %s: could not answer in Slack thread %s: %s", r.capture, r.ref, done.error)
+                log.warning(
+                    "stacks %s: could not answer in Slack thread %s: %s", r.capture, r.ref, done.error
+                )
         return len(replies)

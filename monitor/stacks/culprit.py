@@ -1,7 +1,7 @@
 """The culprit of a hang as its stacks named it: the call the odd ranks are in (the innermost frame of
 the smallest odd group), where it is, on which hosts and ranks. Stored with the hang's alerts
 (``Alert.culprit``) once a capture settles (``monitor.delivery.stacks_settle``), so that the weekly
-report's incident can say "hung in `read_chunk` (tensorstore_io.py:120) on node-17 (rank 417)"."""
+report's incident can say "hung in read_chunk (tensorstore_io.py:120) on node-17 (rank 417)"."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Culprit:
     other_groups: int = 0  # further odd groups not named here
 
     def text(self) -> str:
-        """ "hung in `read_chunk` (tensorstore_io.py:120) on node-17 (rank 417)"."""
+        """ "hung in read_chunk (tensorstore_io.py:120) on node-17 (rank 417)"."""
         hosts = ", ".join(self.hosts[:MAX_HOSTS])
         if len(self.hosts) > MAX_HOSTS:
             hosts += f" (+{len(self.hosts) - MAX_HOSTS} more)"
@@ -35,7 +35,7 @@ class Culprit:
         else:
             who = f"{self.count} process{'es' if self.count != 1 else ''}"
         more = f"; {self.other_groups} more odd group{'s' if self.other_groups != 1 else ''}"
-        return f"hung in `{self.call}`{where} on {hosts} ({who}){more if self.other_groups else ''}"
+        return f"hung in {self.call}{where} on {hosts} ({who}){more if self.other_groups else ''}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
