@@ -13,7 +13,9 @@ are gone says why there is no capture.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
+from contextlib import closing
 
 import httpx
 
@@ -33,9 +35,14 @@ def _button(root) -> dict | None:
     return None
 
 
+def _recorded(tmp_path, ref: str) -> bool:
+    with closing(sqlite3.connect(str(tmp_path / "hw.db"))) as db:
+        return bool(list(db.execute("select 1 from alert_groups where root_ref = ?", (ref,))))
+
+
 def _click_on(root, value: str) -> bytes:
     payload = click(STACKS, value)
-    payload["user"] = {"id": "U0AMY", "username": "amy", "name": "amy", "team_id": "T0HERO"}
+    payload["user"] = {"id": "U0AMY1234", "username": "amy", "name": "amy", "team_id": "T0HERO"}
     payload["container"].update({"channel_id": CHANNEL, "message_ts": root.ts})
     payload["channel"] = {"id": CHANNEL}
     payload["message"] = {"type": "message", "ts": root.ts, "text": root.text}
@@ -60,6 +67,8 @@ def test_capture_stacks_from_the_slack_message_answers_in_the_thread(tmp_path):
             [root] = [m for m in stack.slack.roots(CHANNEL) if "job-btn" in m.text]
             button = wait_for(lambda: _button(stack.slack.message(CHANNEL, root.ts)), 10, "the button")
             assert button["text"]["text"].endswith("Capture stacks"), button
+            # herowatch records the message as its group's once the send (with its plot) is done
+            wait_for(lambda: _recorded(tmp_path, f"{CHANNEL}:{root.ts}"), 30, "the message recorded")
 
             # a click that is not on herowatch's message for that group acts on nothing
             other = click(STACKS, button["value"])
@@ -104,12 +113,12 @@ def test_capture_stacks_from_the_slack_message_answers_in_the_thread(tmp_path):
                 seen=lambda: [m.text for m in stack.slack.thread(CHANNEL, root.ts)],
             )
             print(f"thread reply {time.monotonic() - t0:.1f}s after the click:\n{reply.text}")
-            assert "amy (Slack U0AMY)" in reply.text, reply.text
+            assert "amy (Slack U0AMY1234)" in reply.text, reply.text
             assert "7 of 8 ranks wait in `barrier`" in reply.text, reply.text
             assert "rank 2 on node-0 is in `read_chunk`" in reply.text, reply.text
             blocks = json.dumps(reply.blocks)
             assert (
-                "<@U0AMY>" in blocks
+                "<@U0AMY1234>" in blocks
                 and "*odd*" in blocks
                 and "read_chunk (tests/live/stacks_job.py:" in blocks
             )
@@ -118,7 +127,7 @@ def test_capture_stacks_from_the_slack_message_answers_in_the_thread(tmp_path):
 
             trail = hw.api("/api/audit?action=stacks_capture")
             mine = [e for e in trail if e["door"] == "slack"]
-            assert mine and mine[0]["actor"] == "amy (Slack U0AMY)", trail
+            assert mine and mine[0]["actor"] == "amy (Slack U0AMY1234)", trail
             assert mine[0]["run"] == "push:live/job-btn" and mine[0]["outcome"] != "refused", mine
 
             # the wrappers are gone: the click says why there is no capture, and that is audited too
