@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.stacks.analysis import StackReport, ranges
+from monitor.stacks.analysis import StackReport
+from monitor.stacks.ranges import ranges
 
 MAX_HOSTS = 4  # hosts named; the rest are counted
 
