@@ -112,7 +112,7 @@ def findings(dumps: Sequence[FrDump]) -> tuple[str, ...]:
     said = [s.text() for s in stuck_groups(dumps)]
     if dumps and not said and not any(d.error for d in dumps):
         said.append(f"every collective in {len(dumps)} dump{'s' if len(dumps) != 1 else ''} completed")
-    errors = [d for d in dumps if d.error]
+    errors = sorted((d for d in dumps if d.error), key=lambda d: (d.rank is None, d.rank or 0, d.file))
     for d in errors[:SHOWN_PROBLEMS]:
         who = f"rank {d.rank}" if d.rank is not None else d.file
         said.append(f"{who}: {d.error}")

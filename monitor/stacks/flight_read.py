@@ -89,9 +89,12 @@ def dump_files(prefix: str) -> list[Path]:
 
 
 def rank_in(name: str, prefix: str) -> int | None:
-    """``<prefix><rank>[.json]`` -> rank."""
-    stem = Path(prefix).name if not Path(prefix).is_dir() else ""
-    m = re.match(r"(\d{1,7})(?:\D|$)", name[len(stem) :] if name.startswith(stem) else name)
+    """``<prefix><rank>[.json]`` -> rank; in a directory, the last number of the name's stem."""
+    if Path(prefix).is_dir():
+        numbers = re.findall(r"\d{1,7}", name.split(".", 1)[0])
+        return int(numbers[-1]) if numbers else None
+    stem = Path(prefix).name
+    m = re.match(r"(\d{1,7})(?:\D|$)", name[len(stem) :]) if name.startswith(stem) else None
     return int(m.group(1)) if m else None
 
 
