@@ -110,9 +110,14 @@ def stuck_groups(dumps: Sequence[FrDump]) -> list[Stuck]:
 def findings(dumps: Sequence[FrDump]) -> tuple[str, ...]:
     """The sentences for a capture: each stuck group, then what could not be read (a few, counted)."""
     said = [s.text() for s in stuck_groups(dumps)]
-    if dumps and not said and not any(d.error for d in dumps):
+    if dumps and not said and all(not d.error for d in dumps):
         said.append(f"every collective in {len(dumps)} dump{'s' if len(dumps) != 1 else ''} completed")
-    errors = sorted((d for d in dumps if d.error), key=lambda d: (d.rank is None, d.rank or 0, d.file))
+    read = {d.rank for d in dumps if not d.error and d.rank is not None}
+    # PyTorch's own (pickle) dump beside the job's JSON one of the same rank is no news
+    errors = sorted(
+        (d for d in dumps if d.error and (d.rank is None or d.rank not in read)),
+        key=lambda d: (d.rank is None, d.rank or 0, d.file),
+    )
     for d in errors[:SHOWN_PROBLEMS]:
         who = f"rank {d.rank}" if d.rank is not None else d.file
         said.append(f"{who}: {d.error}")

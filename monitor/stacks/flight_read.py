@@ -116,13 +116,14 @@ def read_dump(path: Path, prefix: str) -> FrDump:
         return FrDump(file=name, rank=rank, error=f"cannot read the dump: {exc.strerror or exc}"[:200])
     if len(raw) > MAX_BYTES:
         return FrDump(file=name, rank=rank, error=f"dump is over the {MAX_BYTES >> 20} MiB read")
-    if raw[:1] == b"\x80":  # pickle protocol 2+ opens with PROTO
-        return FrDump(file=name, rank=rank, written_at=st.st_mtime, error=PICKLE)
     return digest(raw, name, rank, st.st_mtime)
 
 
 def digest(raw: bytes, name: str, rank: int | None, written_at: float | None) -> FrDump:
-    """A JSON dump's process groups, each with its latest collectives; or what is wrong with it."""
+    """A JSON dump's process groups, each with its latest collectives; or what is wrong with it. A
+    pickle is named, never loaded."""
+    if raw[:1] == b"\x80":  # pickle protocol 2+ opens with PROTO
+        return FrDump(file=name, rank=rank, written_at=written_at, error=PICKLE)
     try:
         doc = _RawDump.model_validate(json.loads(raw))
     except (ValueError, RecursionError) as exc:

@@ -48,6 +48,10 @@ def test_the_rank_that_never_entered_the_collective_is_named():
     assert default.size == 8 and default.ranks == [(0, 7)] and default.last_completed == 411
     assert [e.seq for e in default.entries] == list(range(407, 413))  # the latest 6, p2p left out
     assert findings(dumps) == (HANG,)  # the tensor-parallel groups all completed: nothing said of them
+    # PyTorch's own pickle dump beside a rank's JSON one is not news; a rank with only a pickle is
+    pickled = [digest(b"\x80\x04", f"nccl_trace_rank_{r}", r, None) for r in (3, 9)]
+    assert pickled[0].error == PICKLE
+    assert findings([*dumps, *pickled]) == (HANG, f"rank 9: {PICKLE}")
 
 
 def test_all_entered_none_completed_and_ranks_that_disagree():
