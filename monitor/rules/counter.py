@@ -5,7 +5,9 @@ positive differences between consecutive values; a drop is a counter reset and t
 in full, as Prometheus' ``increase()`` does. The first value seen is the starting point, not an
 increase (a run first watched with 3 old OOM kills raises nothing). With ``cumulative: false`` each
 sample carries its own count (Levanter's ``optim/skipped_step`` is 1 on a skipped step) and the
-increase is their sum. Increases leave the window as time passes.
+increase is their sum. Increases leave the window as time passes, and with ``min_steps`` only once the step
+counter has also moved that many steps past them: a per-step count (skipped steps) is judged over at
+least that many steps, so "3 in 15 minutes" means as much at 100 s a step (9 steps) as at 1 s (900).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class CounterIncreaseSpec(RuleSpec):
     increase: float = Field(default=1.0, gt=0, description="fires when the increase reaches this")
     window: Duration = Field(default=3600.0, gt=0)
     cumulative: bool = Field(default=True, description="false: each sample is a count, summed")
+    min_steps: int = Field(default=0, ge=0, description="the window spans at least this many steps")
 
 
 @register
@@ -45,7 +48,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         self.metric = rule.metric
         self._cumulative = rule.cumulative
         self.prev: float | None = None
-        self.events: deque[tuple[float, float]] = deque()  # (t, increase)
+        self.events: deque[tuple[float, float, int | None]] = deque()  # (t, increase, step)
         self.total = 0.0  # increase within the window
         self.resets = 0
         self.last_step: int | None = None
@@ -75,7 +78,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         else:
             delta = v
         if delta > 0:
-            self.events.append((sample.t, delta))
+            self.events.append((sample.t, delta, sample.step))
             self.total += delta
         elif not self.events:
             return  # nothing in the window, nothing new: the common case
@@ -110,13 +113,21 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
 
     def _expire(self, now: float) -> None:
         events, horizon = self.events, now - self.rule.window
-        while events and events[0][0] <= horizon:
+        while events and events[0][0] <= horizon and self._steps_behind(events[0][2]):
             self.total -= events.popleft()[1]
         if not events:
             self.total = 0.0  # no drift from float sums
 
+    def _steps_behind(self, step: int | None) -> bool:
+        """Is an increase at this step ``min_steps`` behind the newest step (or are steps not counted)?"""
+        n, last = self.rule.min_steps, self.last_step
+        return not n or step is None or last is None or last - step >= n
+
     def holds_until(self) -> float:
-        return self.events[0][0] + self.rule.window if self.events else math.inf  # the oldest rise leaves
+        if not self.events:
+            return math.inf
+        t, _, step = self.events[0]
+        return t + self.rule.window if self._steps_behind(step) else math.inf  # else a step must come
 
     def evaluate(self, now: float) -> Finding:
         self._expire(now)

@@ -8,7 +8,10 @@ bucket at most, and the median ignores it. The condition, judged as each bucket 
 while recent <= (1 - ``drop``) x baseline; the rule's ``for`` makes it sustained. While it holds the
 baseline is frozen (no admission, no ageing), so a slow GPU that stays slow keeps the alert up
 instead of becoming the new normal. A step rewind (restart) or a gap of ``reset_gap`` resets the
-baseline: after a restart the run may land on other hardware.
+baseline: after a restart the run may land on other hardware. Evidence is counted in values: the recent
+level is the median of 10 bucket means, those of the last ``window`` or, where it holds fewer with data
+(a run logging every 100 s has 3 in 5 minutes), the newest 10 with data (the baseline keeps at least
+its newest ``min_baseline_points``).
 
 Per sample: amortised O(1) (bucket sums); per bucket: O(log W) (sorted lists, windows.py).
 """
@@ -153,7 +156,7 @@ class DropDetector(Detector[DropSpec]):
         rq.append((self._b, mean))
         frozen = self.cond
         first_recent = now_bucket - RECENT_BUCKETS
-        while rq and rq[0][0] < first_recent:
+        while rq and rq[0][0] < first_recent and len(rq) > RECENT_BUCKETS:  # a slow run's newest 10
             old_b, old = rq.popleft()
             del rvals[bisect_left(rvals, old)]
             if frozen:
@@ -164,7 +167,7 @@ class DropDetector(Detector[DropSpec]):
                 del bvals[bisect_left(bvals, bq.popleft()[1])]
         if not frozen:
             first_base = first_recent - self._baseline_buckets
-            while bq and bq[0][0] < first_base:
+            while bq and bq[0][0] < first_base and len(bq) > r.min_baseline_points:
                 del bvals[bisect_left(bvals, bq.popleft()[1])]
         cond = False
         if len(bq) >= r.min_baseline_points:  # the onset: the first of the buckets below it since
@@ -190,13 +193,18 @@ class DropDetector(Detector[DropSpec]):
         threshold = self._keep_factor * base
         change = (level / base - 1.0) * 100 if base else 0.0
         reason = (
-            f"{m} {fmt_value(level)} (median over {format_duration(r.window)}) is {change:+.0f}% against "
+            f"{m} {fmt_value(level)} (median over {format_duration(self._span())}) is {change:+.0f}% against "
             f"its baseline {fmt_value(base)}"
         )
         if not self.cond:
             reason += f" (fires at -{round(r.drop * 100)}%)"
         onset = self.low_since if self.cond else None
         return Finding(self.cond, value=level, threshold=threshold, step=step, reason=reason, onset=onset)
+
+    def _span(self) -> float:
+        """The time the recent level's buckets span: the window, or more for a run logging slowly."""
+        rq = self._recent
+        return max(self.rule.window, (rq[-1][0] - rq[0][0] + 1) * self._width) if rq else self.rule.window
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

@@ -7,7 +7,9 @@ last ``window``. The condition holds while that range is at most ``ratio`` x the
 at each sample once the window holds ``min_points`` values spanning half of it and the baseline
 ``min_baseline`` changes. A range of several values is at least as large as a typical change between
 two of them, so a metric that still moves never qualifies; one that never moved at all (every change 0)
-is flat from the start. Works at any cadence: an RL step may take seconds or many minutes.
+is flat from the start. Works at any cadence: an RL step may take seconds or many minutes (a window
+holding fewer than ``min_points`` values reaches back to the newest ``min_points``: evidence is
+counted in values).
 
 While the condition holds the baseline is frozen (the flat stretch must not become the normal); a step
 rewind resets everything; with no value for ``window`` the condition lapses (a metric that is gone is
@@ -95,13 +97,14 @@ class FlatlineDetector(Detector[FlatlineSpec]):
         r, win, values = self.rule, self._win, self._base.values
         edge = t - r.window
         frozen = self.cond
-        while win[0][0] < edge:
+        while win[0][0] < edge and len(win) > r.min_points:  # a slow run's window keeps min_points
             t0, _, change = win.popleft()
             if change is not None and not frozen:
                 insort(values, change)
                 self._baseq.append((t0, change))
+        first = win[0][0]
         for q in (self._hi, self._lo):
-            while q[0][0] < edge:
+            while q[0][0] < first:
                 q.popleft()
         if frozen:
             return

@@ -4,12 +4,16 @@ A restart is seen from any of three signals: a step rewind (the run resumed from
 state turning back to running after crashed/failed/killed/preempted, or an increase of a restart
 counter (``counter``, e.g. ``restarts_total``). One restart often shows up twice (the counter rises,
 then the first step after the restore is a rewind): a rewind with no step seen since the previous
-restart signal is that same restart.
+restart signal is that same restart, and so is a counter increase right after the state turned back
+to running (or the reverse) with no step and no crash between them.
 
 A crash loop (``no_progress: true``) counts only the restarts in the current run of restarts with no
 progress between them: the run never got beyond the highest step it had reached at the previous
 restart. A run that restarts often but moves on each time (OPT-175B restarted ~90 times in two
-months) is not looping.
+months) is not looping. Its restarts count while each came within ``window`` of the one before (and
+the newest within ``window`` of now): a loop is a loop whatever its cycle, and a slow run redoing an
+hour of steps from its last save between crashes loops as surely as a fast one (a fixed window would
+drop its first restart as its third arrives, and the alert would flap).
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ class RestartSignals:
         self.high_water: int | None = None  # the highest step ever reached
         self.high_at_restart: int | None = None  # the high-water mark at the previous restart
         self.signalled = False  # a restart signal with no step since
+        self.signalled_by: str | None = None  # "state" or "counter": what signalled it (None after a step
+        # or a crash): the other signal of the same restart is not a second one
         self.counter: float | None = None
         self.total = 0
         self.fresh: list[tuple[float, bool]] = []  # the restarts of the latest sample: (t, progressed)
@@ -66,8 +72,11 @@ class RestartSignals:
         st = sample.state
         if st is not None:
             if st == RunState.RUNNING and self.state not in RUNNING_OR_UNKNOWN:
-                self._restart(sample.t)
-                self.signalled = True
+                if self.signalled_by != "counter":
+                    self._restart(sample.t)
+                self.signalled, self.signalled_by = True, "state"
+            elif st not in RUNNING_OR_UNKNOWN:
+                self.signalled_by = None  # down again: the next signal is another restart
             self.state = st
         name = self.counter_name
         if name is not None and sample.metrics:
@@ -75,16 +84,17 @@ class RestartSignals:
             if v is not None and _finite(v):
                 if self.counter is not None and v > self.counter:
                     jump = v - self.counter  # may overflow to inf between huge values
-                    for _ in range(min(int(jump), 100) if _finite(jump) else 100):
+                    n = min(int(jump), 100) if _finite(jump) else 100
+                    for _ in range(n - 1 if self.signalled_by == "state" else n):
                         self._restart(sample.t)
-                    self.signalled = True
+                    self.signalled, self.signalled_by = True, "counter"
                 self.counter = v
         step = sample.step
         if step is not None:
             last = self.last_step
             if last is not None and step < last and not self.signalled:
                 self._restart(sample.t)
-            self.signalled = False
+            self.signalled, self.signalled_by = False, None
             self.last_step = step
             if self.high_water is None or step > self.high_water:
                 self.high_water = step
@@ -124,7 +134,9 @@ class RestartsDetector(Detector[RestartsSpec]):
             sig.observe(sample)
         if sig.fresh:
             for t, progressed in sig.fresh:
-                if self.rule.no_progress and progressed:
+                if self.rule.no_progress and (
+                    progressed or self.times and t - self.times[-1] > self.rule.window
+                ):
                     self.times.clear()  # the loop (if any) starts here
                 self.times.append(t)
         if self.times:
@@ -154,7 +166,7 @@ class RestartsDetector(Detector[RestartsSpec]):
         if k > i:
             sig.fresh = []
             if stepped:
-                sig.signalled = False
+                sig.signalled, sig.signalled_by = False, None
                 sig.last_step = last
                 if sig.high_water is None or last > sig.high_water:
                     sig.high_water = last
@@ -162,11 +174,17 @@ class RestartsDetector(Detector[RestartsSpec]):
 
     def _expire(self, now: float) -> None:
         times, horizon = self.times, now - self.rule.window
+        if self.rule.no_progress:
+            if times and times[-1] <= horizon:
+                times.clear()  # no restart for a window: the loop is over
+            return
         while times and times[0] <= horizon:
             times.popleft()
 
     def holds_until(self) -> float:
-        return self.times[0] + self.rule.window if self.times else math.inf  # the oldest restart leaves
+        if not self.times:
+            return math.inf
+        return (self.times[-1] if self.rule.no_progress else self.times[0]) + self.rule.window
 
     def evaluate(self, now: float) -> Finding:
         self._expire(now)
@@ -178,6 +196,10 @@ class RestartsDetector(Detector[RestartsSpec]):
         what = "restart" if n == 1 else "restarts"
         what += " without progress" if r.no_progress else ""
         reason = f"{n} {what} in the last {win}"
+        if r.no_progress and n > 1 and now - self.times[0] > r.window:
+            reason = (
+                f"{n} {what} in {format_duration(now - self.times[0])}, each within {win} of the one before"
+            )
         if r.no_progress and self.high_water is not None and active:
             reason += f" (stuck below step {self.high_water})"
         if not active:

@@ -15,12 +15,14 @@ bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds
 
     S = max(0, S + w (x - baseline - shift / 2))
 
-and the rule fires when S exceeds max(``h`` x ``shift``, ``z`` x sigma): a sustained slowdown of
-``shift`` fires in about 2h buckets, a swing of less than ``shift``/2 about the baseline never adds
-up, and a noisy run needs more evidence than a steady one. The open bucket is judged too, for its
-evidence so far (about 16 times as it fills): a slowdown fires once the evidence suffices, not when
-its bucket closes. While it fires the baseline is frozen (a slow GPU that stays slow keeps the alert
-up); it resolves once S has come down to half the threshold.
+and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma) for a
+baseline of n buckets, ready at n0, whose first and last thirds are drift apart (``threshold``): a
+sustained slowdown of ``shift`` fires in about 2h buckets against a young baseline and sooner as the
+baseline's own error shrinks, a swing of less than ``shift``/2 about the baseline never adds up, and a
+noisy run (or one whose baseline is on the move) needs more evidence than a steady one. The open
+bucket is judged too, for its evidence so far (about 16 times as it fills): a slowdown fires once
+the evidence suffices, not when its bucket closes. While it fires the baseline is frozen (a slow GPU
+that stays slow keeps the alert up); it resolves once S has come down to half the threshold.
 The alert says how large the slowdown is and when it began (the bucket where S left 0). A restart
 (a step rewind, a resume, a restart counter increase) starts afresh: the run may be on other
 hardware. Before the baseline is ready the rule cannot tell (the alert keeps its state).
@@ -92,6 +94,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.peek_at = rule.min_points  # the open bucket is judged again when it holds this many values
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
         self.sigma = 0.0
+        self.drift = 0.0  # how far the baseline's last third is from its first (a level on the move)
         self.s = 0.0  # the CUSUM
         self.firing = False
         self.began: list[float] | None = None  # [t, step] of the bucket where the excursion began
@@ -201,7 +204,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
         self.recent.clear()
         self.base.clear()
-        self.mu, self.sigma, self.s, self._pause = None, 0.0, 0.0, math.inf
+        self.mu, self.sigma, self.s, self._pause, self.drift = None, 0.0, 0.0, math.inf, 0.0
         self.base_n.clear()
         self.ref_n, self.peek, self.peek_at = None, None, self._min_points
         self.firing = self.hot = False
@@ -234,6 +237,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
             spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
             self.sigma = spread * _persistence(self.base, mu)
+            self.drift = _drift(self.base)
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -247,12 +251,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
     def _settled(self) -> bool:
         """Is the young baseline level (its first and last thirds within shift/4 of each other), or
         as long as it gets? Judging against a level still on the move would take a swing for a drop."""
-        base = list(self.base)
-        if len(base) == self.base.maxlen:
-            return True
-        third = len(base) // 3
-        first, last = sorted(base[:third]), sorted(base[-third:])
-        return abs(median_of_sorted(last) - median_of_sorted(first)) <= self.rule.shift / 4
+        return len(self.base) == self.base.maxlen or self.drift <= self.rule.shift / 4
 
     def _weight(self, n: float | None) -> float:
         """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at
@@ -301,7 +300,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.hot = self.firing
 
     def threshold(self) -> float:
-        return max(self.rule.h * self.rule.shift, self.rule.z * self.sigma)
+        """max(h x shift x sqrt(need / n), z x sigma) for a baseline of n buckets: the floor guards against
+        what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
+        it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
+        as it grows to its full period, never below what the run's measured noise needs."""
+        n = max(len(self.base), self._need)
+        floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
+        return max(floor, self.rule.z * self.sigma)
 
     # ---- the verdict -----------------------------------------------------------------------
     def evaluate(self, now: float) -> Finding:
@@ -351,6 +356,16 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             "cusum": self.s,
             "threshold": self.threshold(),
         }
+
+
+def _drift(values: deque[float]) -> float:
+    """How far the medians of the first and last thirds of the baseline's buckets are apart."""
+    base = list(values)
+    third = len(base) // 3
+    if not third:
+        return 0.0
+    first, last = sorted(base[:third]), sorted(base[-third:])
+    return abs(median_of_sorted(last) - median_of_sorted(first))
 
 
 def _persistence(values: deque[float], mu: float) -> float:

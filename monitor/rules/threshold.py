@@ -2,7 +2,10 @@
 
 Modes: ``latest`` (the newest value), ``mean`` (the mean over ``window``) or ``fraction`` (more than a
 ``fraction`` of the window's samples beyond the bound: one zero after a restart cannot trip it).
-Windows end at the newest sample and need ``min_samples`` samples spanning ``min_span``. Samples
+Windows end at the newest sample and need ``min_samples`` samples spanning ``min_span``; a window
+that holds fewer (a run logging every 100 s has 6 values in 10 minutes) reaches back to its newest
+``min_samples`` values (never further than ``stale_after``: older values are too old to judge):
+evidence is counted in values, whatever the run's cadence. Samples
 before step ``after_step`` are ignored (early training, where e.g. grad norms are large by nature).
 A threshold with no bound is off: per-run settings such as a tokens/s floor stay off until set.
 With no sample for ``stale_after`` the condition lapses (the data is too old to judge).
@@ -85,6 +88,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self.cond = False
         self.figure: float | None = None  # the newest value, window mean or share beyond
         self._since: tuple[float, int | None] | None = None  # latest mode: the first value of this breach
+        self.span = 0.0  # the time the window's values span (more than the window for a slow run)
 
     @property
     def last(self) -> tuple[float, float, int | None] | None:
@@ -174,8 +178,11 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             self._n += self._bn
             self._sum += self._bsum
             self._beyond += self._bbeyond
-        oldest = b - BUCKETS
-        while buckets and buckets[0][0] < oldest:
+        oldest, need = b - BUCKETS, self.rule.min_samples - 1  # the new value counts too
+        stale = t - max(self.rule.window, self.rule.stale_after or INF)  # never reach back further
+        while (
+            buckets and buckets[0][0] < oldest and (self._n - buckets[0][2] >= need or buckets[0][1] < stale)
+        ):
             _, _, n, total, beyond = buckets.popleft()
             self._n -= n
             self._sum -= total
@@ -186,6 +193,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._bbeyond = 1 if v > self._above or v < self._below else 0
         n = self._n + 1
         first = buckets[0][1] if buckets else t
+        self.span = t - first
         cond = False
         if n >= self.rule.min_samples and t - first >= self.rule.min_span:
             if self._mean:
@@ -239,7 +247,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
                 onset=since[0] if since else None,
                 onset_step=since[1] if since else None,
             )
-        win = format_duration(r.window)
+        win = format_duration(max(r.window, self.span))
         if self.figure is None:
             return Finding(
                 False, value=v, threshold=bound, step=step, reason=f"{m}: too few samples in {win}"

@@ -55,21 +55,15 @@ def test_a_divergence_pages_within_30_minutes_at_a_slow_cadence(dt, budget):
     assert all(e.t >= onset for e in result.pages()) and len(result.pages()) == 1
 
 
-SLOW_AT_1S = pytest.mark.xfail(
-    strict=True,
-    reason="not met yet: 16 min at 1 s a step (a 5.6% excess over k=2% needs 2.3 buckets of 5 minutes "
-    "of evidence, and the real jitter has fast phases)",
-)
-
-
+@pytest.mark.parametrize("factor", [1.05, 1.056])
 @pytest.mark.parametrize(
-    ("dt", "budget"), [pytest.param(1.0, 15 * MIN, marks=SLOW_AT_1S), (20.0, 60 * MIN), (100.0, 60 * MIN)]
+    ("dt", "budget"), [(1.0, 15 * MIN), (2.0, 15 * MIN), (20.0, 60 * MIN), (100.0, 60 * MIN)]
 )
-def test_a_slowdown_of_5_6_percent_that_stays_pages_within_budget_and_once(dt, budget):
+def test_a_slowdown_of_5_percent_or_more_that_stays_pages_within_budget_and_once(dt, budget, factor):
     probe = hero_run(dt)
     probe.build()
     at = probe.step_at[onset_step(dt)] - T0
-    sc = hero_run(dt, slow=step_change(at, 1.056))
+    sc = hero_run(dt, slow=step_change(at, factor))
     result = replay(sc.build(), hero(), end=sc.end)
     hit = first(result, ("throughput_slowdown",), T0 + at)
     assert hit is not None and hit.t - (T0 + at) <= budget, hit
