@@ -178,6 +178,10 @@ class Bucket(BaseModel):
 class Series(BaseModel):
     axis: Literal["step", "time"] = Field(description="x is a step, or epoch seconds for step-less metrics")
     buckets: list[Bucket]
+    earlier: list[Bucket] = Field(
+        default_factory=list,
+        description="steps a rewind (a restart from a checkpoint) redid, as first logged",
+    )
 
 
 class TimelineEntry(BaseModel):
