@@ -254,7 +254,10 @@
       series.push({ label: (single ? "" : s.label + " ") + "before the rewind", scale: s.axis === "right" ? "y2" : "y",
                     stroke: EARLIER, width: 1, dash: [4, 3], spanGaps: true,
                     points: { show: true, size: 4, stroke: EARLIER, fill: EARLIER },
-                    value: function (u, v) { return num(v); } });
+                    value: function (u, v, si, idx) {  // idle: its newest point
+                      var i = idx == null ? latest(u, si) : idx;
+                      return i == null ? "—" : num(u.data[si][i]);
+                    } });
     });
     var scales = {
       x: axis === "time" ? { time: true, range: timeRange } : { time: false },
