@@ -3,50 +3,19 @@ had logged already, the buckets of those steps as they stood are moved out of th
 ``series_superseded`` before the redone points fold in, so the chart keeps the earlier attempt's points
 (drawn greyed beside the redone ones) instead of folding both into one bucket at the newer time.
 
-Kept per (run, metric) up to ``MAX_SUPERSEDED`` buckets, the oldest attempts dropped first, as bounded as
-the live series."""
+Moved aside by ``series.retire`` (in both fold paths: ``series.ingest_run`` and ``series_tails``), read
+here. Kept per (run, metric) up to ``series.MAX_SUPERSEDED`` buckets, the oldest attempts dropped first,
+as bounded as the live series."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import delete, func, insert, select, tuple_
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from monitor.storage.attempt_models import SupersededBucket
-from monitor.storage.models import SeriesBucket
-from monitor.storage.series import MAX_BUCKETS, BucketView, _Bucket
-
-MAX_SUPERSEDED = MAX_BUCKETS
-
-
-def retire(s: Session, run_id: str, metric: str, width: float, buckets: list[_Bucket], at: float) -> None:
-    """Move ``buckets`` (of the live series) to the earlier attempts, as of the redone point at ``at``."""
-    if not buckets:
-        return
-    sb = SeriesBucket
-    s.execute(
-        delete(sb).where(sb.run_id == run_id, sb.metric == metric, sb.x0.in_([b.x0 for b in buckets])),
-        execution_options={"synchronize_session": False},
-    )
-    rows = [dict(b.row(), superseded_at=at, width=width) for b in buckets]
-    s.execute(insert(SupersededBucket), rows)
-    sup = SupersededBucket
-    where = (sup.run_id == run_id, sup.metric == metric)
-    kept = s.scalar(select(func.count()).select_from(sup).where(*where)) or 0
-    if kept > MAX_SUPERSEDED:
-        oldest = list(
-            s.execute(
-                select(sup.superseded_at, sup.x0)
-                .where(*where)
-                .order_by(sup.superseded_at, sup.x0)
-                .limit(kept - MAX_SUPERSEDED)
-            )
-        )
-        s.execute(
-            delete(sup).where(*where, tuple_(sup.superseded_at, sup.x0).in_([tuple(r) for r in oldest])),
-            execution_options={"synchronize_session": False},
-        )
+from monitor.storage.series import BucketView
 
 
 def read(s: Session, run_id: str, metrics: Iterable[str]) -> dict[str, list[BucketView]]:

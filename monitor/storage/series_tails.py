@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from monitor.storage import bulk, series_attempts
+from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
-from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
 
 KEEP = 4  # newest buckets kept in memory per series (a poll touches one or two)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
@@ -180,17 +180,16 @@ class SeriesTails:
 
     @staticmethod
     def _supersede(s: Session, ser: _Series, x0: float, t: float, out: SeriesWrites) -> None:
-        """Points from bucket ``x0`` on, the earliest logged at ``t``: if buckets beyond ``x0`` hold
-        points logged before ``t``, the run went back (a rewind): move its buckets from ``x0`` on aside
-        (memory holds every stored bucket from ``x0`` on: ``_load_missing``)."""
-        old = [b for x, b in ser.tail.items() if x >= x0 and b.t_last is not None and b.t_last < t]
-        if not any(b.x0 > x0 for b in old):
+        """A rewind (``series.stale``) moves the buckets it redoes aside first (memory holds every stored
+        bucket from ``x0`` on: ``_load_missing``)."""
+        old = stale(ser.tail, x0, t)
+        if not old:
             return
         for b in old:
             del ser.tail[b.x0]
             out.buckets.pop((ser.run_id, ser.metric, b.x0), None)
         ser.buckets -= len(old)
-        series_attempts.retire(s, ser.run_id, ser.metric, ser.width, old, t)
+        retire(s, ser.run_id, ser.metric, ser.width, [b.row() for b in old], t)
         out.add_meta(ser)
 
     @staticmethod
