@@ -120,7 +120,7 @@ def test_state_stored_before_the_new_buckets_loads_and_goes_on():
     assert set(r["lost_seconds"]) == set(BUCKETS[1:])
     assert r["lost_seconds"]["restarting"] == 200.0 and r["lost_seconds"]["checkpoint"] == 0.0
     assert r["wall_seconds"] == pytest.approx(1000.0)
-    g.observe(1010.0, 101, "running", marks=frozenset({"evaluation"}))
+    g.observe(1010.0, 101, "running", keys=["eval/loss"])
     g.observe(1080.0, 102, "running")  # a 60 s pause after the eval step
     r = g.report(1080.0)
     assert r["lost_seconds"]["evaluation"] == pytest.approx(60.0)

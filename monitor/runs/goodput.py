@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
+from collections.abc import Collection
 from typing import Any, Literal
 
 from monitor.runs.goodput_ledger import Ledger
-from monitor.runs.goodput_pauses import PauseKinds
+from monitor.runs.goodput_pauses import PauseKinds, marks_of
 from monitor.samples import DOWN_STATES, ENDED_STATES, RunState
 
 SLOW_FACTOR = 5.0  # a gap longer than this x the expected time is not normal cadence
@@ -83,7 +84,8 @@ class Goodput:
         self.incidents: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
         self.steps_redone = 0
-        self.last_marks: frozenset[str] = frozenset()  # what the last step logged (an eval, a save)
+        self.last_marks: frozenset[str] = frozenset()  # what the last step logged (an eval, a save) ...
+        self._unread: list[Collection[str]] = []  # ... once these keys of its rows are read (when needed)
         self.pauses = PauseKinds()  # the run's save cadence, learned from its pauses
         self._median: float | None = None
         self._stale = 0
@@ -132,17 +134,17 @@ class Goodput:
         step: int | None = None,
         state: RunState | None = None,
         started: float | None = None,
-        marks: frozenset[str] = frozenset(),
+        keys: Collection[str] = (),
     ) -> None:
         """``started``: when the process that logged this step started, where the source says;
-        ``marks``: what the step's row shows happened at it (goodput_pauses.marks_of)."""
+        ``keys``: the metrics the step's row logged (what they show happened at it: goodput_pauses)."""
         if self.start is None:
             if step is None and state is None:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
         self._mark = (self.acct, dict(self.totals))
-        self._observe(t, step, state, started, marks)
+        self._observe(t, step, state, started, keys)
         self._book()
 
     def _book(self) -> None:
@@ -152,7 +154,7 @@ class Goodput:
         self._mark = (self.acct, dict(self.totals))
 
     def _observe(
-        self, t: float, step: int | None, state: RunState | None, started: float | None, marks: frozenset[str]
+        self, t: float, step: int | None, state: RunState | None, started: float | None, keys: Collection[str]
     ) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
@@ -161,7 +163,7 @@ class Goodput:
         elif state == RunState.RUNNING and self.mode in ("down", "ended"):
             self._back_up(t)
         if step is not None:
-            self._step(t, step, started, marks)
+            self._step(t, step, started, keys)
 
     def _hung_until(self, t: float) -> None:
         """The process ended at ``t``: a hang seen as one (no step for longer than ``STALL_AFTER`` past
@@ -213,7 +215,7 @@ class Goodput:
             self.totals["startup"] += t - self.acct
         self.mode, self.acct, self.ended_at = "ended", t, t
 
-    def _step(self, t: float, step: int, started: float | None, marks: frozenset[str]) -> None:
+    def _step(self, t: float, step: int, started: float | None, keys: Collection[str]) -> None:
         if self.mode in ("down", "ended"):  # a step while reported down: the state was stale
             self._back_up(t)
         if self.mode == "init":
@@ -224,7 +226,8 @@ class Goodput:
         elif self.mode == "restarting":
             self._close_restart(t, step, started)
         elif step == self.last_step:
-            self.last_marks |= marks  # the same step again (its eval row, logged apart)
+            if keys:
+                self._unread.append(keys)  # the same step again (its eval row, logged apart)
             return
         elif self.last_step is not None and step < self.last_step:
             # A rewind without a state change: the old process ended when the new one started, if the
@@ -234,11 +237,18 @@ class Goodput:
             self.since = self.acct  # restarted since the exit (or the last step, after a short gap)
             self._close_restart(t, step, started if seen else None)
         else:
-            self._gap(t, step - (self.last_step or 0), self.last_step, marks)
+            self._gap(t, step - (self.last_step or 0), self.last_step, keys)
         self.mode, self.last_step, self.last_step_t, self.acct = "running", step, t, t
-        self.last_marks = marks
+        self.last_marks, self._unread = frozenset(), [keys] if keys else []
 
-    def _gap(self, t: float, steps: int, at_step: int | None, marks: frozenset[str] = frozenset()) -> None:
+    def _marks(self) -> frozenset[str]:
+        """What the last step's rows show happened at it (read only when a pause asks)."""
+        if self._unread:
+            self.last_marks |= marks_of(k for keys in self._unread for k in keys)
+            self._unread = []
+        return self.last_marks
+
+    def _gap(self, t: float, steps: int, at_step: int | None, keys: Collection[str] = ()) -> None:
         gap = t - self.acct
         m = self.cadence()
         expected = steps * m if m is not None else None
@@ -255,7 +265,7 @@ class Goodput:
         else:
             slack = m * steps
             for bucket, sec in self.pauses.split(
-                at_step, self.acct, lost, steps, slack, marks | self.last_marks
+                at_step, self.acct, lost, steps, slack, marks_of(keys) | self._marks()
             ).items():
                 self.totals[bucket] += sec
             self.ledger.pause(self.acct, t, lost, at_step)
@@ -313,7 +323,7 @@ class Goodput:
         if lost > STALL_AFTER:
             add["stalled"] = lost
             return add, self._ongoing("stall", self.acct, lost)
-        add[self.pauses.peek(self.last_step, self.acct, 1.0, m, self.last_marks)] = lost
+        add[self.pauses.peek(self.last_step, self.acct, 1.0, m, self._marks())] = lost
         return add, None
 
     def _ongoing(self, kind: str, start: float, lost: float) -> dict[str, Any]:
@@ -358,7 +368,7 @@ class Goodput:
             "totals": {k: _r(v) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
-            "last_marks": sorted(self.last_marks),
+            "last_marks": sorted(self._marks()),
             "pauses": self.pauses.to_dict(),
         }
 

@@ -13,7 +13,6 @@ from collections import deque
 from typing import Any
 
 from monitor.runs.goodput import UPTIME_KEY, Goodput
-from monitor.runs.goodput_pauses import marks_of
 
 LATEST = ("train/loss", "throughput/tokens_per_second", "throughput/mfu", "grad/norm/total", "eval/loss")
 RATE_WINDOW = 64  # steps over which the step rate is measured
@@ -57,8 +56,7 @@ class RunStats:
     ) -> None:
         uptime = metrics.get(UPTIME_KEY) if step is not None else None
         started = t - uptime if uptime is not None and math.isfinite(uptime) and uptime >= 0 else None
-        marks = marks_of(metrics) if step is not None else frozenset()
-        self.goodput.observe(t, step, state, started, marks)
+        self.goodput.observe(t, step, state, started, metrics.keys() if step is not None else ())
         if self.first_seen is None:
             self.first_seen = t
         if step is not None:
