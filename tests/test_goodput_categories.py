@@ -11,6 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from alerts.clock import ManualClock
+from monitor.reports.model import Hours
 from monitor.runs.goodput import BUCKETS, Goodput
 from monitor.runs.goodput_pauses import marks_of
 from monitor.runs.run_stats import RunStats
@@ -192,3 +193,10 @@ def test_saves_evals_and_restore_in_the_api_the_run_page_and_the_report(db_url):
     finally:
         service.stop()
         service.db.dispose()
+
+
+def test_a_report_stored_before_the_new_buckets_reads_them_as_zero():
+    old = {"productive": 10.0, "paused": 1.0, "stalled": 2.0, "restarting": 0.5, "down": 0.0, "rework": 0.5}
+    h = Hours.model_validate(old)
+    assert h.total() == pytest.approx(14.0) and h.ratio() == pytest.approx(10 / 14)
+    assert h.checkpoint == h.evaluation == h.startup == 0.0
