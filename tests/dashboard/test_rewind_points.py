@@ -10,6 +10,9 @@ import pytest
 from playwright.sync_api import expect
 
 from alerts.clock import ManualClock
+from monitor.storage import report_repo
+from monitor.storage.db import make_sessionmaker
+from monitor.web.dashboard.templating import epoch
 from tests.dashboard.conftest import serving
 from tests.dashboard.support import build, client
 from tests.helpers import sim_id, tick
@@ -61,6 +64,28 @@ def test_points_before_a_rewind_stay_beside_the_redone_ones(db_url):
                 x,
                 "a point drawn before the restart is still there",
             )
+    finally:
+        service.stop()
+        service.db.dispose()
+
+
+def test_the_reports_picture_of_the_hang_draws_the_run_up_to_it(db_url):
+    """The costliest incidents' pictures read the stored series around the incident: the steps logged
+    before the hang, redone after the restart, are drawn where they were first logged."""
+    clock = ManualClock(T0)
+    service = build(db_url, clock, CONFIG.replace("checkpoint_every: 50", "checkpoint_every: 40"))
+    try:
+        tick(service, clock, 90 * M, every=60)
+        api = client(service)
+        g = api.get(f"/api/runs/{quote(RUN, safe='')}").json()["goodput"]
+        (stall,) = [i for i in g["incidents"] if i["kind"] == "stall"]
+        start, end = epoch(stall["start"]), epoch(stall["end"])
+        with make_sessionmaker(service.db)() as s:
+            around = report_repo.buckets_around(s, RUN, "train/loss", start, end, 8)
+            curve = report_repo.curve(s, RUN, "train/loss", T0, T0 + 2 * 3600)
+        before = [t for t, *_ in around if t < start]
+        assert len(before) == 8 and start - before[-1] < 30, "the steps up to the hang, though redone since"
+        assert any(start - 30 < t <= start for t, _ in curve) and any(t > end for t, _ in curve)
     finally:
         service.stop()
         service.db.dispose()
