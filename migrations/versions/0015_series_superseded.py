@@ -1,7 +1,7 @@
 """series_superseded: the chart points a rewind superseded, kept beside the redone ones
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-06 19:00:00
 """
 
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0013"  # another branch adds 0014: re-chained at merge
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
