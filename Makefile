@@ -11,14 +11,17 @@ PYTHON ?= python3
 venv:
 	@test -x .venv/bin/python || $(PYTHON) -m venv .venv
 	@want=$$(.venv/bin/python -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest())"); \
+	dev=$$(cat pyproject.toml requirements/dev.lock | sha256sum | cut -d' ' -f1); \
 	if [ -x .venv/bin/herowatch ] && { [ "$$(cat .venv/.herowatch-run 2>/dev/null)" = "$$want" ] || \
-	   [ "$$(cat .venv/.herowatch-installed 2>/dev/null)" = "$$want" ]; }; then exit 0; fi; \
+	   [ "$$(cat .venv/.herowatch-installed 2>/dev/null)" = "$$dev" ]; }; then exit 0; fi; \
 	echo "==> installing herowatch into .venv (once; about a minute)"; \
 	log=$$( { .venv/bin/python -m pip install -q --disable-pip-version-check \
 	  --require-hashes -r requirements/runtime.lock && \
 	  .venv/bin/python -m pip install -q --disable-pip-version-check --no-deps -e . ; } 2>&1 ) \
 	  || { echo "$$log" >&2; exit 1; }; \
-	echo "$$log" | grep -v '^WARNING: Location' || true; \
+	echo "$$log" | grep -v -e '^WARNING: Location' -e 'BuildBackendWarning' -e '^ *!!$$' -e '^ *\*\*\*' \
+	  -e 'Please be careful with folders' -e 'name as your package as they may' -e 'with strategy, WheelFile' \
+	  -e '^ *$$' || true; \
 	echo "$$want" > .venv/.herowatch-run
 
 demo: venv

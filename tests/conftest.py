@@ -108,3 +108,9 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     # a developer's own Slack app token must not connect tests' services to a real Slack
     for var in ("HEROWATCH_DATABASE_URL", "HEROWATCH_LISTEN", "SLACK_APP_TOKEN", "HEROWATCH_SLACK_API_URL"):
         monkeypatch.delenv(var, raising=False)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The live tests (real servers, real processes) run first: with `--dist loadfile` files are handed
+    out in this order, so the long ones start early and the short ones fill the workers' tails."""
+    items.sort(key=lambda item: 0 if "/tests/live/" in str(item.path) else 1)

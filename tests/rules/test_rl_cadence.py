@@ -96,3 +96,22 @@ def test_the_finding_says_when_the_collapse_began() -> None:
     f = det.evaluate(samples[-1].t)
     assert f.active and f.onset == samples[start].t and f.onset_step == start, f
     assert "for 4 steps, 6m" in f.reason, f.reason
+
+
+def everything_collapses(m: dict[str, float], rng: random.Random, s: rc.Shape) -> None:
+    """A policy collapse as it shows: the reward falls, KL to the reference explodes, entropy falls."""
+    rc.collapse(m, rng, s)
+    rc.kl_blowup(m, rng, s)
+    rc.entropy_collapse(m, rng, s)
+
+
+@pytest.mark.parametrize("dt", (10.0, 120.0))
+def test_a_collapse_seen_by_reward_kl_and_entropy_is_one_page(dt: float) -> None:
+    """Three rules see one collapse: the first to fire pages, the others join its message (one incident,
+    one page: the rl pack gives them one ``symptom``)."""
+    n, start = steps_of(dt)
+    samples = rc.run(1, n, rc.from_step(start, everything_collapses), step_seconds=dt)
+    result = replay(samples, load_pack("rl"))
+    fired = {e.rule for e in result.firing()}
+    assert {"rl_reward_collapse", "rl_kl_blowup", "rl_entropy_collapse"} <= fired, fired
+    assert len(result.pages()) == 1, [(e.rule, e.t) for e in result.pages()]
