@@ -10,8 +10,7 @@ above the gate) goes through ``observe``, ending in the state ``observe`` one by
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from monitor.samples import Sample
@@ -28,7 +27,6 @@ class SpikeBatch:
     sign: float
     _width: float
     reset_on_rewind: bool
-    track_floor: bool
     streak: int
     _last_step: int | None
     _ob: float
@@ -36,14 +34,10 @@ class SpikeBatch:
     _olast: float
     _omin: float
     _gate: float
-    _med: float
-    _floor_ready: bool
-    _cmins: deque[tuple[float, float]]
     _sample: Sample | None
     _y: float
     is_spike: bool
     floor_raised: bool
-    needed: Callable[[], float]
 
     if TYPE_CHECKING:
 
@@ -54,13 +48,14 @@ class SpikeBatch:
     def observe_until(self, samples: Sequence[Sample], i: int, end: int, point: bool, floor: bool) -> int:
         """``observe`` over ``samples[i:end]`` up to the first sample after which the newest value is a
         spike (``point``) or the floor is raised (``floor``); the index after the last sample taken.
-        Replay's batched path: the common case (a value into the open bucket, below the gate) in a loop
-        on local copies of the open bucket, anything else (a new bucket, a rewind) through ``observe``."""
+        Replay's batched path: the common case (a value below the gate, into the open bucket or after
+        the roll of a new one) in a loop on local copies of the open bucket; a new bucket's value that is
+        not the common case gets ``observe``'s verdict; anything else (a rewind) goes through ``observe``."""
         m, log, sign, width, rewind = self.metric, self.log, self.sign, self._width, self.reset_on_rewind
-        track, needed = self.track_floor, self.needed
         last_step, ob, on, olast, omin = self._last_step, self._ob, self._on, self._olast, self._omin
-        gate, med, floor_ready, cmins = self._gate, self._med, self._floor_ready, self._cmins
+        gate = self._gate
         sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
+        quiet = not self.streak and not raised  # no values in a row beyond the bar, the floor not raised
         while i < end:
             s = samples[i]
             i += 1
@@ -89,45 +84,36 @@ class SpikeBatch:
                     y = v * sign
                 t = s.t
                 b = t // width
-                common = not self.streak and not raised
-                if b != ob:  # a new bucket: observe's roll, then the common case or its verdict
+                if b == ob:
+                    if quiet and y < gate:  # the common case: into the open bucket
+                        on += 1
+                        olast = t
+                        if y < omin:
+                            omin = y
+                        # (the floor stays down: the recent window's minimum is now below the gate)
+                        sample, y_now, spike = s, y, False
+                        continue
+                else:  # a new bucket: observe's roll, then the common case or observe's verdict
                     self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
                     self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
                     self._roll(b, t, y)
-                    ob, on, olast, omin = self._ob, self._on, self._olast, self._omin
-                    gate, med, floor_ready, cmins = self._gate, self._med, self._floor_ready, self._cmins
-                    if not common or y >= gate:
-                        self._judge(s, t, s.step, v, y)
-                        sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
-                        if point and spike or floor and raised:
-                            return i
+                    ob, on, olast, omin, gate = self._ob, self._on, self._olast, self._omin, self._gate
+                    if quiet and y < gate:
+                        sample, y_now, spike = s, y, False
                         continue
-                elif common and y < gate:  # the common case: into the open bucket
-                    on += 1
-                    olast = t
-                    if y < omin:
-                        omin = y
-                else:
-                    y = None  # (through observe)
-                if y is not None:  # the common case: below the gate, no streak, the floor not raised
-                    sample, y_now, spike = s, y, False
-                    if track:
-                        if floor_ready:
-                            low = omin
-                            if cmins and cmins[0][1] < low:
-                                low = cmins[0][1]
-                            raised = low >= gate and low - med >= needed()
-                        else:
-                            raised = False
-                    if floor and raised:
-                        break
+                    self._judge(s, t, s.step, v, y)
+                    sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
+                    quiet = not self.streak and not raised
+                    if point and spike or floor and raised:
+                        return i
                     continue
             self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
             self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
             self.observe(s)
             last_step, ob, on, olast, omin = self._last_step, self._ob, self._on, self._olast, self._omin
-            gate, med, floor_ready, cmins = self._gate, self._med, self._floor_ready, self._cmins
+            gate = self._gate
             sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
+            quiet = not self.streak and not raised
             if point and spike or floor and raised:
                 return i
         self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
