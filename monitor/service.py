@@ -27,6 +27,7 @@ from monitor.delivery.compose import Composer
 from monitor.delivery.enqueue import Enqueuer
 from monitor.delivery.pipeline import Pipeline
 from monitor.delivery.send_stats import SendLatency
+from monitor.delivery.stacks_settle import StackSettler
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
 from monitor.engine.scheduling import add_interval_job, make_scheduler
@@ -87,6 +88,7 @@ class Service:
     gc_policy: GcPolicy = field(default_factory=GcPolicy)
     socket_mode: SocketMode | None = None  # Slack's buttons and /herowatch over Socket Mode (SLACK_APP_TOKEN)
     stacks: StackBroker | None = None  # the wrappers' long polls: stack captures (monitor.stacks)
+    settler: StackSettler | None = None  # settled captures: culprits stored, Slack clicks answered
     scheduler: BackgroundScheduler | None = field(default=None, init=False)  # set by ``start``
     _lock_fd: int | None = field(default=None, init=False, repr=False)  # the SQLite file's lock, while held
 
@@ -123,6 +125,8 @@ class Service:
         add_interval_job(sched, "outbox", self.dispatcher.run_once, 1.0)
         planner = min([60.0, *(every / 2 for every in self.refresh.values())])  # a refresh is never late
         add_interval_job(sched, "repeats", self.plan_repeats, planner / self.speed)
+        if self.settler is not None:
+            add_interval_job(sched, "stacks_settle", self.settle_stacks, 1.0)
         if self.config.watchdog:
             add_interval_job(sched, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed)
         self.gc_policy.install()  # full collections skip the runs' long-lived state (engine.gc_policy)
@@ -169,6 +173,11 @@ class Service:
             return reminders.plan(
                 s, self.clock.time(), self.outbox.inhibit_rules, self.outbox.silences, self.refresh
             )
+
+    def settle_stacks(self) -> int:
+        if self.settler is None or not self._singleton("stacks_settle", 30.0):
+            return 0
+        return self.settler.run_once()
 
     def heartbeat(self) -> None:
         wd = self.config.watchdog
@@ -253,6 +262,7 @@ def build_service(
         send_latency=latency,
         refresh=refresh,
         stacks=stacks,
+        settler=StackSettler(sessions, clock.time, notifiers, cfg.server.external_url),
     )
     ports = SlackPorts.of(service.api_context())
     service.socket_mode = socket_mode.from_settings(settings, ports)  # None without SLACK_APP_TOKEN

@@ -72,6 +72,12 @@ def run_(
         None, "--py-spy", help="how to run py-spy, e.g. 'sudo -n py-spy' [default: py-spy on PATH]"
     ),
     stack_timeout: float = typer.Option(10.0, "--stack-timeout", help="seconds per process for py-spy"),
+    flight_recorder: str = typer.Option(
+        None,
+        "--flight-recorder",
+        help="where the job writes PyTorch flight recorder JSON dumps (<prefix><rank>, or a directory) "
+        "[default: TORCH_FR_DUMP_TEMP_FILE from the environment]",
+    ),
 ) -> None:
     """Run COMMAND (after `--`), reporting its start and its exit; exit with its code.
 
@@ -110,6 +116,7 @@ def run_(
             py_spy=py_spy_command(py_spy),
             limits=Limits(timeout=stack_timeout),
             say=lambda text: typer.echo(f"herowatch emit run: {text}", err=True),
+            flight=flight_recorder,
         )
         agent.start()
     code = child.wait()

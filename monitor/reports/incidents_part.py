@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from alerts.model import Severity
 from monitor.reports.model import Incident, Page, Period, Recurring, RuleQuality
+from monitor.stacks.culprit import Culprit
 from monitor.storage import goodput_repo
 from monitor.storage.models import Alert, GoodputEvent
 
@@ -95,6 +96,7 @@ def pages(
                 badput_gpu_hours=cost / H * n if n else None,
                 noise=quick or a.id in marked,
                 marked_noise=a.id in marked,
+                culprit=Culprit.from_dict(a.culprit).text() if a.culprit else None,
             )
         )
     return out
@@ -113,15 +115,12 @@ def incident_list(
         if e.end <= p.start or (e.start < p.start and inside < 1):
             continue  # over before the period, or all it lost was lost before it
         n = gpus.get(e.run_id)
-        rules = sorted(
-            {
-                pg.rule
-                for pg in page_list
-                if pg.run == e.run_id
-                and pg.fired_at <= e.end + NOISE
-                and (pg.resolved_at or p.end) >= e.start
-            }
-        )
+        paged = [
+            pg
+            for pg in page_list
+            if pg.run == e.run_id and pg.fired_at <= e.end + NOISE and (pg.resolved_at or p.end) >= e.start
+        ]
+        rules = sorted({pg.rule for pg in paged})
         out.append(
             Incident(
                 run=e.run_id,
@@ -134,6 +133,9 @@ def incident_list(
                 lost_gpu_hours=inside / H * n if n else None,
                 whole_lost_hours=whole_hours(e.seconds_lost, inside),
                 rules=rules,
+                culprit=next(
+                    (pg.culprit for pg in sorted(paged, key=lambda x: x.fired_at) if pg.culprit), None
+                ),
             )
         )
     return sorted(out, key=lambda i: i.start)

@@ -35,7 +35,7 @@ def summary_lines(r: Report) -> list[str]:
         rules = f" ({', '.join(c.rules)})" if c.rules else " (no page)"
         lines.append(
             f"Costliest: {c.kind} of {r.name_of(c.run)} at {w.when(c.start, r.timezone)}, "
-            f"{cost}{w.in_all(c)}{rules}."
+            f"{cost}{w.in_all(c)}{rules}{w.culprit(c.culprit)}."
         )
     for rec in r.recurring[:3]:
         lines.append(f"Recurring: {rec.summary} ({r.name_of(rec.run)}).")
@@ -100,6 +100,7 @@ def render(r: Report) -> str:
         out.append(
             f"1. **{c.kind}** of {_cell(r.name_of(c.run))}, {w.when(c.start, tz)} to {w.when(c.end, tz)}: "
             f"{w.hours(c.lost_hours)} lost ({cost}){w.in_all(c)}; pages: {', '.join(c.rules) or 'none'}"
+            f"{_cell(w.culprit(c.culprit))}"
         )
     if not r.costliest:
         out.append("None.")
@@ -112,6 +113,7 @@ def render(r: Report) -> str:
         cost = w.gpu_hours(x.badput_gpu_hours) if x.badput_gpu_hours is not None else w.hours(x.badput_hours)
         rules = ", ".join(x.rules) + (f" ({x.kind})" if x.kind else "")
         rules += " — likely noise" if x.noise else ""
+        rules += w.culprit(x.culprit)
         resolved = w.when(x.end, tz) if x.end else "open"
         out.append(
             f"| {w.when(x.start, tz)} | {_cell(r.name_of(x.run))} | {_cell(rules)} | {x.count} | "

@@ -81,6 +81,11 @@ class Page(BaseModel):
         "acknowledgement, or marked as noise by a person (an ack or silence comment starting 'noise')"
     )
     marked_noise: bool = Field(False, description="a person marked it as noise")
+    culprit: str | None = Field(
+        None,
+        description='a hang: the call its stacks found the odd ranks in, e.g. "hung in read_chunk '
+        '(tensorstore_io.py:120) on node-17 (rank 417)"',
+    )
 
 
 class PagedIncident(BaseModel):
@@ -106,6 +111,7 @@ class PagedIncident(BaseModel):
     badput_gpu_hours: float | None
     noise: bool = Field(description="every page of it was likely noise")
     pages: list[int] = Field(description="alert ids of its pages, in the order they fired")
+    culprit: str | None = Field(None, description="a hang: the call its pages' stacks named (Page.culprit)")
 
 
 class Incident(BaseModel):
@@ -123,6 +129,7 @@ class Incident(BaseModel):
         None, description="the whole incident's loss, when part of it fell outside the period"
     )
     rules: list[str]
+    culprit: str | None = Field(None, description="a hang: the call its pages' stacks named (Page.culprit)")
 
 
 class Recurring(BaseModel):

@@ -118,4 +118,5 @@ def _row(group: list[Page], events: list[GoodputEvent], gpus: Mapping[str, int])
         badput_gpu_hours=lost / H * n if n else None,
         noise=all(pg.noise for pg in group),
         pages=[pg.alert_id for pg in fired],
+        culprit=next((pg.culprit for pg in fired if pg.culprit), None),
     )

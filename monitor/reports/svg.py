@@ -162,7 +162,7 @@ def incident_curve(
     t1 = max([inc.end + margin, *times])
     cause = inc.kind + (f": {', '.join(inc.rules)}" if inc.rules else ", no page")
     cost = w.gpu_hours(inc.lost_gpu_hours) if inc.lost_gpu_hours is not None else w.hours(inc.lost_hours)
-    title = f"{run_name}: {cause}, {cost} lost; {label} around it"
+    title = f"{run_name}: {cause}, {cost} lost{w.culprit(inc.culprit)}; {label} around it"
 
     def x(t: float) -> float:
         return left + span * (t - t0) / ((t1 - t0) or 1.0)

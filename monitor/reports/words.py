@@ -78,6 +78,11 @@ def in_all(inc: Incident) -> str:
     return "" if inc.whole_lost_hours is None else f" of {hours(inc.whole_lost_hours)} in all"
 
 
+def culprit(text: str | None) -> str:
+    """What a hang's stacks named, after the incident's other words: "; hung in read_chunk (...)"."""
+    return f"; {text}" if text else ""
+
+
 def dur(seconds: float | None) -> str:
     if seconds is None:
         return "—"

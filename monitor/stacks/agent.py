@@ -34,11 +34,13 @@ class StackAgent(threading.Thread):
         limits: Limits,
         say: Callable[[str], None],
         wait: float = POLL_WAIT,
+        flight: str | None = None,
     ) -> None:
         super().__init__(daemon=True, name="herowatch-stacks")
         self.url, self.run_name, self.node, self.root = url.rstrip("/"), run, node, root
         self.headers = {"Authorization": f"Bearer {token}"}
         self.py_spy, self.limits, self.say, self.wait = py_spy, limits, say, wait
+        self.flight = flight  # where the job's flight recorder JSON dumps are (None: its environment says)
         self.stopped = threading.Event()
         self.reached = threading.Event()  # herowatch answered at least once
         self.captures = 0
@@ -90,6 +92,7 @@ class StackAgent(threading.Thread):
             node=self.node,
             py_spy=self.py_spy,
             limits=self.limits,
+            flight=self.flight,
         )
         body = stacks.model_dump_json().encode()
         for _ in range(3):

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from alerts.durations import format_duration
+from monitor.stacks.flight import findings
 from monitor.stacks.model import Frame, NodeStacks, ProcessStack
+from monitor.stacks.ranges import ranges
 
 NOISE = ("<frozen ", "<shim>")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")  # a native frame's or an object's address differs per process
@@ -96,22 +98,6 @@ class StackGroup:
         }
 
 
-def ranges(numbers: Sequence[int], most: int = 8) -> str:
-    """[1, 2, 3, 7] -> "1-3, 7"; at most ``most`` pieces, then "(N in all)"."""
-    pieces: list[str] = []
-    start = prev = numbers[0]
-    for n in [*numbers[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        pieces.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    if len(pieces) > most:
-        return ", ".join(pieces[:most]) + f", ... ({len(numbers)} in all)"
-    return ", ".join(pieces)
-
-
 @dataclass(frozen=True)
 class StackReport:
     groups: tuple[StackGroup, ...]  # the majority (or largest) first, then the odd ones smallest first
@@ -121,6 +107,7 @@ class StackReport:
     problems: tuple[str, ...]  # "node-3: no permission ...", "rank 5 on node-2: timed out after 10s"
     nodes: tuple[str, ...]
     captured_at: float | None
+    flight: tuple[str, ...] = ()  # what PyTorch's flight recorder dumps say (``monitor.stacks.flight``)
 
     @property
     def odd(self) -> list[StackGroup]:
@@ -154,6 +141,8 @@ class StackReport:
                 f" (+{len(self.problems) - 3})" if len(self.problems) > 3 else ""
             )
             said.append(f"stacks not available: {shown}")
+        if self.flight:
+            said.append("flight recorder: " + "; ".join(self.flight))
         if not said:
             said.append("no Python process found")
         age = ""
@@ -171,6 +160,7 @@ class StackReport:
             "nodes": list(self.nodes),
             "problems": list(self.problems),
             "captured_at": self.captured_at,
+            "flight": list(self.flight),
             "groups": [g.to_dict() for g in self.groups],
         }
 
@@ -232,4 +222,5 @@ def analyse(pushes: Sequence[NodeStacks]) -> StackReport:
         problems=tuple(problems),
         nodes=tuple(sorted({p.node for p in pushes})),
         captured_at=min(times) if times else None,
+        flight=findings([d for p in pushes for d in p.flight]),
     )

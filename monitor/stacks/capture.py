@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.stacks.flight_model import FrDump
+from monitor.stacks.flight_read import prefix_of, read_all
 from monitor.stacks.model import MAX_TEXT, Frame, NodeStacks, ProcessStack, ThreadStack
 
 RANK_ENV = ("RANK", "JAX_PROCESS_ID", "JAX_PROCESS_INDEX", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
@@ -216,14 +218,37 @@ def python_processes(root: int, limits: Limits) -> list[ProcessStack]:
     return out
 
 
+def flight_dumps(given: str | None, procs: list[ProcessStack]) -> list[FrDump]:
+    """The job's flight recorder JSON dumps: at ``given``, else at the dump prefix in the wrapper's
+    environment or a rank's (``TORCH_FR_DUMP_TEMP_FILE``); none where no prefix is set."""
+    prefix = prefix_of(given, dict(os.environ))
+    for p in procs:
+        if prefix:
+            break
+        if p.role == "rank":
+            prefix = prefix_of(None, environ(p.pid))
+    return read_all(prefix) if prefix else []
+
+
 def capture(
-    root: int, *, run: str, capture_id: str, node: str, py_spy: list[str] | None, limits: Limits
+    root: int,
+    *,
+    run: str,
+    capture_id: str,
+    node: str,
+    py_spy: list[str] | None,
+    limits: Limits,
+    flight: str | None = None,
 ) -> NodeStacks:
-    """The stacks of every Python process below ``root``, at most ``limits.parallel`` read at once."""
+    """The stacks of every Python process below ``root``, at most ``limits.parallel`` read at once, and
+    the job's flight recorder dumps (``flight``: their prefix or directory, if not in the environment)."""
     t = time.time()
     procs = python_processes(root, limits)
+    dumps = flight_dumps(flight, procs)
     if py_spy is None:
-        return NodeStacks(run=run, capture=capture_id, node=node, t=t, processes=procs, error=NO_PYSPY)
+        return NodeStacks(
+            run=run, capture=capture_id, node=node, t=t, processes=procs, error=NO_PYSPY, flight=dumps
+        )
 
     def one(p: ProcessStack) -> ProcessStack:
         threads, error, took = dump(p.pid, py_spy, limits)
@@ -233,4 +258,6 @@ def capture(
         done = list(pool.map(one, procs))
     errors = {p.error for p in done if p.error}
     node_error = NO_PERMISSION if done and errors == {NO_PERMISSION} else None
-    return NodeStacks(run=run, capture=capture_id, node=node, t=t, processes=done, error=node_error)
+    return NodeStacks(
+        run=run, capture=capture_id, node=node, t=t, processes=done, error=node_error, flight=dumps
+    )

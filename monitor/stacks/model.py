@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from monitor.stacks.flight_model import MAX_DUMPS, FrDump
+
 MAX_PROCESSES = 256  # per node: 8 ranks with their data-loader workers fit many times over
 MAX_THREADS = 16  # Python threads kept per process (the main thread first)
 MAX_FRAMES = 128  # per thread, innermost first (the wrapper keeps the innermost when it cuts)
@@ -61,3 +63,5 @@ class NodeStacks(BaseModel):
     t: float = Field(description="epoch seconds the capture started on the node")
     processes: list[ProcessStack] = Field(default_factory=list, max_length=MAX_PROCESSES)
     error: Text | None = None  # why the node could capture nothing (py-spy missing, no permission)
+    # PyTorch's NCCL flight recorder, where the job writes JSON dumps (``monitor.stacks.flight_read``)
+    flight: list[FrDump] = Field(default_factory=list, max_length=MAX_DUMPS)

@@ -33,6 +33,7 @@ def report_of(
         problems=(*report.problems, problem),
         nodes=report.nodes,
         captured_at=report.captured_at,
+        flight=report.flight,
     )
 
 

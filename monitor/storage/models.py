@@ -97,6 +97,8 @@ class Alert(Base):
     silenced_by: Mapped[int | None] = mapped_column(Integer)  # id of the silence muting it, if any
     # Fleet members that stood out when it fired (``monitor.fleet.hints``); None: no fleet data.
     hints: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # A hang: the call its stacks found the odd ranks in (``monitor.stacks.culprit.Culprit``), for reports.
+    culprit: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class AlertTransition(Base):

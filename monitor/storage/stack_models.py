@@ -25,6 +25,11 @@ class StackCapture(Base):
     requested_at: Mapped[float] = mapped_column(Float)
     hold_until: Mapped[float] = mapped_column(Float)  # a hang's page waits for the answers until then
     expected: Mapped[list[Any]] = mapped_column(JSON, default=list)  # the nodes asked
+    # Once every node asked answered or the hold ran out (``monitor.delivery.stacks_settle``); None: not yet.
+    settled_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # A Slack click asked: the receiver and "channel:ts" of the thread its answer goes to.
+    reply_receiver: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    reply_ref: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class StackDump(Base):

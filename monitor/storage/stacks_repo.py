@@ -45,11 +45,20 @@ def start(
     if row is None:
         row = StackCapture(run_id=run_id)
         s.add(row)
+    if row.capture_id != capture_id:  # a new capture settles anew, and is nobody's reply yet
+        row.settled_at = row.reply_receiver = row.reply_ref = None
     row.capture_id = capture_id
     row.reason, row.requested_by = reason[:300], requested_by[:200]
     row.requested_at, row.hold_until = at, hold_until
     row.expected = sorted(expected)
     return row
+
+
+def reply_in(s: Session, run_id: str, capture_id: str, receiver: str, ref: str) -> None:
+    """Answer the capture in a Slack thread (``ref``: "channel:ts" of ``receiver``) once it settles."""
+    row = s.get(StackCapture, run_id)
+    if row is not None and row.capture_id == capture_id:
+        row.reply_receiver, row.reply_ref = receiver[:128], ref[:200]
 
 
 def answer(s: Session, run_id: str, capture_id: str, node: str, body: dict[str, Any], at: float) -> bool:

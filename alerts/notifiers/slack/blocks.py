@@ -16,7 +16,7 @@ from urllib.parse import quote
 from alerts.clock import isoformat
 from alerts.durations import format_duration
 from alerts.model import AlertState
-from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, encode_button_value
+from alerts.notifiers.slack.interactions import ACK, SILENCE_1H, SILENCE_4H, STACKS, encode_button_value
 from alerts.views import AlertView, GroupView
 
 EVENT_TYPE = "herowatch_notification"  # message metadata: event_payload {"key": idempotency key}
@@ -89,7 +89,7 @@ def state_counts(alerts: Sequence[AlertView]) -> str:
     return ", ".join(f"{counts[s]} {s}" for s in known + sorted(set(counts) - set(known)))
 
 
-def _user(name: Any) -> str:
+def mention(name: Any) -> str:
     """Who acted, as Slack shows it: a mention of a Slack user (by id), else the name."""
     if _SLACK_USER_ID.match(str(name)):
         return f"<@{name}>"
@@ -123,7 +123,7 @@ def _alert_line(a: AlertView) -> str:
     if a.state == AlertState.RESOLVED and a.ended_at:
         bits.append(f"lasted {format_duration(a.ended_at - a.started_at, 2)}")
     if a.acked_by:
-        bits.append(f"acked by {_user(a.acked_by)}")
+        bits.append(f"acked by {mention(a.acked_by)}")
     if a.silenced:
         bits.append(f"muted ({esc(a.silenced)})")
     return " · ".join(bits)
@@ -238,7 +238,7 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
     notes = []
     acked = sorted({a.acked_by for a in view.alerts if a.acked_by})
     if acked:
-        notes.append(":eyes: Acknowledged by " + ", ".join(_user(u) for u in acked))
+        notes.append(":eyes: Acknowledged by " + ", ".join(mention(u) for u in acked))
     if any(a.silenced for a in view.alerts):
         notes.append(":mute: Silenced")
     if view.plot is not None:
@@ -260,6 +260,8 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
                     _button(":eyes: Acknowledge", ACK, value, style="primary"),
                     _button(":mute: Silence 1 h", SILENCE_1H, value),
                     _button(":mute: Silence 4 h", SILENCE_4H, value),
+                    # a hang of a run whose wrappers answered: ask them again, answered in the thread
+                    *([_button(":mag_right: Capture stacks", STACKS, value)] if _capturable(view) else []),
                 ],
             }
         )
@@ -270,6 +272,11 @@ def root_message(view: GroupView, dashboard_base: str | None = None, buttons: bo
     if lead.stacks is not None and not view.resolved:
         text = clip(f"{text} · stacks: {esc(lead.stacks.summary)}", 3000)
     return Message(text=text, blocks=blocks)
+
+
+def _capturable(view: GroupView) -> bool:
+    """A firing alert of the group carries stacks: its run has ``herowatch emit run`` wrappers."""
+    return any(a.stacks is not None and a.state == AlertState.FIRING for a in view.alerts)
 
 
 def _button(label: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
@@ -318,7 +325,7 @@ def reply_message(view: GroupView) -> Message:
     elif resolved:
         head = f":large_green_circle: *Resolved*: {names} ({state_counts(view.alerts)})."
     elif all(a.acked_by for a in changed):
-        who = ", ".join(sorted({_user(a.acked_by) for a in changed}))
+        who = ", ".join(sorted({mention(a.acked_by) for a in changed}))
         names = ", ".join(esc(a.alertname) for a in changed)
         head = f":eyes: *Acknowledged* by {who}: no reminders for {names}."
         text = f"Acknowledged by {', '.join(sorted({str(a.acked_by) for a in changed}))}: {news.alertname}"

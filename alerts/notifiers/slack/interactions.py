@@ -32,12 +32,14 @@ MAX_AGE_SECONDS = 5 * 60
 ACK = "herowatch_ack"
 SILENCE_1H = "herowatch_silence_1h"
 SILENCE_4H = "herowatch_silence_4h"
+STACKS = "herowatch_stacks"  # capture the run's stacks now (a hang of a run with ``emit run`` wrappers)
 
 # action_id -> (action, silence duration in seconds)
 BUTTONS: dict[str, tuple[str, float | None]] = {
     ACK: ("ack", None),
     SILENCE_1H: ("silence", 3600.0),
     SILENCE_4H: ("silence", 4 * 3600.0),
+    STACKS: ("stacks", None),
 }
 
 _MAX_VALUE_CHARS = 2000  # Slack's limit for a button's value
@@ -73,7 +75,7 @@ class Signed:
 
 @dataclass(frozen=True)
 class Interaction:
-    action: str  # "ack" | "silence"
+    action: str  # "ack" | "silence" | "stacks"
     action_id: str
     duration: float | None  # seconds, for a silence
     group_key: str

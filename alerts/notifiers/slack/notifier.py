@@ -204,6 +204,19 @@ class SlackNotifier:
             self._upload_plot(view, channel, root_ts)
         return SendResult.sent(ref)
 
+    def reply_quietly(self, ref: str, msg: Message, key: str) -> SendResult:
+        """A reply in the thread of ``ref`` (``channel:ts``) that notifies nobody (not broadcast), posted
+        once per ``key`` (its metadata, looked for in the thread first)."""
+        root = parse_ref(ref)
+        if root is None:
+            return SendResult.permanent(f"not a Slack message: {ref!r}")
+        try:
+            if not self._find_in_thread(*root, key):
+                self._post(msg, {"event_type": EVENT_TYPE, "event_payload": {"key": key}}, *root)
+        except _Failed as failed:
+            return failed.result
+        return SendResult.sent(ref)
+
     # ---- Slack calls -------------------------------------------------------------------------------
     def _post(
         self,

@@ -53,7 +53,7 @@ router = APIRouter(tags=["slack"])
         413: {"description": "body larger than HEROWATCH_MAX_BODY_SLACK"},
         503: {"description": "SLACK_SIGNING_SECRET is not set"},
     },
-    summary="Slack button clicks (Acknowledge, Silence 1 h / 4 h) and the /herowatch command",
+    summary="Slack button clicks (Acknowledge, Silence 1 h / 4 h, Capture stacks) and the /herowatch command",
     description="Configure this URL as the Slack app's interactivity request URL and as the /herowatch "
     "command's URL (`herowatch slack manifest` does both). Requests must carry Slack's signature "
     "(SLACK_SIGNING_SECRET); a bad or stale one is refused with 401.",
@@ -100,7 +100,7 @@ async def _refused(request: Request, ctx: ApiContext, who: str, status: int, why
 
 def _act(ctx: ApiContext, click: Interaction, now: float) -> Reply:
     with ctx.sessions.begin() as s:
-        return clicks.act(s, click, now)
+        return clicks.act(s, click, now, commands.CommandPorts.of(ctx))
 
 
 def _answer(ctx: ApiContext, cmd: SlashCommand, now: float) -> Reply:

@@ -19,7 +19,7 @@ from alerts.notifiers.slack.interactions import SlashCommand
 from monitor import run_ids
 from monitor.delivery import oncall
 from monitor.delivery.actor import Actor
-from monitor.storage import views
+from monitor.storage import stacks_repo, views
 from monitor.storage.models import Run
 from monitor.web.context import ApiContext
 from monitor.web.slack import grammar
@@ -95,7 +95,7 @@ def _run(ports: CommandPorts, s: Session, request: grammar.Request, actor: Actor
         case grammar.Silence(run=key, seconds=seconds, reason=reason):
             return _silence(s, _one_run(s, key), seconds, reason, actor, now)
         case grammar.Stacks(run=key):
-            return _stacks(ports, s, _one_run(s, key), actor, now)
+            return ask_stacks(ports, s, _one_run(s, key), actor, now)
         case grammar.Report():
             return ports.weekly_report(s)
     raise AssertionError(f"unhandled request {request!r}")
@@ -161,20 +161,32 @@ def _silence(s: Session, run: Run, seconds: float, reason: str, actor: Actor, no
     )
 
 
-def _stacks(ports: CommandPorts, s: Session, run: Run, actor: Actor, now: float) -> Reply:
+def ask_stacks(
+    ports: CommandPorts,
+    s: Session,
+    run: Run,
+    actor: Actor,
+    now: float,
+    thread: tuple[str, str] | None = None,
+) -> Reply:
     """Capture now (audited in ``capture_stacks``, refusals too); say where the answer will be, and what
-    the previous capture said, with its age."""
+    the previous capture said. ``thread``: (receiver, "channel:ts") of the alert message a "Capture
+    stacks" click came from: the answer is posted there too, once the nodes answered
+    (``monitor.delivery.stacks_settle``)."""
     if ports.capture is None:
         raise oncall.ActionError(409, "this herowatch runs no engine: no wrapper polls it")
     before = stacks_of(s, run.id, now)
-    _, nodes = ports.capture(s, run.id, actor)
+    capture, nodes = ports.capture(s, run.id, actor)
+    if thread is not None:
+        stacks_repo.reply_in(s, run.id, capture, *thread)
     base = (ports.external_url or "").rstrip("/")
     where = f"{base}/runs/{quote(run.id, safe='')}#stacks" if base else None
+    page = f"<{where}|its run page>" if where else "its run page"
+    told = "in this thread" if thread is not None else f"on {page} and in `herowatch stacks {run.id}`"
     said = (
         f"Asked {len(nodes)} node{'s' if len(nodes) != 1 else ''} of {_title(run)} for their stacks as "
         f"{actor.name} ({', '.join(nodes[:8])}{' …' if len(nodes) > 8 else ''}): the ranks grouped by "
-        f"where they are, on {f'<{where}|its run page>' if where else 'its run page'} and in "
-        f"`herowatch stacks {run.id}` once they answer."
+        f"where they are, {told} once they answer."
     )
     report = (before or {}).get("report")
     if report is not None:

@@ -332,7 +332,7 @@ class SocketMode:
                     return Handled(None, False)  # herowatch has no shortcuts, modals or menus
                 click = parse_block_actions(req.payload)
                 trigger, actor, team = click.trigger_id, click.actor, click.team_id
-                act = lambda s: clicks.act(s, click, now)  # noqa: E731
+                act = lambda s: clicks.act(s, click, now, self.ports.commands)  # noqa: E731
         except BadPayload as exc:
             log.warning("Slack Socket Mode: ignored a %s envelope: %s", req.type, exc)
             unread = Reply(f"herowatch cannot read this: {exc}")
