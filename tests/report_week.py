@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from monitor.runs.goodput import BUCKETS
 from monitor.runs.run_stats import RunStats
 from monitor.storage import goodput_repo, series
 from monitor.storage.models import Alert, Run
@@ -47,11 +48,7 @@ class Page:
 
 @dataclass
 class Truth:
-    seconds: dict[str, float] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("productive", "paused", "stalled", "restarting", "down", "rework"), 0.0
-        )
-    )
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0.0))
     pages: list[Page] = field(default_factory=list)
     ooms: list[float] = field(default_factory=list)  # when each kill's save began (the last step)
     hang_start: float = 0.0
@@ -69,6 +66,7 @@ class Week:
         self.step = 0
         self.started = self.t  # when the job's current process started (it logs its uptime, as W&B does)
         self.truth = Truth()
+        self.saves = 0
         self.points: list[Point] = []  # the loss since the last flush, as the engine stores series
         self.in_period = lambda a, b: max(0.0, min(b, week0 + 7 * DAY) - max(a, week0))
 
@@ -96,8 +94,9 @@ class Week:
     def next_step(self) -> None:
         """One normal step (after a save if the last step was a checkpoint)."""
         gap = CADENCE + (SAVE if self.step and self.step % SAVE_EVERY == 0 else 0.0)
-        if gap > CADENCE:
-            self.add("paused", self.t, self.t + SAVE)
+        if gap > CADENCE:  # the first two saves are other pauses; from the third on the cadence is known
+            self.add("checkpoint" if self.saves >= 2 else "paused", self.t, self.t + SAVE)
+            self.saves += 1
             self.add("productive", self.t + SAVE, self.t + gap)
         else:
             self.add("productive", self.t, self.t + gap)
@@ -147,7 +146,8 @@ def build(
             last_oom = t0  # killed 60 s into this save: back from the checkpoint before, 10 min later
             w.truth.ooms.append(t0)
             back = t0 + M + 10 * M
-            w.add("restarting", t0, back - CADENCE)
+            w.add("restarting", t0, t0 + M)  # to the new process's start (its uptime says when)
+            w.add("startup", t0 + M, back - CADENCE)  # restoring the checkpoint
             w.add("productive", back - CADENCE, back)
             w.rework(back, SAVE_EVERY)
             ckpt_step = w.step
@@ -199,7 +199,7 @@ def _restart(w: Week, t0: float, down: float, restore: float) -> None:
     w.obs(up, None, "running")
     first = up + restore
     w.add("down", t0, up)
-    w.add("restarting", up, first - CADENCE)
+    w.add("startup", up, first - CADENCE)  # the new process started when seen running
     w.add("productive", first - CADENCE, first)
     ckpt = w.step - w.step % SAVE_EVERY
     w.rework(first, w.step - ckpt)

@@ -140,8 +140,8 @@ def test_run_detail_keeps_a_one_step_spike_and_counts_the_restart(db_url, clock)
     assert detail["goodput"]["steps_redone"] == restart["steps_redone"]
     assert (
         detail["goodput"]["lost_seconds"]["rework"] > 0
-        and detail["goodput"]["lost_seconds"]["restarting"] >= 290
-    )
+        and detail["goodput"]["lost_seconds"]["startup"] >= 290
+    ), "the restore: from the new process's start to its first step"
     assert detail["eta_seconds"] > 0 and detail["target_step"] == 100000
     only = api.get("/api/runs/spiky", params=[("metric", "train/loss"), ("metric", "nope")]).json()
     assert list(only["series"]) == ["train/loss"]

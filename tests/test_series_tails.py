@@ -1,8 +1,9 @@
 """The chart series the engine folds in memory (``series_tails``: one pass for points at or after the
 buckets it holds, a read of the stored buckets for a rewind or a run new to the process) store exactly
 what ``series.ingest_run`` stores for the same points: min, max, sum, count, NaNs and the last value of
-each bucket, through rewinds (a restore from a checkpoint logs old steps again), compactions and a
-restart of the process, on SQLite and PostgreSQL."""
+each bucket, through rewinds (a restore from a checkpoint logs old steps again: the buckets of their
+first attempt move aside, the same in both), compactions and a restart of the process, on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import csv
 import math
 import random
 
+from monitor.storage import series_attempts
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Run
 from monitor.storage.series import Point, ingest_run, read_series
@@ -64,3 +66,7 @@ def test_folded_in_memory_as_stored_by_ingest(migrated_url):
             assert got == want, metric
             assert len(want) <= 64 and sum(b[4] + b[5] for b in want) > 1000
             assert any(b[5] for b in buckets(s, "plain", "train/loss")), "NaNs are counted"
+        earlier = {r: series_attempts.read(s, r, ["train/loss", "host/mem"]) for r in ("tails", "plain")}
+        assert earlier["tails"] == earlier["plain"], "the same earlier attempts moved aside"
+        assert 4 <= len(earlier["plain"]["train/loss"]) <= 64 * 2, "the steps the rewinds redid"
+        assert "host/mem" not in earlier["plain"], "a time-axis series never goes back"

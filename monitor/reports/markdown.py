@@ -60,12 +60,13 @@ def render(r: Report) -> str:
         "## Where the time went",
         "",
     ]
+    shown = r.badput_shown()
     out.append(
         f"| run | watched | goodput | {w.BEFORE_HEADER} | "
-        + " | ".join(w.BUCKET_WORDS[b] for b in BADPUT)
-        + " | GPUs |"
+        + "".join(f"{w.BUCKET_WORDS[b]} | " for b in shown)
+        + "GPUs |"
     )
-    out.append("|---" * (5 + len(BADPUT)) + "|")
+    out.append("|---" * (5 + len(shown)) + "|")
     for run in r.runs:
         cells = [
             run.name or run.run,
@@ -74,7 +75,7 @@ def render(r: Report) -> str:
             w.before(run),
             *(
                 w.gpu_hours(getattr(run.gpu_hours, b)) if run.gpu_hours else w.hours(getattr(run.hours, b))
-                for b in BADPUT
+                for b in shown
             ),
             f"{run.gpus} ({run.gpus_from})" if run.gpus else "hours only",
         ]

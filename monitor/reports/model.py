@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
+from monitor.runs.goodput import BUCKETS
+
 BADPUT = BUCKETS[1:]
 GpuBasis = Literal["setting", "fleet", "none"]
 
@@ -18,14 +19,18 @@ class Period(BaseModel):
 
 
 class Hours(BaseModel):
-    """Hours per goodput bucket (productive is the goodput; the others are badput)."""
+    """Hours per goodput bucket (productive is the goodput; the others are badput). A report stored before
+    a bucket existed reads it as 0."""
 
     productive: float = 0.0
-    paused: float = 0.0
-    stalled: float = 0.0
-    restarting: float = 0.0
-    down: float = 0.0
-    rework: float = 0.0
+    checkpoint: float = Field(default=0.0, description="checkpoint saves")
+    evaluation: float = Field(default=0.0, description="evaluations")
+    paused: float = Field(default=0.0, description="other pauses (unexplained overhead)")
+    startup: float = Field(default=0.0, description="process start to first step (start-up, restore)")
+    stalled: float = Field(default=0.0, description="hung: no step while running")
+    restarting: float = Field(default=0.0, description="exit of a process to the start of the next")
+    down: float = Field(default=0.0, description="not running: crashed, killed, preempted")
+    rework: float = Field(default=0.0, description="redone steps: work lost to a rewind")
 
     def total(self) -> float:
         return sum(getattr(self, b) for b in BUCKETS)
@@ -183,6 +188,11 @@ class Report(BaseModel):
     blind: list[Blind]
     silences: list[Silenced]
     not_accounted: list[str] = Field(description="runs without any goodput ledger in the period")
+
+    def badput_shown(self) -> list[str]:
+        """The badput buckets the tables show: those with any time in the period (a zero column says
+        nothing); the hidden ones are zero, so the columns still add up to the watched time."""
+        return [b for b in BADPUT if getattr(self.totals, b) > 0]
 
     def name_of(self, run: str) -> str:
         """What people call a run of this report (its name), else herowatch's id of it."""

@@ -8,7 +8,7 @@ import io
 from datetime import UTC, datetime
 
 from monitor.reports import words as w
-from monitor.reports.model import BUCKETS, Report
+from monitor.reports.model import Report
 
 MAX_RUNS = 30
 DPI = 100
@@ -35,7 +35,7 @@ def goodput_png(r: Report) -> bytes:
     fig, ax = _figure(len(runs))
     names = [(x.name or x.run)[:30] for x in runs]
     left = [0.0] * len(runs)
-    for b in BUCKETS:
+    for b in ("productive", *r.badput_shown()):  # the buckets with any time
         vals = [getattr(x.hours, b) for x in runs]
         ax.barh(names, vals, left=left, color=w.COLORS[b], label=w.BUCKET_WORDS[b])
         left = [a + v for a, v in zip(left, vals, strict=True)]

@@ -39,7 +39,7 @@ def legend(keys: tuple[str, ...], x: int, y: int) -> list[str]:
 def goodput_bars(r: Report, width: int = 900) -> Markup:
     runs = r.runs[:MAX_LANES]
     height = 40 + 26 * max(1, len(runs))
-    body = legend(BUCKETS, LEFT, 16)
+    body = legend(("productive", *r.badput_shown()), LEFT, 16)  # the buckets with any time
     span = width - LEFT - 70
     for i, run in enumerate(runs):
         y = 30 + 26 * i

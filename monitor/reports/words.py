@@ -12,22 +12,27 @@ from alerts.durations import format_duration
 if TYPE_CHECKING:
     from monitor.reports.model import Incident, RunReport
 
-BUCKET_WORDS = {
+BUCKET_WORDS = {  # Google's ml-goodput-measurement badput names where they fit (docs/reports.md)
     "productive": "goodput",
-    "paused": "paused (saves, evals)",
-    "stalled": "stalled",
+    "checkpoint": "checkpoint saves",
+    "evaluation": "evaluation",
+    "paused": "other pauses",
+    "startup": "start-up & restore",
+    "stalled": "hung",
     "restarting": "restarting",
     "down": "down",
-    "rework": "rework (steps redone)",
+    "rework": "redone steps",
 }
 COLORS = {
     "productive": "#2ca02c",
-    "paused": "#9edae5",
+    "checkpoint": "#17becf",
+    "evaluation": "#1f77b4",
+    "paused": "#c7c7c7",
+    "startup": "#ffbb78",
     "stalled": "#d62728",
     "restarting": "#ff7f0e",
     "down": "#7f7f7f",
     "rework": "#9467bd",
-    "startup": "#ffbb78",
     "restart": "#ff7f0e",
     "stall": "#d62728",
 }

@@ -39,9 +39,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Sequence
 from typing import Any
 
+from monitor.rules.spike_batch import SpikeBatch
 from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad
 from monitor.samples import Sample
 
@@ -54,7 +54,7 @@ RECENT_BUCKETS = 30
 _Bucket = tuple[float, float, float, int, float, float]
 
 
-class SpikeBaseline:
+class SpikeBaseline(SpikeBatch):
     def __init__(self, spec: Any) -> None:
         self.metric: str = spec.metric
         self.z: float = spec.z
@@ -209,6 +209,11 @@ class SpikeBaseline:
                 self._omin = y
         else:
             self._roll(b, t, y)
+        self._judge(sample, t, step, v, y)
+        return True
+
+    def _judge(self, sample: Sample, t: float, step: int | None, v: float, y: float) -> None:
+        """``observe``'s verdict on a value taken into the recent window: a spike? the floor raised?"""
         before = self._y if self._sample is not None else -INF
         self._sample = sample
         self._y = y
@@ -241,73 +246,6 @@ class SpikeBaseline:
                 self.floor_raised = floor >= gate and floor - self._med >= self.needed()
             else:
                 self.floor_raised = False
-        return True
-
-    def observe_until(self, samples: Sequence[Sample], i: int, end: int, point: bool, floor: bool) -> int:
-        """``observe`` over ``samples[i:end]`` up to the first sample after which the newest value is a
-        spike (``point``) or the floor is raised (``floor``); the index after the last sample taken.
-        Replay's batched path: the common case (a value into the open bucket, below the gate) in a loop
-        on local copies of the open bucket, anything else (a new bucket, a rewind) through ``observe``."""
-        m, log, sign, width, rewind = self.metric, self.log, self.sign, self._width, self.reset_on_rewind
-        track, needed = self.track_floor, self.needed
-        last_step, ob, on, olast, omin = self._last_step, self._ob, self._on, self._olast, self._omin
-        gate, med, floor_ready, cmins = self._gate, self._med, self._floor_ready, self._cmins
-        sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
-        while i < end:
-            s = samples[i]
-            i += 1
-            v = s.metrics.get(m)
-            if v is None or v - v:  # missing, NaN or Inf: observe takes nothing
-                if point and spike or floor and raised:
-                    break
-                continue
-            step = s.step
-            if step is not None:
-                if last_step is not None and step < last_step and rewind:
-                    y = None  # a rewind: through observe
-                else:
-                    last_step = step
-                    y = 0.0
-            else:
-                y = 0.0
-            if y is not None:
-                if log:
-                    if v <= 0.0:  # (observe takes its step only)
-                        if point and spike or floor and raised:
-                            break
-                        continue
-                    y = _log(v) * sign
-                else:
-                    y = v * sign
-                t = s.t
-                if t // width == ob and y < gate and not self.streak and not raised:  # the common case
-                    on += 1
-                    olast = t
-                    if y < omin:
-                        omin = y
-                    sample, y_now, spike = s, y, False
-                    if track:
-                        if floor_ready:
-                            low = omin
-                            if cmins and cmins[0][1] < low:
-                                low = cmins[0][1]
-                            raised = low >= gate and low - med >= needed()
-                        else:
-                            raised = False
-                    if floor and raised:
-                        break
-                    continue
-            self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
-            self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
-            self.observe(s)
-            last_step, ob, on, olast, omin = self._last_step, self._ob, self._on, self._olast, self._omin
-            gate, med, floor_ready, cmins = self._gate, self._med, self._floor_ready, self._cmins
-            sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
-            if point and spike or floor and raised:
-                return i
-        self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
-        self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
-        return i
 
     def _roll(self, b: float, t: float, y: float) -> None:
         """A value opens a new bucket: close the open one, move old buckets on to the baseline."""

@@ -79,6 +79,11 @@ class StallBatch:
             ):
                 wake = None
                 ordinary = min(self._mark_after, self._pause_after)  # a longer gap is a pause or an outlier
+                # what the wake-up time is judged from; observe alone changes them (and _refresh p99)
+                trust, steady, p99 = self._trust, self.steady_since, self.p99
+                need, steady_steps = self.steady_need, self.rule.steady_steps
+                at_once = soonest <= 0 or floor <= 0  # a limit of 0: due at once, judged at each step
+                taken = False
                 while i < end:
                     s = samples[i]
                     step = s.step
@@ -98,28 +103,25 @@ class StallBatch:
                         if self._fresh >= refresh or len(intervals) < young:
                             self._refresh()
                             ordinary = min(self._mark_after, self._pause_after)
+                            p99 = self.p99
                     last, at = step, t
                     i += 1
-                    trust = self._trust  # (known(), with the step just taken)
-                    steady = self.steady_since
-                    if (
-                        trust is not None
-                        and first is not None
-                        and top - first > trust[0]
-                        and t - first_at > trust[1]
-                    ) or (
-                        steady is not None
-                        and self.p99 is not None
-                        and t - steady >= self.steady_need
-                        and top - self.steady_from >= self.rule.steady_steps
-                    ):
-                        wake = t + soonest
-                    else:
-                        wake = t + floor
-                    if wake <= t:  # due at once (a limit of 0)
-                        self.last_step, self.last_step_at, self.top_step, self.wake_at = last, at, top, wake
-                        return self._stop(samples, i, end)
+                    taken = True
+                    if at_once:  # (else the wake-up time after the last step taken is all that counts)
+                        wake = self._wake_after(
+                            t, top, first, first_at, trust, steady, p99, need, steady_steps
+                        )
+                        if wake <= t:  # due at once
+                            self.last_step, self.last_step_at, self.top_step, self.wake_at = (
+                                last,
+                                at,
+                                top,
+                                wake,
+                            )
+                            return self._stop(samples, i, end)
                 self.last_step, self.last_step_at, self.top_step = last, at, top
+                if taken and not at_once:
+                    wake = self._wake_after(at, top, first, first_at, trust, steady, p99, need, steady_steps)
                 if wake is not None:
                     self.wake_at = wake
             if i < end:  # not the common case: one sample through observe
@@ -130,3 +132,28 @@ class StallBatch:
                     return self._stop(samples, i, end)
                 first, first_at = self.first_step, self.first_step_at
         return i, RAN_OUT
+
+    def _wake_after(  # noqa: PLR0913 - the loop's locals
+        self,
+        t: float,
+        top: int,
+        first: int | None,
+        first_at: float | None,
+        trust: list[float] | None,
+        steady: float | None,
+        p99: float | None,
+        need: float,
+        steady_steps: int,
+    ) -> float:
+        """When the detector is due after a step taken at ``t`` (``StallDetector.observe``'s wake-up
+        time): the soonest limit once the schedule is known (``known()``), else the floor."""
+        if (
+            trust is not None and first is not None and top - first > trust[0] and t - first_at > trust[1]
+        ) or (
+            steady is not None
+            and p99 is not None
+            and t - steady >= need
+            and top - self.steady_from >= steady_steps
+        ):
+            return t + self._soonest
+        return t + self.rule.floor

@@ -5,19 +5,25 @@ Pure: fed every observation of one run in time order (``observe(t, step, state)`
 ``report(now)`` says where the wall time since the run was first seen went, without changing the
 tracker; ``to_dict``/``from_dict`` persist it (in ``runs.stats``) so it survives a restart of herowatch.
 
-Every second of wall time lands in exactly one bucket, so the buckets add up to the wall time:
+Every second of wall time lands in exactly one bucket, so the buckets add up to the wall time (the
+names of Google's ml-goodput-measurement badput types in brackets):
 
 - ``productive``: step intervals at the run's normal cadence, less the work later redone;
-- ``paused``: a gap between steps longer than ``SLOW_FACTOR`` x the cadence (the median step interval)
-  that cost less than ``STALL_AFTER`` (checkpoint saves, evals, hiccups): overhead, not an incident;
+- ``checkpoint`` (checkpoint save), ``evaluation`` (eval), ``paused`` (other overhead): a gap between
+  steps longer than ``SLOW_FACTOR`` x the cadence (the median step interval) that cost less than
+  ``STALL_AFTER``, booked by what the run shows of it (goodput_pauses.py);
+- ``startup`` (program start-up, checkpoint restore): from the start of a process to its first step,
+  where the source says when the process started (``started``), and from the first sight of a run to
+  its first step;
 - ``stalled`` (hung): no step for longer than that while the run reports running (an incident), from
   the last step to the next one, or to the kill or exit that ended it;
-- ``restarting``: from the exit of the old process (a step rewind without a state change, or crashed
-  -> running) to the first new step, and from the first sight of a run to its first step (``startup``);
+- ``restarting`` (infrastructure recovery): from the exit of the old process (a step rewind without a
+  state change, or crashed -> running) to the start of the new one (to its first step when the
+  source does not say when it started);
 - ``down``: not running (crashed, failed, killed, preempted) until it runs again; counted from the
   last step before it went down, or from the end of the hang it went down from;
-- ``rework``: the lost work, steps redone after a rewind (steps x the cadence), moved out of
-  ``productive``.
+- ``rework`` (wasted progress from disruption): the steps redone after a rewind (steps x the
+  cadence), moved out of ``productive``.
 
 Of an abnormal gap one cadence's worth counts as productive (the step that ended it did compute).
 The clock starts at the first step or run state herowatch sees (a run first seen running, with no step
@@ -36,9 +42,11 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
+from collections.abc import Collection
 from typing import Any, Literal
 
 from monitor.runs.goodput_ledger import Ledger
+from monitor.runs.goodput_pauses import PauseKinds, marks_of
 from monitor.samples import DOWN_STATES, ENDED_STATES, RunState
 
 SLOW_FACTOR = 5.0  # a gap longer than this x the expected time is not normal cadence
@@ -49,8 +57,12 @@ WINDOW = 128  # recent per-step intervals kept for the median
 MAX_INCIDENTS = 50  # closed incidents kept (totals and counts cover all of them)
 
 UPTIME_KEY = "_runtime"  # seconds since the process that logged a row started (W&B's key; the sim's)
-BUCKETS = ("productive", "paused", "stalled", "restarting", "down", "rework")
+# fmt: off
+BUCKETS = ("productive", "checkpoint", "evaluation", "paused", "startup", "stalled", "restarting", "down",
+           "rework")
+# fmt: on
 LOST = BUCKETS[1:]
+_PLAIN = ("start", "acct", "mode", "since", "ended_at", "last_step", "last_step_t", "steps_redone")
 Mode = Literal["init", "running", "restarting", "down", "ended"]  # where the account of a run is
 
 
@@ -72,6 +84,9 @@ class Goodput:
         self.incidents: list[dict[str, Any]] = []
         self.counts: dict[str, int] = {}
         self.steps_redone = 0
+        self.last_marks: frozenset[str] = frozenset()  # what the last step logged (an eval, a save) ...
+        self._unread: list[Collection[str]] = []  # ... once these keys of its rows are read (when needed)
+        self.pauses = PauseKinds()  # the run's save cadence, learned from its pauses
         self._median: float | None = None
         self._stale = 0
         # What the engine writes durably after each poll (``drain``): where each second went, slot by
@@ -114,16 +129,22 @@ class Goodput:
 
     # ---- observations ------------------------------------------------------------------------
     def observe(
-        self, t: float, step: int | None = None, state: RunState | None = None, started: float | None = None
+        self,
+        t: float,
+        step: int | None = None,
+        state: RunState | None = None,
+        started: float | None = None,
+        keys: Collection[str] = (),
     ) -> None:
-        """``started``: when the process that logged this step started, where the source says."""
+        """``started``: when the process that logged this step started, where the source says;
+        ``keys``: the metrics the step's row logged (what they show happened at it: goodput_pauses)."""
         if self.start is None:
             if step is None and state is None:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
         self._mark = (self.acct, dict(self.totals))
-        self._observe(t, step, state, started)
+        self._observe(t, step, state, started, keys)
         self._book()
 
     def _book(self) -> None:
@@ -132,7 +153,9 @@ class Goodput:
         self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
         self._mark = (self.acct, dict(self.totals))
 
-    def _observe(self, t: float, step: int | None, state: RunState | None, started: float | None) -> None:
+    def _observe(
+        self, t: float, step: int | None, state: RunState | None, started: float | None, keys: Collection[str]
+    ) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
         elif state in ENDED_STATES:
@@ -140,7 +163,7 @@ class Goodput:
         elif state == RunState.RUNNING and self.mode in ("down", "ended"):
             self._back_up(t)
         if step is not None:
-            self._step(t, step, started)
+            self._step(t, step, started, keys)
 
     def _hung_until(self, t: float) -> None:
         """The process ended at ``t``: a hang seen as one (no step for longer than ``STALL_AFTER`` past
@@ -189,33 +212,43 @@ class Goodput:
         elif self.mode == "running":
             self._gap(t, 1, None)
         elif self.mode == "init":
-            self.totals["restarting"] += t - self.acct
+            self.totals["startup"] += t - self.acct
         self.mode, self.acct, self.ended_at = "ended", t, t
 
-    def _step(self, t: float, step: int, started: float | None = None) -> None:
+    def _step(self, t: float, step: int, started: float | None, keys: Collection[str]) -> None:
         if self.mode in ("down", "ended"):  # a step while reported down: the state was stale
             self._back_up(t)
         if self.mode == "init":
             lost = t - self.acct
-            self.totals["restarting"] += lost
+            self.totals["startup"] += lost
             if lost >= MIN_INCIDENT:
                 self._incident("startup", self.acct, t, lost, step)
         elif self.mode == "restarting":
-            self._close_restart(t, step)
+            self._close_restart(t, step, started)
         elif step == self.last_step:
-            return  # the same step again
+            if keys:
+                self._unread.append(keys)  # the same step again (its eval row, logged apart)
+            return
         elif self.last_step is not None and step < self.last_step:
             # A rewind without a state change: the old process ended when the new one started, if the
             # source says when; else the restart was not seen and a hang lasts up to this step.
             seen = started is not None and self.acct < started <= t
             self._hung_until(started if seen else t)
             self.since = self.acct  # restarted since the exit (or the last step, after a short gap)
-            self._close_restart(t, step)
+            self._close_restart(t, step, started if seen else None)
         else:
-            self._gap(t, step - (self.last_step or 0), self.last_step)
+            self._gap(t, step - (self.last_step or 0), self.last_step, keys)
         self.mode, self.last_step, self.last_step_t, self.acct = "running", step, t, t
+        self.last_marks, self._unread = frozenset(), [keys] if keys else []
 
-    def _gap(self, t: float, steps: int, at_step: int | None) -> None:
+    def _marks(self) -> frozenset[str]:
+        """What the last step's rows show happened at it (read only when a pause asks)."""
+        if self._unread:
+            self.last_marks |= marks_of(k for keys in self._unread for k in keys)
+            self._unread = []
+        return self.last_marks
+
+    def _gap(self, t: float, steps: int, at_step: int | None, keys: Collection[str] = ()) -> None:
         gap = t - self.acct
         m = self.cadence()
         expected = steps * m if m is not None else None
@@ -230,18 +263,26 @@ class Goodput:
             self.totals["stalled"] += lost
             self._incident("stall", self.acct, t, lost, at_step)
         else:
-            self.totals["paused"] += lost
+            slack = m * steps
+            for bucket, sec in self.pauses.split(
+                at_step, self.acct, lost, steps, slack, marks_of(keys) | self._marks()
+            ).items():
+                self.totals[bucket] += sec
             self.ledger.pause(self.acct, t, lost, at_step)
             self._interval(gap / steps)  # recurring pauses are the run's cadence too; the median holds
 
-    def _close_restart(self, t: float, step: int | None) -> None:
+    def _close_restart(self, t: float, step: int | None, started: float | None = None) -> None:
+        """The restart from the exit (``since``) ended at ``t``: restarting up to the new process's start
+        (``started``, where the source says), start-up (and restore) from there to its first step."""
         since = self.since if self.since is not None else self.acct
         gap = t - since
         m = self.cadence() or 0.0
         worked = min(gap, m) if step is not None else 0.0  # the first new step did compute
         lost = gap - worked
+        waiting = lost if started is None else min(lost, max(0.0, started - since))
         self.totals["productive"] += worked
-        self.totals["restarting"] += lost
+        self.totals["restarting"] += waiting
+        self.totals["startup"] += lost - waiting
         redone, rework = 0, 0.0
         if step is not None and self.last_step is not None and step <= self.last_step:
             redone = self.last_step - step + 1
@@ -271,7 +312,7 @@ class Goodput:
             kind = "down" if self.mode == "down" else "restart"
             return add, self._ongoing(kind, since, now - since)
         if self.mode == "init":
-            add["restarting"] = tail
+            add["startup"] = tail
             return add, self._ongoing("startup", self.acct, tail) if tail >= MIN_INCIDENT else None
         m = self.cadence()
         if m is None or tail <= SLOW_FACTOR * m:
@@ -282,7 +323,7 @@ class Goodput:
         if lost > STALL_AFTER:
             add["stalled"] = lost
             return add, self._ongoing("stall", self.acct, lost)
-        add["paused"] = lost
+        add[self.pauses.peek(self.last_step, self.acct, 1.0, m, self._marks())] = lost
         return add, None
 
     def _ongoing(self, kind: str, start: float, lost: float) -> dict[str, Any]:
@@ -322,51 +363,27 @@ class Goodput:
     def to_dict(self) -> dict[str, Any]:
         return {
             "v": 1,
-            "start": self.start,
-            "acct": self.acct,
-            "mode": self.mode,
-            "since": self.since,
-            "ended_at": self.ended_at,
-            "last_step": self.last_step,
-            "last_step_t": self.last_step_t,
+            **{k: getattr(self, k) for k in _PLAIN},
             "intervals": [_r(x) for x in self.intervals],
             "totals": {k: _r(v) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
-            "steps_redone": self.steps_redone,
+            "last_marks": sorted(self._marks()),
+            "pauses": self.pauses.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Goodput:
+        """From ``to_dict``; a dict stored before a bucket or field existed leaves it at its start."""
         g = cls()
         if not data or data.get("v") != 1:
             return g
-        g.start, g.acct, g.since, g.ended_at = data["start"], data["acct"], data["since"], data["ended_at"]
-        g.mode = data.get("mode", "init")
-        g.last_step, g.last_step_t = data.get("last_step"), data.get("last_step_t")
+        for k in _PLAIN:
+            setattr(g, k, data.get(k, getattr(g, k)))
         g.intervals.extend(float(x) for x in data.get("intervals", ()))
         g.totals.update({k: float(v) for k, v in (data.get("totals") or {}).items() if k in g.totals})
         g.incidents = [dict(i) for i in data.get("incidents", ())]
         g.counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}
-        g.steps_redone = int(data.get("steps_redone", 0))
+        g.last_marks = frozenset(str(x) for x in data.get("last_marks", ()))
+        g.pauses = PauseKinds.from_dict(data.get("pauses"))
         return g
-
-
-def report_of(stats: dict[str, Any] | None, now: float) -> dict[str, Any] | None:
-    """The goodput report of a run from its stored ``runs.stats``, or None before any data."""
-    data = (stats or {}).get("goodput")
-    if not data:
-        return None
-    g = Goodput.from_dict(data)
-    return g.report(now) if g.start is not None else None
-
-
-def attach_alerts(incidents: list[dict[str, Any]], spans: list[tuple[str, float, float | None]]) -> None:
-    """Name on each incident the alerts that were firing during it (``spans``: rule, fired, resolved).
-
-    The incident timeline then reads "stalled 32m, progress_stalled fired", and an incident that no
-    alert saw stands out.
-    """
-    for inc in incidents:
-        start, end = inc["start"], inc["end"] if inc["end"] is not None else float("inf")
-        inc["alerts"] = sorted({rule for rule, a, b in spans if a <= end and (b is None or b >= start)})

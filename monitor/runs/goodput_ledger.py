@@ -19,7 +19,15 @@ import math
 from typing import Any
 
 SLOT = 900.0  # seconds: report periods are cut at quarter hours (any time zone's midnight is one)
-SPREAD = ("down", "restarting", "stalled", "paused")  # laid out from the start of a stretch, in this order
+SPREAD = (
+    "down",
+    "restarting",
+    "startup",
+    "stalled",
+    "checkpoint",
+    "evaluation",
+    "paused",
+)  # laid out from the start of a stretch, in this order
 
 
 def slot_of(t: float) -> float:

@@ -56,7 +56,7 @@ class RunStats:
     ) -> None:
         uptime = metrics.get(UPTIME_KEY) if step is not None else None
         started = t - uptime if uptime is not None and math.isfinite(uptime) and uptime >= 0 else None
-        self.goodput.observe(t, step, state, started)
+        self.goodput.observe(t, step, state, started, metrics.keys() if step is not None else ())
         if self.first_seen is None:
             self.first_seen = t
         if step is not None:

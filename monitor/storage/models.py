@@ -375,5 +375,6 @@ class ReportSent(Base):
 
 # the audit trail and personal API tokens, and the stack captures, live in their own modules, registered
 # on the same Base
+from monitor.storage.attempt_models import SupersededBucket  # noqa: E402, F401
 from monitor.storage.people_models import ApiToken, AuditEvent  # noqa: E402, F401
 from monitor.storage.stack_models import StackCapture, StackDump  # noqa: E402, F401

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from monitor.storage.attempt_models import SupersededBucket
 from monitor.storage.models import Alert, FleetRaster, Run, SeriesBucket, SeriesMeta, Silence
 from monitor.storage.people_models import AuditEvent
 
@@ -110,20 +111,19 @@ def mean_in(s: Session, run_ids: list[str], metric: str, start: float, end: floa
 
 
 def curve(s: Session, run_id: str, metric: str, start: float, end: float) -> list[tuple[float, float]]:
-    """(time, mean) of the stored buckets of ``metric`` last written in ``[start, end)``, in time order."""
-    q = (
-        select(SeriesBucket.t_last, SeriesBucket.sum, SeriesBucket.count)
-        .where(
-            SeriesBucket.run_id == run_id,
-            SeriesBucket.metric == metric,
-            SeriesBucket.t_last >= start,
-            SeriesBucket.t_last < end,
-            SeriesBucket.count > 0,
+    """(time, mean) of the stored buckets of ``metric`` last written in ``[start, end)``, in time order,
+    the points of steps a rewind redid as first logged included (``series_superseded``)."""
+    rows = []
+    for sb in (SeriesBucket, SupersededBucket):
+        rows += s.execute(
+            select(sb.t_last, sb.sum, sb.count)
+            .where(
+                sb.run_id == run_id, sb.metric == metric, sb.t_last >= start, sb.t_last < end, sb.count > 0
+            )
+            .order_by(sb.t_last)
+            .limit(5000)
         )
-        .order_by(SeriesBucket.t_last)
-        .limit(5000)
-    )
-    return [(float(t), float(total) / n) for t, total, n in s.execute(q)]
+    return [(float(t), float(total) / n) for t, total, n in sorted(rows, key=lambda r: r[0])[:5000]]
 
 
 def ack_notes(s: Session, alerts: list[Alert]) -> dict[int, list[str]]:
@@ -146,16 +146,22 @@ def buckets_around(
 ) -> list[tuple[float, float, float, float]]:
     """(time, min, mean, max) of the stored buckets of ``metric`` last written in ``[start, end]``, and
     at least ``each_side`` buckets before ``start`` and after ``end`` (however far: a long run's series
-    is coarse, and a picture of two points is no picture), in time order."""
-    sb = SeriesBucket
-    cols = (sb.t_last, sb.min, sb.sum, sb.count, sb.max)
-    mine = (sb.run_id == run_id, sb.metric == metric, sb.count > 0, sb.t_last.is_not(None))
-    before = s.execute(
-        select(*cols).where(*mine, sb.t_last < start).order_by(sb.t_last.desc()).limit(each_side)
-    )
-    inside = s.execute(
-        select(*cols).where(*mine, sb.t_last >= start, sb.t_last <= end).order_by(sb.t_last).limit(2000)
-    )
-    after = s.execute(select(*cols).where(*mine, sb.t_last > end).order_by(sb.t_last).limit(each_side))
+    is coarse, and a picture of two points is no picture), in time order; the points of steps a rewind
+    redid as first logged included (``series_superseded``: the run before a hang it restarted from)."""
+    before: list = []
+    inside: list = []
+    after: list = []
+    for sb in (SeriesBucket, SupersededBucket):
+        cols = (sb.t_last, sb.min, sb.sum, sb.count, sb.max)
+        mine = (sb.run_id == run_id, sb.metric == metric, sb.count > 0, sb.t_last.is_not(None))
+        before += s.execute(
+            select(*cols).where(*mine, sb.t_last < start).order_by(sb.t_last.desc()).limit(each_side)
+        )
+        inside += s.execute(
+            select(*cols).where(*mine, sb.t_last >= start, sb.t_last <= end).order_by(sb.t_last).limit(2000)
+        )
+        after += s.execute(select(*cols).where(*mine, sb.t_last > end).order_by(sb.t_last).limit(each_side))
+    before = sorted(before, key=lambda r: r[0])[-each_side:] if each_side else []
+    after = sorted(after, key=lambda r: r[0])[:each_side]
     rows = sorted([*before, *inside, *after], key=lambda r: r[0])
     return [(float(t), float(lo), float(total) / n, float(hi)) for t, lo, total, n, hi in rows]

@@ -11,13 +11,16 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, delete, insert, or_, select
+from sqlalchemy import and_, delete, func, insert, or_, select, tuple_
 from sqlalchemy.orm import Session
 
+from monitor.storage.attempt_models import SupersededBucket
 from monitor.storage.models import SeriesBucket, SeriesMeta
 
 MAX_BUCKETS = 512
+MAX_SUPERSEDED = MAX_BUCKETS  # an earlier attempt's buckets kept per series (series_attempts)
 TIME_WIDTH = 15.0  # seconds: the first bucket width of a step-less (time axis) series
 
 
@@ -102,6 +105,13 @@ def ingest_run(
     fresh: list[_Bucket] = []
     for metric, g in groups.items():
         meta = metas[metric]
+        t = min(p.t for p in series[metric][1])
+        old = stale({x0: b for (m, x0), b in existing.items() if m == metric}, min(g), t)
+        for b in old:
+            session.expunge(existing.pop((metric, b.x0)))
+        if old:
+            meta.buckets -= len(old)
+            retire(session, run_id, metric, meta.width, [{c: getattr(b, c) for c in ROW} for b in old], t)
         for x0, pts in g.items():
             b = existing.get((metric, x0))
             if b is None:
@@ -117,6 +127,42 @@ def ingest_run(
         if meta.buckets > max_buckets:
             session.flush()
             _compact(session, meta, max_buckets)
+
+
+ROW = ("run_id", "metric", "x0", "min", "max", "sum", "count", "nonfinite", "last", "t_last")
+
+
+def stale(buckets: Mapping[float, Any], x0: float, t: float) -> list[Any]:
+    """A rewind: points from bucket ``x0`` on, the earliest logged at ``t``, while buckets beyond ``x0``
+    hold points logged before ``t`` (the run went back and logs those steps again). Returns the
+    buckets from ``x0`` on logged before ``t`` (``buckets``: every stored one from ``x0`` on, by x0),
+    to move aside (``retire``) before the redone points fold in; else none."""
+    old = [b for x, b in buckets.items() if x >= x0 and b.t_last is not None and b.t_last < t]
+    return old if any(b.x0 > x0 for b in old) else []
+
+
+def retire(s: Session, run_id: str, metric: str, width: float, rows: list[dict[str, Any]], at: float) -> None:
+    """Move buckets (``ROW`` dicts) of the live series to its earlier attempts (``series_superseded``),
+    as of the redone point at ``at``; the oldest attempts go beyond ``MAX_SUPERSEDED`` buckets."""
+    sb, sup = SeriesBucket, SupersededBucket
+    s.execute(
+        delete(sb).where(sb.run_id == run_id, sb.metric == metric, sb.x0.in_([r["x0"] for r in rows])),
+        execution_options={"synchronize_session": False},
+    )
+    # t_last to the microsecond, as series_buckets stores it (EpochTime), whichever path read it
+    t = [None if r["t_last"] is None else round(float(r["t_last"]), 6) for r in rows]
+    s.execute(
+        insert(sup), [dict(r, superseded_at=at, width=width, t_last=x) for r, x in zip(rows, t, strict=True)]
+    )
+    where = (sup.run_id == run_id, sup.metric == metric)
+    kept = s.scalar(select(func.count()).select_from(sup).where(*where)) or 0
+    if kept > MAX_SUPERSEDED:
+        oldest = select(sup.superseded_at, sup.x0).where(*where).order_by(sup.superseded_at, sup.x0)
+        gone = [tuple(r) for r in s.execute(oldest.limit(kept - MAX_SUPERSEDED))]
+        s.execute(
+            delete(sup).where(*where, tuple_(sup.superseded_at, sup.x0).in_(gone)),
+            execution_options={"synchronize_session": False},
+        )
 
 
 @dataclass(slots=True)  # kept per series in memory for a few polls: no __dict__ for the collector

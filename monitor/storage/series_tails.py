@@ -2,7 +2,9 @@
 its newest buckets, folds each poll's points into them, and hands back only the rows that changed, to
 be written for many runs at once (``bulk.upsert``). The database is read only for what memory does not
 hold: a run's series the first time it is polled in this process, or points older than the buckets
-kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared."""
+kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared. A rewind's
+redone steps do not fold into the buckets of their first attempt: those move aside first
+(``series_attempts``), so the chart keeps both."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
-from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
 
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
@@ -125,7 +127,8 @@ class SeriesTails:
             ser = known.get(metric)
             if points and ser is not None and ser.buckets:
                 w = ser.width
-                if math.floor(min(p.x for p in points) / w) * w < ser.known_from:
+                x0 = math.floor(min(p.x for p in points) / w) * w
+                if x0 < ser.known_from or (ser.tail and x0 < max(ser.tail)):  # older buckets, or a rewind
                     return self._fold_loading(s, run_id, series, out)
         floor, isfinite, buckets = math.floor, math.isfinite, out.buckets
         grown = []
@@ -177,6 +180,7 @@ class SeriesTails:
         self._load_missing(s, run_id, known, groups)
         for metric, g in groups.items():
             ser = known[metric]
+            self._supersede(s, ser, min(g), min(p.t for p in series[metric][1]), out)
             for x0, pts in g.items():
                 b = ser.tail.get(x0)
                 if b is None:
@@ -187,6 +191,20 @@ class SeriesTails:
                 out.buckets[(run_id, metric, x0)] = b
             self._folded(ser, len(series[metric][1]), out)
         self._compact_grown(s, [ser for m in groups if (ser := known[m]).buckets > self.max_buckets], out)
+
+    @staticmethod
+    def _supersede(s: Session, ser: _Series, x0: float, t: float, out: SeriesWrites) -> None:
+        """A rewind (``series.stale``) moves the buckets it redoes aside first (memory holds every stored
+        bucket from ``x0`` on: ``_load_missing``)."""
+        old = stale(ser.tail, x0, t)
+        if not old:
+            return
+        for b in old:
+            del ser.tail[b.x0]
+            out.buckets.pop((ser.run_id, ser.metric, b.x0), None)
+        ser.buckets -= len(old)
+        retire(s, ser.run_id, ser.metric, ser.width, [b.row() for b in old], t)
+        out.add_meta(ser)
 
     @staticmethod
     def _folded(ser: _Series, points: int, out: SeriesWrites) -> None:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, defer
 
 from alerts.model import AlertState
 from alerts.silences import CompiledSilences, SilenceSpec, StoredSilence
+from monitor.storage import series_attempts
 from monitor.storage.models import Alert, AlertTransition, Run, SeriesBucket, SeriesMeta, Silence
 from monitor.storage.series import BucketView, metrics_of, read_series
 
@@ -218,6 +219,11 @@ def run_series(
         if buckets:
             out[name] = (axis, buckets)
     return out
+
+
+def earlier_attempts(session: Session, run_id: str, metrics: Iterable[str]) -> dict[str, list[BucketView]]:
+    """metric -> the buckets of steps a rewind redid, as their earlier attempt logged them."""
+    return series_attempts.read(session, run_id, metrics)
 
 
 def series_versions(session: Session, metric: str) -> dict[str, tuple[float | None, float]]:

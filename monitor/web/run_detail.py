@@ -88,9 +88,15 @@ def run_detail(
     report = derived.report
     fields = status.run_fields(run, derived.stats, alerts, report, now, ctx.poll_interval(run.watch))
     goodput = status.goodput_detail(report, views.alert_spans(s, run.id))
+    stored = views.run_series(s, run.id, metrics)
+    earlier = views.earlier_attempts(s, run.id, stored)
     series = {
-        name: Series(axis="time" if axis == "time" else "step", buckets=downsample(buckets, max_points))
-        for name, (axis, buckets) in views.run_series(s, run.id, metrics).items()
+        name: Series(
+            axis="time" if axis == "time" else "step",
+            buckets=downsample(buckets, max_points),
+            earlier=downsample(earlier.get(name, []), max_points),
+        )
+        for name, (axis, buckets) in stored.items()
     }
     restarts = [i for i in (goodput.incidents if goodput else []) if i.kind in ("restart", "down")]
     panels = [

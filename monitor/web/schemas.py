@@ -64,7 +64,10 @@ class GoodputSummary(BaseModel):
     ratio: float | None = Field(description="productive share of the wall time since first seen (ETTR)")
     wall_seconds: float
     productive_seconds: float
-    lost_seconds: dict[str, float] = Field(description="paused, stalled, restarting, down, rework")
+    lost_seconds: dict[str, float] = Field(
+        description="checkpoint, evaluation, paused (other pauses), startup, stalled (hung), restarting, "
+        "down, rework (redone steps); see docs/reports.md"
+    )
     steps_redone: int
     median_step_seconds: float | None
     incident_counts: dict[str, int]
@@ -175,6 +178,10 @@ class Bucket(BaseModel):
 class Series(BaseModel):
     axis: Literal["step", "time"] = Field(description="x is a step, or epoch seconds for step-less metrics")
     buckets: list[Bucket]
+    earlier: list[Bucket] = Field(
+        default_factory=list,
+        description="steps a rewind (a restart from a checkpoint) redid, as first logged",
+    )
 
 
 class TimelineEntry(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from monitor.runs.goodput import report_of
+from monitor.runs.goodput_report import report_of
 from monitor.storage import views
 from monitor.storage.models import Run
 

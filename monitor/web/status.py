@@ -19,7 +19,7 @@ from monitor import run_ids
 from monitor.durations import format_duration
 from monitor.engine.coverage_stored import expand
 from monitor.rules.panels import OTHER, Layouts
-from monitor.runs.goodput import attach_alerts
+from monitor.runs.goodput_report import attach_alerts
 from monitor.runs.run_stats import stale_ages
 from monitor.samples import DOWN_STATES, ENDED_STATES, TERMINAL_STATES
 from monitor.storage import views

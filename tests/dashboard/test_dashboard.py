@@ -153,8 +153,8 @@ def test_the_run_page_draws_charts_with_markers_goodput_and_timeline(live, page,
         "1"
     )
     rows = page.locator("table.goodput-table tbody tr")
-    expect(rows).to_have_count(6)
-    expect(page.locator("table.goodput-table")).to_contain_text("Starting and restarting")
+    expect(rows).to_have_count(9)
+    expect(page.locator("table.goodput-table")).to_contain_text("Start-up and restore")
     expect(page.locator(".run-story")).to_contain_text("steps redone")
     expect(page.locator("ol.timeline li.ev-incident-restart")).to_have_count(1)
     page.screenshot(path=str(artifacts / "run-hero-b.png"), full_page=True)

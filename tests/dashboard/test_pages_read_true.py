@@ -104,7 +104,7 @@ def test_timeline_and_goodput_words_match_the_run(live, page):
     expect(fact(page, "#run-head", "Restarts")).to_have_text("0")
     table = page.locator("table.goodput-table")
     expect(table).not_to_contain_text("Restarting and restoring")
-    expect(table).to_contain_text("Starting and restarting (loading, restoring)")
+    expect(table).to_contain_text("Start-up and restore (process start to first step)")
     page.goto(live.url + "/runs/hero-b")
     expect(page.locator("#run-head .problem")).to_contain_text("1 restart in the last 1h")
 

@@ -71,18 +71,22 @@ def test_a_hang_then_restart_is_booked_hung_then_restarting_in_the_api_page_and_
     lost = after["lost_seconds"]
     assert lost["stalled"] >= during["lost_seconds"]["stalled"], "a hang shown is never relabelled"
     assert 39 * M < lost["stalled"] < 41 * M, lost
-    assert 3 * M <= lost["restarting"] - during["lost_seconds"]["restarting"] < 5 * M, lost
+    restore = lost["startup"] - during["lost_seconds"]["startup"]
+    assert 3 * M <= restore < 5 * M, ("the new process's start to its first step: the restore", lost)
+    assert lost["restarting"] - during["lost_seconds"]["restarting"] < M, "it started when the old was killed"
     assert lost["rework"] > 0
     stall, restart = [i for i in after["incidents"] if i["kind"] in ("stall", "restart")]
     assert stall["kind"] == "stall" and "progress_stalled" in stall["alerts"]
     assert restart["kind"] == "restart" and restart["start"] == pytest.approx(stall["end"])
     assert page_seconds(api, "stalled") == pytest.approx(lost["stalled"], abs=M)
     assert page_seconds(api, "restarting") == pytest.approx(lost["restarting"], abs=M)
+    assert page_seconds(api, "startup") == pytest.approx(lost["startup"], abs=M)
 
     body = api.get("/api/report", params={"since": "2h"}).json()
     (run,) = [r for r in body["runs"] if r["run"] == RUN]
     assert run["hours"]["stalled"] * 3600 == pytest.approx(lost["stalled"], abs=M)
     assert run["hours"]["restarting"] * 3600 == pytest.approx(lost["restarting"], abs=M)
+    assert run["hours"]["startup"] * 3600 == pytest.approx(lost["startup"], abs=M)
     top = body["costliest"][0]
     assert top["kind"] == "stall" and top["lost_hours"] * 60 == pytest.approx(40, abs=1), body["costliest"]
     assert "progress_stalled" in top["rules"]

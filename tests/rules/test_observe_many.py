@@ -55,6 +55,36 @@ RULES = [
     rule(kind="counter_increase", metric="optim/skipped_step", cumulative=False, increase=1, window=600),
     rule(kind="spike", metric="grad/norm/total", mode="point", severity="info"),
     rule(kind="trend", metric="grad/norm/total", window=600, direction="down"),
+    # spike floors that rise often (values in a row beyond the bar, a raised floor held through dips,
+    # rewinds): the batched loop's way in and out of its common case, on the rl pack's settings too
+    rule(kind="spike", metric="grad/norm/total", mode="floor", floor_steps=4, z=3, min_rise=0.05),
+    rule(
+        kind="spike",
+        metric="train/loss",
+        mode="floor",
+        direction="down",
+        baseline_level="max",
+        floor_steps=3,
+        floor_window=600,
+        floor_points=3,
+        min_points=8,
+        z=3,
+        min_rise=0,
+    ),
+    rule(
+        kind="spike",
+        metric="train/loss",
+        mode="floor",
+        direction="down",
+        of_progress=0.5,
+        floor_steps=3,
+        floor_window=900,
+        floor_points=3,
+        min_points=8,
+        z=3,
+        min_rise=0,
+        baseline=3 * 3600,
+    ),
 ]
 
 

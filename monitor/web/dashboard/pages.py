@@ -121,13 +121,16 @@ def story(run: RunDetail) -> list[dict[str, Any]]:
     return sorted(items, key=lambda i: i["at"], reverse=True)
 
 
-GOODPUT_LABELS = {
+GOODPUT_LABELS = {  # in the order of monitor.runs.goodput.BUCKETS
     "productive": "Productive training",
-    "paused": "Paused (checkpoints, evals, slow steps)",
-    "stalled": "Stalled (no step)",
-    "restarting": "Starting and restarting (loading, restoring)",
+    "checkpoint": "Checkpoint saves",
+    "evaluation": "Evaluation",
+    "paused": "Other pauses (slow steps, unexplained)",
+    "startup": "Start-up and restore (process start to first step)",
+    "stalled": "Hung (no step)",
+    "restarting": "Restarting (exit to the new process)",
     "down": "Down (crashed, killed, preempted)",
-    "rework": "Lost work (steps redone)",
+    "rework": "Redone steps (lost after a rewind)",
 }
 
 

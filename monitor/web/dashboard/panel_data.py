@@ -66,8 +66,11 @@ def series_data(spec: SeriesSpec, data: Series, every: Mapping[str, Series]) -> 
         lo = _aligned(b, every.get(spec.band.min), "min")
         hi = _aligned(b, every.get(spec.band.max), "max")
         spread, band = any(v is not None for v in hi), "range"
+    earlier = [] if spec.transform == "rate" else data.earlier  # a rate across attempts means nothing
+    before: Values = [p.mean for p in earlier]
     if spec.transform == "percent":
         mean, lo, hi = _scaled(mean, 100.0), _scaled(lo, 100.0), _scaled(hi, 100.0)
+        before = _scaled(before, 100.0)
     return {
         "metric": spec.metric,
         "label": spec.label or spec.metric,
@@ -80,6 +83,8 @@ def series_data(spec: SeriesSpec, data: Series, every: Mapping[str, Series]) -> 
         "mean": mean,
         "spread": spread,  # a band is drawn: min..max of the bucket's steps, or the declared band
         "band": band,
+        # the steps a rewind redid, as first logged: drawn greyed beside the redone ones
+        "earlier": {"x": [p.x0 for p in earlier], "t": [p.t for p in earlier], "mean": before},
     }
 
 

@@ -5,8 +5,9 @@
    length cap). Per series the shaded band spans min..max (a one-step spike stays visible, or the band
    the panel declares: ± a standard deviation, shortest..longest) and the line is the mean. Against
    time, a stall or downtime is a gap in the line under a shaded, labelled band (from the run's goodput
-   incidents); alert and restart markers are vertical lines. Drawn on the canvas; the only DOM writes are
-   uPlot's own and textContent. */
+   incidents); alert and restart markers are vertical lines. Steps a rewind redid keep their first
+   attempt's points, drawn as a grey dashed line with dots ("before the rewind") beside the redone ones.
+   Drawn on the canvas; the only DOM writes are uPlot's own and textContent. */
 (function () {
   "use strict";
   var holder = document.getElementById("chart-data");
@@ -20,6 +21,7 @@
   var EDGE = ["rgba(37,99,235,0.45)", "rgba(234,88,12,0.45)", "rgba(22,163,74,0.45)", "rgba(219,39,119,0.45)"];
   var FILL = ["rgba(37,99,235,0.28)", "rgba(234,88,12,0.22)", "rgba(22,163,74,0.22)", "rgba(219,39,119,0.22)"];
   var REF = dark ? "#e4e4e7" : "#3f3f46";
+  var EARLIER = dark ? "rgba(212,212,216,0.55)" : "rgba(82,82,91,0.55)";  // an earlier attempt's points
   var BAND = { stall: "rgba(220,38,38,0.13)", restart: "rgba(124,58,237,0.13)", down: "rgba(127,29,29,0.16)",
                startup: "rgba(107,114,128,0.13)" };
   var STEP_INCRS = [];  // whole steps only: 1, 2, 5, 10, 20, 50, ...
@@ -95,6 +97,16 @@
       rows = out;
     }
     return [0, 1, 2, 3].map(function (col) { return rows.map(function (r) { return r[col]; }); });
+  }
+
+  function earlierColumns(s) {  // a series' earlier attempt: [x, mean], one value per x (the newest)
+    var e = s.earlier, byX = {};
+    for (var i = 0; i < e.x.length; i++) {
+      var x = axis === "time" ? e.t[i] : (s.xaxis === "time" ? null : e.x[i]);
+      if (x != null) byX[x] = e.mean[i];
+    }
+    var xs = Object.keys(byX).map(Number).sort(function (a, b) { return a - b; });
+    return [xs, xs.map(function (x) { return byX[x]; })];
   }
 
   // ---- drawn on the canvas: incident bands (time axis) and marker lines ---------------------------
@@ -237,6 +249,16 @@
       );
       bands.push({ series: [base, base + 1], fill: FILL[k % 4] });
     });
+    var earlier = c.series.filter(function (s) { return s.earlier && s.earlier.x.length; });
+    earlier.forEach(function (s) {
+      series.push({ label: (single ? "" : s.label + " ") + "before the rewind", scale: s.axis === "right" ? "y2" : "y",
+                    stroke: EARLIER, width: 1, dash: [4, 3], spanGaps: true,
+                    points: { show: true, size: 4, stroke: EARLIER, fill: EARLIER },
+                    value: function (u, v, si, idx) {  // idle: its newest point
+                      var i = idx == null ? latest(u, si) : idx;
+                      return i == null ? "—" : num(u.data[si][i]);
+                    } });
+    });
     var scales = {
       x: axis === "time" ? { time: true, range: timeRange } : { time: false },
       y: { distr: c.log ? 3 : 1, range: yRange(c.lines, false, c.log) }
@@ -253,7 +275,7 @@
       axes.push({ scale: "y2", side: 1, stroke: ink, grid: { show: false }, size: 64, label: c.right_unit,
                   labelSize: 18, values: tickValues });
     }
-    var tables = c.series.map(columns);
+    var tables = c.series.map(columns).concat(earlier.map(earlierColumns));
     var opts = {
       width: Math.max(280, host.clientWidth),
       height: window.innerWidth < 600 ? 200 : 240,
