@@ -54,6 +54,8 @@ def measure(url: str, args: argparse.Namespace) -> None:
     cfg = parse_config(config(args.runs, args.runs_per_watch, args.metrics, args.interval))
     service = build_service(cfg, Settings(database_url=url), clock, auto_migrate=True)
     engine = service.engine
+    if not args.no_gc_policy:  # as the service does (``Service.start``): full collections freeze survivors
+        service.gc_policy.install()
     gc.collect()
     rss0 = rss_mb()
     if not args.no_trace:
@@ -141,6 +143,9 @@ def main() -> None:
     ap.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
     ap.add_argument("--no-trace", action="store_true", help="without tracemalloc (RSS only; faster)")
     ap.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
+    ap.add_argument(
+        "--no-gc-policy", action="store_true", help="without the service's GC policy (figures before 2026-12-06)"
+    )
     args = ap.parse_args()
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     if args.database_url:
