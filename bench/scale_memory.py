@@ -143,9 +143,7 @@ def main() -> None:
     ap.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
     ap.add_argument("--no-trace", action="store_true", help="without tracemalloc (RSS only; faster)")
     ap.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
-    ap.add_argument(
-        "--no-gc-policy", action="store_true", help="without the service's GC policy (figures before 2026-12-06)"
-    )
+    ap.add_argument("--no-gc-policy", action="store_true", help="without the service's GC policy (as before)")
     args = ap.parse_args()
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
     if args.database_url:

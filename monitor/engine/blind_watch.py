@@ -53,6 +53,7 @@ class BlindWatch:
         self._blind: dict[str, list[Blind]] = {}  # run -> its blindness by cause
         self._findings: dict[str, list[Finding]] = {}  # run or watch -> its latest watching_blind findings
         self._logged: dict[str, set[str]] = {}  # run -> keys its sources saw it log (read or not)
+        self._promised: dict[str, tuple[Watch, frozenset[str]]] = {}  # watch -> (that Watch, promised(it))
 
     def note_gaps(self, source: str, gaps: Mapping[str, Mapping[str, str]]) -> None:
         for run, by_input in gaps.items():
@@ -68,6 +69,13 @@ class BlindWatch:
         """What the run logs, as logged: the keys read (vocabulary) and those its sources saw."""
         return sorted(set(self.vocabulary.keys(run)) | self._logged.get(run, set()))
 
+    def promised(self, watch: Watch) -> frozenset[str]:
+        """``promised(watch)``, worked out once per configured watch (not per run and poll)."""
+        held = self._promised.get(watch.name)
+        if held is None or held[0] is not watch:  # first asked, or the config was loaded again
+            held = self._promised[watch.name] = (watch, promised(watch))
+        return held[1]
+
     def gaps(self, run: str) -> dict[str, str]:
         out: dict[str, str] = {}
         for by_input in self._gaps.get(run, {}).values():
@@ -81,7 +89,7 @@ class BlindWatch:
         input it misses, and the optional inputs that stopped) and what to store. ``kind``: what the run
         is (rules of another kind's pack expect none of their metrics of it)."""
         grace = max(watch.unavailable_after, FIRST_SCRAPE)  # a queried input's first scrape may be due
-        cov = self.evaluator.coverage(run, now, unavailable, promised(watch), kind, grace)
+        cov = self.evaluator.coverage(run, now, unavailable, self.promised(watch), kind, grace)
         keys = self.keys(run)
         gaps = self.gaps(run)
         renames = self.vocabulary.renames(run)

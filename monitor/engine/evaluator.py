@@ -127,7 +127,7 @@ class Evaluator:
                 rr.orphans.add(fp)
         self._open[fp] = OpenAlert(key, status, ref, cold=slot is not None and not slot.fed)
         if slot is not None:
-            slot.open.add(fp)
+            slot.opened(fp)
             rr.live[slot.index] = slot
             rr.queue(slot)
 
@@ -286,9 +286,9 @@ class Evaluator:
                 alert.cold = False
             self._step(key, f, now, events)
             if fp in self._open:
-                slot.open.add(fp)
+                slot.opened(fp)
             else:
-                slot.open.discard(fp)
+                slot.closed(fp)
         if slot.open:
             rr.live[slot.index] = slot
         else:

@@ -18,9 +18,28 @@ from monitor.samples import RunState, Sample
 
 MAX_PLANS = 256
 STATE_VERSION = 1  # of the per-run snapshot (RunRules.export_state)
+SHARED_MAX = 4096  # rule sets whose coverage plans are shared (``_shared_coverage``)
+# (id of each rule, its feeds) -> (coverage_rules, coverage_plans) shared by the runs with those rules
+_SHARED: dict[tuple, tuple[list, dict]] = {}
 
 
-@dataclass(eq=False)
+def _shared_coverage(slots: list[Slot]) -> tuple[list, dict]:
+    """The (RuleSpec, feeds) list and the ``coverage.judge`` plan cache of runs with these very rules:
+    one for all the runs of a watch (a plan depends only on them and on the key ``judge`` files it
+    under), not one a run. The entry holds the specs, so their ids are not reused while it lives."""
+    key = tuple((id(slot.rule), slot.feeds) for slot in slots)
+    held = _SHARED.get(key)
+    if held is None:
+        if len(_SHARED) >= SHARED_MAX:  # configs loaded again and again: start afresh
+            _SHARED.clear()
+        held = _SHARED[key] = ([(slot.rule, slot.feeds) for slot in slots], {})
+    return held
+
+
+NOTHING_OPEN: frozenset[str] = frozenset()  # ``Slot.open`` until its first alert (most never have one)
+
+
+@dataclass(eq=False, slots=True)
 class Slot:
     """One rule's detector for one run, and the fingerprints of its open (pending or firing) alerts."""
 
@@ -31,7 +50,17 @@ class Slot:
     queued: bool = False
     fed: bool = False  # observed a sample since the detector was built
     leader: Detector | None = None  # shares this detector's statistics (share_key)
-    open: set[str] = field(default_factory=set)
+    open: set[str] | frozenset[str] = NOTHING_OPEN  # read it; change it by ``opened`` and ``closed``
+
+    def opened(self, fp: str) -> None:
+        if self.open is NOTHING_OPEN:
+            self.open = {fp}
+        else:
+            self.open.add(fp)  # type: ignore[union-attr] - a set once an alert opened
+
+    def closed(self, fp: str) -> None:
+        if self.open:
+            self.open.discard(fp)  # type: ignore[union-attr]
 
 
 Feed = tuple[Callable[[Sample], None], Detector, Slot]  # (bound observe, detector, slot)
@@ -55,8 +84,8 @@ class RunRules:
     arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
     clocks: list[tuple[Detector, Slot]] = field(default_factory=list)  # ``clocked``, with their detectors
     splits: dict[int, tuple] = field(default_factory=dict)  # plan -> its free and synchronous feeds (segment)
-    coverage_plans: dict = field(default_factory=dict)  # coverage.judge's plans of this run
-    coverage_rules: list = field(default_factory=list)  # (RuleSpec, feeds) per slot, for coverage.judge
+    coverage_plans: dict = field(default_factory=dict)  # coverage.judge's plans (shared: same rules)
+    coverage_rules: list = field(default_factory=list)  # (RuleSpec, feeds) per slot (shared), for judge
 
     @classmethod
     def build(cls, rules: Iterable[RuleSpec], run: str) -> RunRules:
@@ -88,7 +117,7 @@ class RunRules:
         rr = cls(slots, every, by_metric, clocked)
         rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
-        rr.coverage_rules = [(slot.rule, slot.feeds) for slot in slots]
+        rr.coverage_rules, rr.coverage_plans = _shared_coverage(slots)
         rr.dirty = list(slots)  # evaluate everything once
         for slot in slots:
             slot.queued = True

@@ -114,9 +114,15 @@ def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -
         slots = _NAMES[cls] = tuple(
             dict.fromkeys(n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
         )
-    names = list(getattr(obj, "__dict__", {}))
-    names += [n for n in slots if n not in names]
-    return {n: encode(getattr(obj, n), depth) for n in names if n not in skip and hasattr(obj, n)}
+    attrs = getattr(obj, "__dict__", None) or {}
+    out = {}
+    for n in attrs:  # the instance's own attributes first, then its slots (as set)
+        if n not in skip:
+            out[n] = encode(getattr(obj, n), depth)
+    for n in slots:
+        if n not in skip and n not in attrs and hasattr(obj, n):
+            out[n] = encode(getattr(obj, n), depth)
+    return out
 
 
 def _cls(path: str) -> type:
