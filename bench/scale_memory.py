@@ -95,6 +95,8 @@ def measure(url: str, args: argparse.Namespace) -> None:
     rss1 = rss_mb()
     runs = args.runs
     if args.profile:
+        if args.dump:
+            profiler.dump_stats(args.dump)
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(r"(monitor|alerts)/", args.top)
         print(out.getvalue().replace(ROOT, ""))
@@ -140,6 +142,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=1, help="traceback frames tracemalloc keeps")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--profile", action="store_true", help="cProfile the writer during the last round")
+    ap.add_argument("--dump", default=None, help="also write the profile to this file (pstats)")
     ap.add_argument("--sort", default="cumulative", help="the profile's order (cumulative, tottime)")
     ap.add_argument("--no-trace", action="store_true", help="without tracemalloc (RSS only; faster)")
     ap.add_argument("--database-url", default=None, help="PostgreSQL server (default: a SQLite file)")
