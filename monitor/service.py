@@ -40,6 +40,7 @@ from monitor.settings import Settings
 from monitor.sources.base import Source
 from monitor.sources.registry import make_source
 from monitor.stacks.broker import StackBroker
+from monitor.storage import goodput_repo
 from monitor.storage.db import is_sqlite, make_sessionmaker
 from monitor.storage.leases import Leases
 from monitor.web.context import ApiContext
@@ -129,6 +130,13 @@ class Service:
             add_interval_job(sched, "stacks_settle", self.settle_stacks, 1.0)
         if self.config.watchdog:
             add_interval_job(sched, "watchdog", self.heartbeat, self.config.watchdog.interval / self.speed)
+        zone = (
+            self.config.reports[0].timezone if self.config.reports else "UTC"
+        )  # old goodput slots: hours, days
+        compact = lambda: goodput_repo.compact_now(self.sessions, self.clock.time(), zone)  # noqa: E731
+        add_interval_job(
+            sched, "goodput-compact", compact, goodput_repo.COMPACT_EVERY / self.speed, first_in=60.0
+        )
         self.gc_policy.install()  # full collections skip the runs' long-lived state (engine.gc_policy)
         every = self.gc_policy.thaw_every
         add_interval_job(sched, "gc", self.gc_policy.full_collection, every, first_in=every)

@@ -96,3 +96,26 @@ def test_two_upserts_of_a_table_in_one_transaction_write_their_own_rows(migrated
     assert len(states) == 100
     want = {i: "crashed" if 50 <= i < 80 else "finished" if 90 <= i < 95 else "running" for i in range(100)}
     assert states == {run_row(i)["id"]: st for i, st in want.items()}
+
+
+def test_added_columns_accumulate_across_batches_and_runs_as_the_goodput_ledger_needs(migrated_url, path):
+    """The goodput ledger of many runs goes in one statement a batch: seconds of a slot already stored
+    are added to, not replaced; two runs' drained ledgers in one batch add up per run."""
+    from monitor.storage import goodput_repo
+    from monitor.storage.goodput_repo import GoodputWrites
+
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    with sessions.begin() as s:
+        bulk.upsert(s, Run.__table__, [run_row(1), run_row(2)], ("id",), ("state",))
+    a, b = "wandb:lab/llm/r1", "wandb:lab/llm/r2"
+    for _ in range(3):  # three batches
+        with sessions.begin() as s:
+            writes = GoodputWrites()
+            writes.add(a, {(900.0, "productive"): 10.0, (1800.0, "stalled"): 2.5}, [])
+            writes.add(b, {(900.0, "productive"): 1.0}, [])
+            writes.add(a, {(900.0, "productive"): 5.0}, [])  # a second poll of a in the same batch
+            writes.flush(s)
+    with sessions() as s:
+        sums = goodput_repo.bucket_sums(s, [a, b], 0.0, 3600.0)
+    assert sums[a] == {"productive": 45.0, "stalled": 7.5}
+    assert sums[b] == {"productive": 3.0}

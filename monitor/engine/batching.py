@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from monitor.sources.base import PollResult
 from monitor.storage import rule_state_repo, runs_repo
+from monitor.storage.goodput_repo import GoodputWrites
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesWrites
 
@@ -53,11 +54,13 @@ class Writes:
     cursors: dict[tuple[str, str], dict] = field(default_factory=dict)  # (run, source) -> cursor
     states: dict[str, tuple[int, dict]] = field(default_factory=dict)  # run -> (version, detector state)
     series: SeriesWrites = field(default_factory=SeriesWrites)
+    goodput: GoodputWrites = field(default_factory=GoodputWrites)  # the runs' drained goodput ledgers
 
     def flush(self, s: Session, now: float) -> None:
         runs_repo.upsert_runs(s, self.runs.values())
         runs_repo.upsert_cursors(s, [(r, k, c) for (r, k), c in self.cursors.items()], now)
         self.series.flush(s)
+        self.goodput.flush(s)
         rule_state_repo.save_many(s, {r: (v, st) for r, (v, st) in self.states.items()}, now)
         self.clear()
 
@@ -68,6 +71,7 @@ class Writes:
         self.states.clear()
         self.series.buckets.clear()
         self.series.metas.clear()
+        self.goodput.clear()
 
 
 class GroupCommit:

@@ -50,13 +50,13 @@ from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import RunInfo, Sample
 from monitor.sources.base import PollResult, Source
-from monitor.storage import goodput_repo, runs_repo
+from monitor.storage import runs_repo
 from monitor.storage.leases import Leases
 from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
-CHECKPOINT_POLLS = 4  # detector state is saved at least every this many polls of a run
+CHECKPOINT_POLLS = 4  # detector state is saved every this many polls of a run that brought samples or events
 
 
 @dataclass
@@ -278,6 +278,8 @@ class Engine:
         )
         samples_by_run: dict[str, list[Sample]] = defaultdict(list)
         frames_by_run: dict[str, list[FleetFrame]] = defaultdict(list)
+        if isinstance(guard, Plain):  # a watch's first poll here: its runs in a few queries, not a few a run
+            self.series.preload(s, self.memory.preload(s, results, known, watch.name, now))
         for kind, res in results.items():
             self.source_polls.polled(watch.name, kind, now, res.error, res.throttle)
             for frame in res.fleet:
@@ -349,7 +351,7 @@ class Engine:
         for sample in samples:
             self.evaluator.observe(sample)
             stats.observe(sample.t, sample.step, sample.metrics, state=sample.state)
-        goodput_repo.add(s, run_id, *stats.goodput.ledger.drain())
+        writes.goodput.add(run_id, *stats.goodput.ledger.drain())
         run.source_error = self.unreadable.why(watch.name, run_id) or errors
         blinded = unavailable | self.unreadable.sources_of(watch.name, run_id)  # this run's source alone
         events = self.evaluator.evaluate(run_id, now, blinded, settling)
@@ -374,7 +376,7 @@ class Engine:
         self.recorder.refresh(s, run_id, now)
         self.blind.refresh(s, run_id)
         report.events.extend(events)
-        if self.checkpoints.due(run_id, CHECKPOINT_POLLS):
+        if self.checkpoints.due(run_id, CHECKPOINT_POLLS, changed=bool(samples or events)):
             self.adoption.save_state(s, [run_id], now, writes.states)
 
     # ---- source health, on its own schedule -------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -21,7 +21,7 @@ from monitor.engine.batching import Writes
 from monitor.rules.panels import Layouts
 from monitor.runs.run_stats import RunStats
 from monitor.samples import RunInfo
-from monitor.sources.base import Cursor
+from monitor.sources.base import Cursor, PollResult
 from monitor.storage import runs_repo
 from monitor.storage.models import Run
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from monitor.engine.evaluator import Evaluator
 
 SHARED_NAMES_EVERY = 60.0  # seconds between reads of the display names several runs share
+PRELOAD_CHUNK = 1000  # run ids in one query of ``preload``
 
 
 class RunMemory:
@@ -149,6 +150,29 @@ class RunMemory:
             mine = self._cursors.get(kind, {})
             cursors[kind] = {r: dict(c) for r in known if (c := mine.get(r)) is not None}
         return known, names, cursors
+
+    def preload(
+        self, s: Session, results: Mapping[str, PollResult], known: Iterable[str], watch: str, now: float
+    ) -> set[str]:
+        """The runs of a poll that memory does not hold yet, in one query rather than one a run; those
+        first seen now (a source described them) written in one upsert (the batch's other rows refer
+        to them); the others are left to :meth:`run`. Returns the poll's runs."""
+        infos = {info.run: info for res in results.values() for info in res.runs}
+        ids = {*known, *infos, *(x.run for res in results.values() for x in res.samples)}
+        missing = sorted(i for i in ids if i not in self._rows)
+        if not missing:
+            return ids
+        found: list[Run] = []
+        for i in range(0, len(missing), PRELOAD_CHUNK):
+            found += s.scalars(select(Run).where(Run.id.in_(missing[i : i + PRELOAD_CHUNK])))
+        for run in found:
+            s.expunge(run)
+        have = {r.id for r in found}
+        new = [runs_repo.new_run(infos[i], watch, now) for i in missing if i not in have and i in infos]
+        runs_repo.upsert_runs(s, new)
+        for run in (*found, *new):
+            self.keep(run)
+        return ids
 
     def run(self, s: Session, info: RunInfo, watch: str, now: float, writes: Writes) -> Run:
         """The run in memory (read once from the database if this process has not seen it yet); a run

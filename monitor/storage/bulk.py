@@ -29,27 +29,39 @@ COPY_FROM = 64  # rows from which the rows go by COPY (below, the extra round tr
 
 
 def upsert(
-    session: Session, table: Table, rows: Sequence[dict], keys: Iterable[str], update: Iterable[str]
+    session: Session,
+    table: Table,
+    rows: Sequence[dict],
+    keys: Iterable[str],
+    update: Iterable[str],
+    add: Iterable[str] = (),
+    unique: bool = False,
 ) -> None:
     """Insert ``rows`` into ``table``; a row whose ``keys`` exist already updates its ``update``
-    columns instead. All rows carry the same columns; of rows with the same keys the last one wins."""
+    columns instead, and adds its ``add`` columns to the stored ones (counters, seconds). All rows carry
+    the same columns; of rows with the same keys the last one wins (sum ``add`` columns beforehand).
+    ``unique``: the caller vouches that no two rows have the same keys (rows from a dict by key)."""
     if not rows:
         return
-    keys, update = tuple(keys), tuple(update)
+    keys, update, add = tuple(keys), tuple(update), tuple(add)
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        _pg_upsert(conn, table, rows, keys, update)
+        _pg_upsert(conn, table, rows, keys, update, add, unique)
     else:
-        conn.execute(_statement(conn.dialect.name, table, keys, update), list(rows))
+        conn.execute(_statement(conn.dialect.name, table, keys, update, add), list(rows))
 
 
 @functools.cache  # built once: building the statement costs more than running it
-def _statement(dialect_name: str, table: Table, keys: tuple[str, ...], update: tuple[str, ...]):  # noqa: ANN202
+def _statement(  # noqa: ANN202
+    dialect_name: str, table: Table, keys: tuple[str, ...], update: tuple[str, ...], add: tuple[str, ...] = ()
+):
     dialect = postgresql if dialect_name == "postgresql" else sqlite
     stmt = dialect.insert(table)
-    if not update:
+    if not update and not add:
         return stmt.on_conflict_do_nothing(index_elements=list(keys))
-    return stmt.on_conflict_do_update(index_elements=list(keys), set_={c: stmt.excluded[c] for c in update})
+    set_ = {c: stmt.excluded[c] for c in update}
+    set_.update({c: table.c[c] + stmt.excluded[c] for c in add})
+    return stmt.on_conflict_do_update(index_elements=list(keys), set_=set_)
 
 
 # ---- PostgreSQL ------------------------------------------------------------------------------------
@@ -76,13 +88,19 @@ class _Plan:
 
 
 def _pg_upsert(
-    conn: Connection, table: Table, rows: Sequence[dict], keys: tuple[str, ...], update: tuple[str, ...]
+    conn: Connection,
+    table: Table,
+    rows: Sequence[dict],
+    keys: tuple[str, ...],
+    update: tuple[str, ...],
+    add: tuple[str, ...] = (),
+    unique: bool = False,
 ) -> None:
     columns = tuple(rows[0])
-    if len(rows) > 1:  # one row per key: a statement may not update a row twice
+    if len(rows) > 1 and not unique:  # one row per key: a statement may not update a row twice
         key = itemgetter(*keys)
         rows = list({key(r): r for r in rows}.values())
-    plan = _plan(conn.dialect, table, columns, keys, update)
+    plan = _plan(conn.dialect, table, columns, keys, update, add)
     if len(rows) < COPY_FROM:
         _unnest(conn, plan, rows)
     else:
@@ -125,13 +143,20 @@ def _copy(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
 
 @functools.cache
 def _plan(
-    dialect: Any, table: Table, columns: tuple[str, ...], keys: tuple[str, ...], update: tuple[str, ...]
+    dialect: Any,
+    table: Table,
+    columns: tuple[str, ...],
+    keys: tuple[str, ...],
+    update: tuple[str, ...],
+    add: tuple[str, ...] = (),
 ) -> _Plan:
     specs = tuple(_column(dialect, table.c[c].type) for c in columns)
     names = ", ".join(f'"{c}"' for c in columns)
     conflict = f"ON CONFLICT ({', '.join(keys)}) "
-    if update:
-        conflict += "DO UPDATE SET " + ", ".join(f'"{c}" = excluded."{c}"' for c in update)
+    if update or add:
+        sets = [f'"{c}" = excluded."{c}"' for c in update]
+        sets += [f'"{c}" = "{table.name}"."{c}" + excluded."{c}"' for c in add]
+        conflict += "DO UPDATE SET " + ", ".join(sets)
     else:
         conflict += "DO NOTHING"
 

@@ -19,7 +19,7 @@ from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
 from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
 
-KEEP = 4  # newest buckets kept in memory per series (a poll touches one or two)
+KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
@@ -62,9 +62,10 @@ class SeriesWrites:
 
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
-        bulk.upsert(s, SeriesBucket.__table__, [b.row() for b in self.buckets.values()], keys, BUCKET_COLUMNS)
+        rows = [b.row() for b in self.buckets.values()]  # one per key: ``buckets`` is keyed by it
+        bulk.upsert(s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True)
         metas = [m.meta_row() for m in self.metas.values()]
-        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS)
+        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS, unique=True)
         self.buckets.clear()
         self.metas.clear()
 
@@ -90,6 +91,19 @@ class SeriesTails:
             for ser in self._runs.get(run, {}).values():
                 if ser.unsaved:
                     out.add_meta(ser)
+
+    def preload(self, s: Session, runs: Iterable[str], chunk: int = 1000) -> None:
+        """The bookkeeping of these runs' series that memory does not hold yet, in one query rather than
+        one a run (a watch's first poll in this process)."""
+        missing = sorted({r for r in runs if r not in self._runs})
+        for i in range(0, len(missing), chunk):
+            part = missing[i : i + chunk]
+            got: dict[str, dict[str, _Series]] = {r: {} for r in part}
+            for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id.in_(part))):
+                got[m.run_id][m.metric] = _Series(
+                    m.run_id, m.metric, m.axis, m.width, m.buckets, m.points, {}, math.inf
+                )
+            self._runs.update(got)
 
     def _series_of(self, s: Session, run_id: str) -> dict[str, _Series]:
         known = self._runs.get(run_id)
