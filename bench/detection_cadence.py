@@ -4,7 +4,8 @@ step-time jitter, BLOOM-176B's save every 100 steps (~40 s at 105 s a step) and 
 minutes), scaled to the cadence; incidents at least 4 hours in). Each is judged against what on-call
 needs (``BUDGETS``), never a rule's own setting. Per cadence: caught, false pages (any page before the
 onset, and any page of a healthy run), extra pages (a second notifying message for one incident),
-median time to detect. Run through bench/detection_quality.py."""
+median time to detect; and the healthy run replayed from 12 phases of its step-time jitter (how many
+phases page, and the pages). Run through bench/detection_quality.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import statistics
 from collections.abc import Callable
 
 from monitor.traces.replay import replay
-from tests.rules.cadence_scenarios import eval_pause, eval_step_after, hero_run, onset_step
+from tests.rules.cadence_scenarios import (
+    PHASES,
+    eval_pause,
+    eval_step_after,
+    healthy_at_phases,
+    hero_run,
+    onset_step,
+)
 from tests.rules.helpers_rules import T0, hero
 from tests.rules.real_scenarios import Scenario, step_change, with_tokens_per_second
 
@@ -116,7 +124,12 @@ def main() -> None:
             f"{'one-step loss blip (event only)':<38} {dt:6.0f} pages {blip_pages}; "
             f"healthy run with saves, evals, a restart and rewind: pages {healthy_pages}"
         )
-        false += blip_pages + healthy_pages
+        phase_pages = [len(replay(sc.build(), hero(), end=sc.end).pages()) for _, sc in healthy_at_phases(dt)]
+        print(
+            f"{'healthy run at 12 phases of its jitter':<38} {dt:6.0f} phases that page "
+            f"{sum(1 for n in phase_pages if n)}/{PHASES}, pages {sum(phase_pages)}"
+        )
+        false += blip_pages + healthy_pages + sum(phase_pages)
         median = statistics.median(delays) / MIN if delays else float("nan")
         summary.append(
             f"{dt:g} s/step: caught {caught}/{len(CASES)}, false pages {false}, extra {extra}, "

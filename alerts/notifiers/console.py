@@ -28,6 +28,8 @@ class ConsoleNotifier:
     def _one(self, a: AlertView, kind: str) -> str:
         if kind == "update" and a.state == AlertState.FIRING and a.acked_by:
             return self._acked(a)
+        if kind == "update" and a.state == AlertState.FIRING:
+            return self._joined(a)
         word = "STILL FIRING" if kind == "repeat" else a.state.upper()
         t = a.ended_at if a.state == AlertState.RESOLVED and a.ended_at else a.started_at
         when = isoformat(float(int(t)))  # whole seconds: for people
@@ -50,6 +52,15 @@ class ConsoleNotifier:
         return (
             f"[herowatch] acknowledged by {a.acked_by}: {a.alertname} run={a.run_shown or '?'}"
             f" (firing since {since}{self._time_note}; no reminders while acknowledged)"
+        )
+
+    def _joined(self, a: AlertView) -> str:
+        """A second rule that sees an incident already paged joins its message (alerts.symptoms): news,
+        printed so that it cannot be read as a second page."""
+        since = isoformat(float(int(a.started_at)))
+        return (
+            f"[herowatch] same incident, no new page: {a.alertname} ({a.severity.value})"
+            f" run={a.run_shown or '?'} also fires since {since}{self._time_note}\n  {a.summary}"
         )
 
     def check(self) -> CheckReport:

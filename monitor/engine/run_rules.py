@@ -96,7 +96,7 @@ class RunRules:
         every: list[Feed] = []
         by_metric: dict[str, list[Feed]] = {}
         clocked: list[Slot] = []
-        leaders: dict[Hashable, Detector] = {}
+        groups: dict[Hashable, list[Slot]] = {}
         for slot in slots:
             wants = slot.det.inputs()
             feed = (slot.det.observe, slot.det, slot)
@@ -109,11 +109,20 @@ class RunRules:
                 clocked.append(slot)
             share = slot.det.share_key()
             if share is not None:
-                if share in leaders:  # fed after its leader: same list, later index
-                    slot.leader = leaders[share]
-                    slot.det.share_with(slot.leader)
-                else:
-                    leaders[share] = slot.det
+                groups.setdefault(share, []).append(slot)
+        hosts: dict[Hashable, Detector] = {}
+        for group in groups.values():  # (in the order of their first rule)
+            leader, ride = group[0].det, group[0].det.ride_key()
+            host = hosts.get(ride) if ride is not None else None
+            if host is not None and all(slot.det.may_ride() for slot in group):
+                leader, followers = host, group  # rides an earlier group's leader (ride_key)
+            else:
+                followers = group[1:]
+                if ride is not None:
+                    hosts.setdefault(ride, leader)
+            for slot in followers:  # fed after its leader: same list, later index
+                slot.leader = leader
+                slot.det.share_with(leader)
         rr = cls(slots, every, by_metric, clocked)
         rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))

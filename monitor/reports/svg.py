@@ -26,23 +26,29 @@ def _label(run) -> str:
     return text if len(text) <= 26 else text[:25] + "…"
 
 
-def legend(keys: tuple[str, ...], x: int, y: int) -> list[str]:
-    out, pos = [], x
+def legend(keys: tuple[str, ...], x: int, y: int, width: int = 900) -> tuple[list[str], int]:
+    """Coloured keys from ``x`` on, wrapped onto more lines before they would leave ``width``: the
+    elements, and how many pixels the lines below the first take."""
+    out, pos, line = [], x, 0
     for k in keys:
-        out.append(f'<rect x="{pos}" y="{y - 10}" width="12" height="12" fill="{w.COLORS[k]}"/>')
         word = w.BUCKET_WORDS.get(k, k)
-        out.append(f'<text x="{pos + 16}" y="{y}">{escape(word)}</text>')
-        pos += 24 + 7 * len(word)
-    return out
+        wide = 24 + 7 * len(word)
+        if pos > x and pos + wide > width:
+            pos, line = x, line + 1
+        top = y + 18 * line
+        out.append(f'<rect x="{pos}" y="{top - 10}" width="12" height="12" fill="{w.COLORS[k]}"/>')
+        out.append(f'<text x="{pos + 16}" y="{top}">{escape(word)}</text>')
+        pos += wide
+    return out, 18 * line
 
 
 def goodput_bars(r: Report, width: int = 900) -> Markup:
     runs = r.runs[:MAX_LANES]
-    height = 40 + 26 * max(1, len(runs))
-    body = legend(("productive", *r.badput_shown()), LEFT, 16)  # the buckets with any time
+    body, extra = legend(("productive", *r.badput_shown()), LEFT, 16, width)  # the buckets with any time
+    height = 40 + extra + 26 * max(1, len(runs))
     span = width - LEFT - 70
     for i, run in enumerate(runs):
-        y = 30 + 26 * i
+        y = 30 + extra + 26 * i
         body.append(f'<text x="{LEFT - 8}" y="{y + 14}" text-anchor="end">{escape(_label(run))}</text>')
         total, x = run.hours.total() or 1.0, float(LEFT)
         for b in BUCKETS:
@@ -64,7 +70,7 @@ def timeline(r: Report, width: int = 900) -> Markup:
     lanes = {run: i for i, run in enumerate(runs)}
     height = 56 + 22 * max(1, len(runs))
     span, t0, t1 = width - LEFT - 20, r.period.start, r.period.end
-    body = legend(("stall", "restart", "down", "startup"), LEFT, 16)
+    body, _ = legend(("stall", "restart", "down", "startup"), LEFT, 16, width)  # one line: four short words
 
     def x(t: float) -> float:
         return LEFT + span * (min(max(t, t0), t1) - t0) / (t1 - t0)

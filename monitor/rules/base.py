@@ -171,6 +171,15 @@ class Detector(ABC, Generic[SpecT]):
         E.g. the two spike rules on train/loss (the blip and the raised floor) keep one baseline."""
         return None
 
+    def ride_key(self) -> Hashable | None:
+        """A looser key: a group of detectors (equal ``share_key``) that all ``may_ride`` follows the
+        leader of an earlier group with an equal ``ride_key`` (``share_with`` it too), as long as their
+        states would agree; the detector takes a copy of its own at the moment they would not."""
+        return None
+
+    def may_ride(self) -> bool:
+        return False
+
     def share_with(self, leader: Detector) -> None:
         """Adopt ``leader``'s state (same share_key). From now on ``observe`` only refreshes ``hot``."""
         raise NotImplementedError

@@ -8,24 +8,31 @@ time over 5x the usual: saves and evals), and values are summarised per ``bucket
 longer). The baseline is the interquartile mean of the buckets of the trailing
 ``baseline`` period, except the newest ``lag`` (a drop must not become normal before it is caught);
 its noise is their MAD, scaled up for a run whose speed wanders slowly (lag-1 autocorrelation). The
-baseline is ready after ``warmup`` once it has settled (its first and last thirds within shift/4):
-a baseline still on the move is part of a slow swing, not a level. Each bucket then adds its excess
+baseline is ready after ``warmup`` and ``warmup_steps`` step times (an hour is 36 steps at 100 s a
+step: too few to have seen the run's own slow wander, which follows its data and schedule, in steps)
+once it has settled (its first and last thirds within shift/4): a baseline still on the move is part
+of a slow swing, not a level. Each bucket then adds its excess
 over baseline + ``shift``/2 to the CUSUM, weighted by its evidence w (its values over a usual
 bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds)
 
     S = max(0, S + w (x - baseline - shift / 2))
 
-and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma) for a
-baseline of n buckets, ready at n0, whose first and last thirds are drift apart (``threshold``): a
+and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma, swing)
+for a baseline of n buckets, ready at n0, whose first and last thirds are drift apart, swing being the
+largest excursion the run came back from by itself (``threshold``): the highest the same CUSUM climbed
+over the baseline's own buckets before falling back to 0, or an alert that resolved without a restart
+(its buckets then join the baseline: the run's own swing, not a slowdown); it is kept as the baseline
+slides on and across a restart (a run whose speed swings for hours with its data swings so again). A
 sustained slowdown of ``shift`` fires in about 2h buckets against a young baseline and sooner as the
 baseline's own error shrinks, a swing of less than ``shift``/2 about the baseline never adds up, and a
 noisy run (or one whose baseline is on the move) needs more evidence than a steady one. The open
 bucket is judged too, for its evidence so far (about 16 times as it fills): a slowdown fires once
 the evidence suffices, not when its bucket closes. While it fires the baseline is frozen (a slow GPU
-that stays slow keeps the alert up); it resolves once S has come down to half the threshold.
-The alert says how large the slowdown is and when it began (the bucket where S left 0). A restart
-(a step rewind, a resume, a restart counter increase) starts afresh: the run may be on other
-hardware. Before the baseline is ready the rule cannot tell (the alert keeps its state).
+that stays slow keeps the alert up; its buckets are held out); it resolves once S has come down to
+half the threshold. The alert says how large the slowdown is and when it began (the bucket where S
+left 0). A restart (a step rewind, a resume, a restart counter increase) starts the baseline afresh:
+the run may be on other hardware. Before the baseline is ready the rule cannot tell (the alert keeps
+its state).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from pydantic import Field
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
+from monitor.rules.slowdown_stats import came_back, drift, persistence
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
@@ -65,6 +73,7 @@ class SlowdownSpec(RuleSpec):
     baseline: Duration = Field(default=6 * 3600.0, gt=0, description="the trailing baseline period")
     lag: Duration = Field(default=1800.0, ge=0, description="the newest buckets stay out of the baseline")
     warmup: Duration = Field(default=3600.0, gt=0, description="baseline needed before judging")
+    warmup_steps: int = Field(default=500, ge=0, description="... and the step times it must hold")
     restart_counter: str | None = Field(default="restarts_total", description="a restart counter, if any")
 
 
@@ -94,6 +103,9 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.peek_at = rule.min_points  # the open bucket is judged again when it holds this many values
         self.mu: float | None = None  # the baseline and its sigma, refreshed as buckets join it
         self.sigma = 0.0
+        self.swing = 0.0  # the largest excursion the run came back from by itself (``came_back``)
+        self.climb = self.peak = 0.0  # the CUSUM uncapped since it left 0, and its peak
+        self.held: deque[list[float]] = deque(maxlen=self.base.maxlen)  # buckets held out while firing
         self.drift = 0.0  # how far the baseline's last third is from its first (a level on the move)
         self.s = 0.0  # the CUSUM
         self.firing = False
@@ -205,6 +217,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.recent.clear()
         self.base.clear()
         self.mu, self.sigma, self.s, self._pause, self.drift = None, 0.0, 0.0, math.inf, 0.0
+        self.climb = self.peak = (
+            0.0  # the swing learned is kept: the run's data and schedule wander as before
+        )
+        self.held.clear()
         self.base_n.clear()
         self.ref_n, self.peek, self.peek_at = None, None, self._min_points
         self.firing = self.hot = False
@@ -223,10 +239,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         admitted = False
         while len(self.recent) > self._lagged:
             old = self.recent.popleft()
-            if not self.firing:  # a slowdown that fired must not become the new normal
-                self.base.append(old[2])
-                if len(old) > 3:
-                    self.base_n.append(int(old[3]))
+            if self.firing:  # a slowdown that fired must not become the new normal (yet)
+                self.held.append(old)
+            else:
+                self._admit(old)
                 admitted = True
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
@@ -236,8 +252,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             core = ordered[n // 4 : n - n // 4]  # the interquartile mean: robust, and exact for a
             mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
             spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
-            self.sigma = spread * _persistence(self.base, mu)
-            self.drift = _drift(self.base)
+            self.sigma = spread * persistence(self.base, mu)
+            self.drift = drift(self.base)
+            weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [1.0] * n
+            self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -248,10 +266,17 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if self.mu is not None:
             self._cusum(b)
 
+    def _admit(self, b: list[float]) -> None:
+        self.base.append(b[2])
+        if len(b) > 3:
+            self.base_n.append(int(b[3]))
+
     def _settled(self) -> bool:
         """Is the young baseline level (its first and last thirds within shift/4 of each other), or
         as long as it gets? Judging against a level still on the move would take a swing for a drop."""
-        return len(self.base) == self.base.maxlen or self.drift <= self.rule.shift / 4
+        if len(self.base) == self.base.maxlen:
+            return True
+        return self.drift <= self.rule.shift / 4 and sum(self.base_n) >= self.rule.warmup_steps
 
     def _weight(self, n: float | None) -> float:
         """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at
@@ -286,27 +311,35 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         s = self.s + w * (dev - self._k)
         self.peek = None
         if s <= 0:
-            self.s, self.began, self.excess = 0.0, None, [0.0, 0]
+            self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
         else:
             if self.began is None:
                 self.began = [t, step]
             self.s = min(s, CAP * self.threshold())
             self.excess[0] += w * dev
             self.excess[1] += w
+            self.climb += w * (dev - self._k)
+            self.peak = max(self.peak, self.climb)
         if self.firing:
             self.firing = self.s > self.threshold() / 2
+            if not self.firing:  # it came back by itself: a swing of the run's own, not a slowdown
+                self.swing = max(self.swing, self.peak)
+                for held in self.held:
+                    self._admit(held)
+                self.held.clear()
         else:
             self.firing = self.s > self.threshold()
         self.hot = self.firing
 
     def threshold(self) -> float:
-        """max(h x shift x sqrt(need / n), z x sigma) for a baseline of n buckets: the floor guards against
-        what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
+        """max(h x shift x sqrt(need / n), z x sigma, swing) for a baseline of n buckets: the floor guards
+        against what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
         it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
-        as it grows to its full period, never below what the run's measured noise needs."""
+        as it grows to its full period, never below what the run's measured noise needs, nor below the
+        evidence the largest swing the run came back from by itself gathered."""
         n = max(len(self.base), self._need)
         floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
-        return max(floor, self.rule.z * self.sigma)
+        return max(floor, self.rule.z * self.sigma, self.swing)
 
     # ---- the verdict -----------------------------------------------------------------------
     def evaluate(self, now: float) -> Finding:
@@ -356,27 +389,3 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             "cusum": self.s,
             "threshold": self.threshold(),
         }
-
-
-def _drift(values: deque[float]) -> float:
-    """How far the medians of the first and last thirds of the baseline's buckets are apart."""
-    base = list(values)
-    third = len(base) // 3
-    if not third:
-        return 0.0
-    first, last = sorted(base[:third]), sorted(base[-third:])
-    return abs(median_of_sorted(last) - median_of_sorted(first))
-
-
-def _persistence(values: deque[float], mu: float) -> float:
-    """How much more a sum of n buckets wanders than n independent ones would: sqrt((1+r)/(1-r)) for
-    the lag-1 autocorrelation r of the buckets (-0.8 <= r <= 0.8), as for an AR(1) series. A run whose
-    speed wanders slowly needs more evidence than one whose buckets scatter independently; one whose
-    buckets alternate (a fast one after a slow one) less."""
-    d = [v - mu for v in values]
-    den = sum(x * x for x in d)
-    if den <= 0:
-        return 1.0
-    r = sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
-    r = min(0.8, max(-0.8, r))
-    return math.sqrt((1 + r) / (1 - r))

@@ -6,6 +6,8 @@ tuples, dicts, sets, deques with a ``maxlen`` (bounded windows) and small object
 (``SortedValues``, a spike baseline) made of the same. ``encode`` turns such a value into JSON-able
 data (non-finite floats spelled out, containers tagged), ``decode`` rebuilds it. A ``RunState`` is
 kept as its text, as snapshots had it before there was one; restored, the text compares equal to it.
+A ``Sample`` (the newest one a threshold, drop, flat-line or spike detector judged) is kept as its
+time, run, step, metrics and source, what the detectors read of it.
 A value of any other type makes the detector's snapshot fail with ``SnapshotError``: that detector
 then starts cold, which is safe (the evaluator keeps a restored alert from resolving until the
 detector is ready again).
@@ -23,7 +25,7 @@ from collections import deque
 from enum import Enum
 from typing import Any
 
-from monitor.samples import RunState
+from monitor.samples import RunState, Sample
 
 VERSION = 1
 SKIP = frozenset({"rule", "run"})  # given anew when the detector is built
@@ -80,6 +82,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"$s": _items(value, d)}
     if t is RunState:
         return value.value  # as text, as snapshots had it before RunState: it compares equal to one
+    if t is Sample:
+        return {"$p": [_float(value.t), value.run, value.step, encode(dict(value.metrics), d), value.source]}
     if isinstance(value, Enum):
         return {"$e": f"{t.__module__}:{t.__qualname__}", "v": value.value}
     if t.__module__.startswith(_ALLOWED_MODULES):
@@ -155,6 +159,9 @@ def decode(data: Any, depth: int = 0) -> Any:
         return deque((decode(v, d) for v in data["$q"]), maxlen=data.get("n"))
     if "$s" in data:
         return {decode(v, d) for v in data["$s"]}
+    if "$p" in data:
+        at, run, step, metrics, source = data["$p"]
+        return Sample(decode(at, d), str(run), step, decode(metrics, d), source=source)
     if "$e" in data:
         return _cls(data["$e"])(data["v"])
     if "$o" in data:

@@ -23,7 +23,10 @@ Two patterns, one per rule (``mode``):
   never fewer than twice the longest such run the run recovered from): the window of wall time then
   only bounds the wait, whatever the cadence.
 
-Rules on the same metric with the same statistics parameters share one baseline.
+Rules on the same metric with the same statistics parameters share one baseline. A point rule whose
+rules (those of its ``floor_steps``) are all point rules shares one with rules of another ``floor_steps``
+(``ride_key``) until their floor is first raised: only then would the baselines differ (a raised floor
+freezes its own), and it goes on with a copy of its own (``SpikeBaseline.fork``), live and restored.
 """
 
 from __future__ import annotations
@@ -53,7 +56,6 @@ _SHARED = (
     "min_points",
     "floor_window",
     "floor_points",
-    "floor_steps",
     "reset_on_rewind",
     "of_progress",
     "baseline_level",
@@ -129,6 +131,8 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.metric = rule.metric
         self.baseline = SpikeBaseline(rule)
         self._follower = False
+        self._rider = False  # shares the baseline of rules of another floor_steps (ride_key)
+        self._alone = False  # a rider whose leader's floor froze the baseline: has a copy of its own
         self._floor_mode = rule.mode == "floor"
         # a one-step spike held until an evaluation has seen it (a poll that reads the spike and the
         # steps after it must not lose it): [value, step, score, baseline, threshold]
@@ -141,18 +145,41 @@ class SpikeDetector(Detector[SpikeSpec]):
         self.raised: list | None = None
 
     def share_key(self) -> Hashable:
+        return (*self.ride_key(), self.rule.floor_steps)
+
+    def ride_key(self) -> Hashable:
         return ("spike", *(getattr(self.rule, name) for name in _SHARED))
+
+    def may_ride(self) -> bool:
+        return not self._floor_mode
 
     def share_with(self, leader: Detector) -> None:
         assert isinstance(leader, SpikeDetector)
+        if self._alone:  # (restored) split off its leader's baseline once its floor froze it
+            return
         self.baseline = leader.baseline
-        self.baseline.track_floor |= self._floor_mode
         self._follower = True
+        self._rider = leader.share_key() != self.share_key()
+        if self._rider:  # a point rule: never tracks the floor of a leader of another floor_steps
+            if self.baseline.floor_raised:
+                self._split()
+            return
+        self.baseline.track_floor |= self._floor_mode
+
+    def _split(self) -> None:
+        """The leader's floor is raised: from now on it freezes the baseline, which this rule's own
+        would not. Go on with a copy (what this rule's own baseline holds)."""
+        self.baseline = self.baseline.fork(self.rule)
+        self._follower = self._rider = False
+        self._alone = True
 
     def observe(self, sample: Sample) -> None:
         b = self.baseline
         if not self._follower:
             b.observe(sample)
+        elif self._rider and b.floor_raised:  # (fed after its leader: this sample raised it)
+            self._split()
+            b = self.baseline
         if self._floor_mode:
             self.hot = b.floor_raised
             return
@@ -187,14 +214,16 @@ class SpikeDetector(Detector[SpikeSpec]):
         self, followers: Sequence[Detector], samples: Sequence[Sample], i: int, end: int
     ) -> int:
         members = [self, *followers]
-        if any(m.hot for m in members):
-            return i
         b = self.baseline
+        if any(m.hot or m.baseline is not b for m in members):  # type: ignore[attr-defined]
+            return i  # (one split off: one by one)
         floor = any(m._floor_mode for m in members)  # type: ignore[attr-defined]
         point = not all(m._floor_mode for m in members)  # type: ignore[attr-defined]
         k = b.observe_until(samples, i, end, point, floor)
         if k > i and (point and b.is_spike or floor and b.floor_raised):
             for m in members:
+                if m._rider and b.floor_raised:  # type: ignore[attr-defined]
+                    m._split()  # type: ignore[attr-defined]
                 m.hot = b.floor_raised if m._floor_mode else b.is_spike  # type: ignore[attr-defined]
                 if m.hot and not m._floor_mode:  # type: ignore[attr-defined]
                     m._catch()  # type: ignore[attr-defined]

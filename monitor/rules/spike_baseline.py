@@ -36,6 +36,7 @@ until it holds ``min_points`` values.
 
 from __future__ import annotations
 
+import copy
 import math
 from bisect import bisect_left, insort
 from collections import deque
@@ -114,6 +115,25 @@ class SpikeBaseline(SpikeBatch):
         self._omin = self._ofirst = 0.0
         self._floor_ready = False  # enough values, spanning enough of the window
         self.streak = 0
+
+    def fork(self, spec: Any) -> SpikeBaseline:
+        """A copy of these statistics for ``spec``'s rule, a point rule that shared them with rules of
+        another ``floor_steps`` until their floor was first raised (and froze them): what its own
+        baseline holds at that moment, since the floor's evidence never touched the statistics before.
+        Its own floor is not tracked (point only): no values in a row, never raised."""
+        twin = copy.copy(self)
+        twin.floor_steps = getattr(spec, "floor_steps", None)
+        twin.track_floor = False
+        twin.streak, twin.streak_t, twin.streak_step, twin.streak_min = 0, 0.0, None, INF
+        twin.streak_before, twin.longest_recovered = -INF, 0
+        twin.calm, twin.calm_t, twin.hot_t = 0, 0.0, -INF
+        twin.floor_raised = False
+        twin.last_spike = dict(self.last_spike) if self.last_spike is not None else None
+        twin.base = SortedValues()
+        twin.base.values = list(self.base.values)
+        twin._fifo, twin._diffs = deque(self._fifo), deque(self._diffs)
+        twin._closed, twin._cmins = deque(self._closed), deque(self._cmins)
+        return twin
 
     def reset(self) -> None:
         self._clear()

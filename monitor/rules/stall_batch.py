@@ -66,6 +66,7 @@ class StallBatch:
         refreshes of the median and p99, ``young``: below this many intervals they refresh at each one."""
         counter, floor, soonest = self._counter_name, self.rule.floor, self._soonest
         intervals, strides = self.intervals, self.strides
+        add_interval, add_stride = intervals.append, strides.append
         first, first_at = self.first_step, self.first_step_at
         while i < end:
             last, at, top = self.last_step, self.last_step_at, self.top_step
@@ -84,6 +85,8 @@ class StallBatch:
                 need, steady_steps = self.steady_need, self.rule.steady_steps
                 at_once = soonest <= 0 or floor <= 0  # a limit of 0: due at once, judged at each step
                 taken = False
+                fresh, outliers = self._fresh, self.outliers  # (locals in the loop, written back after)
+                grown = len(intervals) >= young  # (the intervals only grow in this loop)
                 while i < end:
                     s = samples[i]
                     step = s.step
@@ -96,12 +99,15 @@ class StallBatch:
                     if step > top:
                         top = step
                     if gap > 0:  # _gap's common case
-                        strides.append(step - last)
-                        self.outliers = 0
-                        intervals.append(gap)
-                        self._fresh += 1
-                        if self._fresh >= refresh or len(intervals) < young:
+                        add_stride(step - last)
+                        outliers = 0
+                        add_interval(gap)
+                        fresh += 1
+                        if fresh >= refresh or not grown and len(intervals) < young:
+                            self._fresh = fresh
                             self._refresh()
+                            fresh = self._fresh
+                            grown = len(intervals) >= young
                             ordinary = min(self._mark_after, self._pause_after)
                             p99 = self.p99
                     last, at = step, t
@@ -112,6 +118,7 @@ class StallBatch:
                             t, top, first, first_at, trust, steady, p99, need, steady_steps
                         )
                         if wake <= t:  # due at once
+                            self._fresh, self.outliers = fresh, outliers
                             self.last_step, self.last_step_at, self.top_step, self.wake_at = (
                                 last,
                                 at,
@@ -119,6 +126,7 @@ class StallBatch:
                                 wake,
                             )
                             return self._stop(samples, i, end)
+                self._fresh, self.outliers = fresh, outliers
                 self.last_step, self.last_step_at, self.top_step = last, at, top
                 if taken and not at_once:
                     wake = self._wake_after(at, top, first, first_at, trust, steady, p99, need, steady_steps)

@@ -13,8 +13,10 @@ fires when, over one of them:
   higher than every earlier one; a loss that bumps and comes back, or noise, is near 0).
 
 A healthy loss falls or stays flat; one that climbs steadily for half an hour is diverging. A window
-needs 30% of its buckets (saves and evals leave some empty), spanning most of it, before it can
-tell. A step rewind (a restart from a checkpoint) starts afresh.
+needs 30% of its buckets (saves and evals leave some empty), spanning most of it and at least
+``min_steps`` steps, before it can tell: at 100 s a step half an hour holds 18 steps, and a noisy loss
+rises steadily over a dozen or two by chance (a real spike takes ~30 to recover; the longer windows
+judge a slow run). A step rewind (a restart from a checkpoint) starts afresh.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class TrendSpec(RuleSpec):
     min_rise: float = Field(default=0.02, gt=0, description="the rise that counts (log: 0.02 is ~2%)")
     z: float = Field(default=4.0, gt=0, description="... and at least this many sigmas of bucket noise")
     tau: float = Field(default=0.5, gt=0, le=1, description="how steady: Kendall's tau of the buckets")
+    min_steps: int = Field(default=64, ge=0, description="steps a window must span before it can tell")
 
 
 def _window(length: float, buckets: int) -> dict[str, Any]:
@@ -169,7 +172,10 @@ class TrendDetector(Detector[TrendSpec]):
 
     def _ready(self, w: dict[str, Any]) -> bool:
         b = w["buckets"]
-        return len(b) >= FILLED * self.rule.buckets and b[-1][0] - b[0][0] >= SPAN * w["length"]
+        if len(b) < FILLED * self.rule.buckets or b[-1][0] - b[0][0] < SPAN * w["length"]:
+            return False
+        first, last = b[0][1], b[-1][1]  # steps: none for a metric logged without one
+        return first is None or last is None or last - first >= self.rule.min_steps
 
     def _judge(self, w: dict[str, Any]) -> bool:
         if not self._ready(w):
@@ -200,7 +206,7 @@ class TrendDetector(Detector[TrendSpec]):
         if not self.values and self.last_value is None:
             return Finding(False, reason=f"no {m} yet")
         step, v = self.last_step, self.values[-1] if self.values else self.last_value
-        if not self._ready(self.windows[0]):
+        if not any(self._ready(w) for w in self.windows):  # at a slow cadence the shortest never is
             return Finding(False, unknown=True, value=v, step=step, reason=f"{m}: filling the trend window")
         rose, rising = ("rose", "rising") if self._sign > 0 else ("fell", "falling")
         if not self.cond or self.hit is None:

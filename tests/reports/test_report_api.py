@@ -64,7 +64,7 @@ def test_markdown_and_a_self_contained_html_download(week_api):
     html = page.text
     assert html.count("<svg") >= 3 and "<style>" in html
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "nothing is fetched from elsewhere"
-    assert "progress_stalled" in html and "703 (setting)" in html
+    assert "progress_stalled" in html and "703 GPUs (setting)" in html
 
 
 def test_bad_periods_and_names_are_clear_4xx(week_api):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.rules.real_scenarios import Scenario
+from tests.rules.real_scenarios import Scenario, pai_jitter
 
 BLOOM_STEP = 105.0  # seconds a step (BLOOM-176B)
 BLOOM_SAVE = 40.0  # seconds a save, every 100 steps
@@ -44,3 +44,15 @@ def hero_run(dt: float, **kw: Any) -> Scenario:
 
 def eval_pause(dt: float) -> float:
     return BLOOM_EVAL * dt / BLOOM_STEP + 5.0
+
+
+PHASES = 12  # points of the real jitter's cycle a healthy run is replayed from
+
+
+def healthy_at_phases(dt: float) -> list[tuple[int, Scenario]]:
+    """The healthy hero run (saves, evals, a restart with a rewind 15 minutes long) with the real jitter
+    started at ``PHASES`` points of its 300-step cycle (about 170 steps 2-4% slow, 130 about 5% fast):
+    at 20 s a step the cycle is 100 minutes, at 100 s 8.3 hours. (jitter offset, run)"""
+    cycle = len(pai_jitter())
+    offsets = [k * cycle // PHASES for k in range(PHASES)]
+    return [(o, hero_run(dt, restarts=[(onset_step(dt) - 266, 900.0)], jitter_offset=o)) for o in offsets]

@@ -89,10 +89,17 @@ def test_it_cannot_tell_while_learning_then_fires_resolves_and_restarts_afresh()
     f = d.evaluate(T0 + slow[-1])
     assert f.active and "+10.0%" in f.reason and f.value == pytest.approx(0.1, abs=0.01)
     base = d.mu
-    fast = steady(3000, 1.0, slow[-1] + 1.0)
-    for s in rows(fast, 13000):
+    more = steady(2000, 1.1, slow[-1] + 1.1)
+    for s in rows(more, 13000):
         d.observe(s)
-    assert not d.evaluate(T0 + fast[-1]).active and d.mu == base  # frozen while it fired
+    assert d.evaluate(T0 + more[-1]).active and d.mu == base  # frozen while it fires
+    fast = steady(3000, 1.0, more[-1] + 1.0)
+    for s in rows(fast, 15000):
+        d.observe(s)
+    assert not d.evaluate(T0 + fast[-1]).active
+    # it came back by itself: the run's own swing, learned (its buckets join the baseline, and as much
+    # evidence again does not fire)
+    assert d.mu > base and d.threshold() >= d.swing > 0
     d.observe(Sample(T0 + fast[-1] + 10, "r", 5, {}, "running"))  # a rewind: restarted
     assert d.evaluate(T0 + fast[-1] + 10).unknown and d.resets == 1
 
@@ -142,3 +149,21 @@ def test_the_open_bucket_is_judged_for_its_evidence_so_far():
 def _fires(d: SlowdownDetector, t: float, step: int) -> bool:
     d.observe(Sample(t, "r", step, {}, "running"))
     return d.evaluate(t).active
+
+
+def test_a_swing_the_run_came_back_from_by_itself_is_not_paged_again():
+    """The first 10% swing of 40 minutes fires (nothing in the baseline says the run does that); the run
+    comes back by itself, and a swing no larger three hours later (35 minutes) is its own behaviour: no
+    second alert. (A swing larger than any it came back from fires.)"""
+    d = det()
+    t, step, fired = 0.0, 0, []
+    for length, dt in [(3 * 3600, 1.0), (2400, 1.1), (3 * 3600, 1.0), (2100, 1.1), (3600, 1.0)]:
+        end, was = t + length, d.firing
+        while t < end:
+            d.observe(Sample(T0 + t, "r", step, {}, "running"))
+            t, step = t + dt, step + 1
+            if d.firing and not was:
+                fired.append(t)
+            was = d.firing
+    assert len(fired) == 1 and 3 * 3600 < fired[0] < 3 * 3600 + 2400, fired
+    assert not d.firing and d.swing > 0

@@ -89,3 +89,22 @@ def test_falling_and_linear_scale_and_a_rewind_starts_afresh():
     d.observe(Sample(T0 + 3610, "r", 5, {"acc": 0.8}))  # a rewind
     assert d.resets == 1 and d.evaluate(T0 + 3610).unknown
     json.dumps({k: v for k, v in vars(d).items() if k != "rule"})
+
+
+def test_at_100_s_a_step_half_an_hour_of_steps_cannot_tell_and_the_2_hour_window_does():
+    """18 steps (30 minutes at 100 s a step) rising steadily are a few noisy batches, not a divergence;
+    the same rise sustained over 2 hours (72 steps) is."""
+    d = TrendDetector(rule(kind="trend", metric="m"), "r")
+    steady_then_rising = [3.0] * 200 + [3.0 * 1.002**k for k in range(1, 101)]  # +0.2% a step
+    for i, v in enumerate(steady_then_rising[:218]):
+        d.observe(Sample(T0 + i * 100.0, "r", i, {"m": v}))
+        assert not d.evaluate(T0 + i * 100.0).active, i  # 18 steps up: not yet
+    fired = None
+    for i, v in enumerate(steady_then_rising[218:], 218):
+        d.observe(Sample(T0 + i * 100.0, "r", i, {"m": v}))
+        f = d.evaluate(T0 + i * 100.0)
+        if f.active:
+            fired = i
+            break
+    assert fired is not None and fired - 200 <= 72, fired
+    assert d.hit == 1 and "over the last 1h" in f.reason, f.reason  # the 2-hour window

@@ -1,0 +1,49 @@
+"""The statistics of the ``slowdown`` rule's baseline (monitor/rules/slowdown.py): how far it drifts, how
+slowly it wanders, and the largest excursion it came back from by itself."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+
+from monitor.rules.windows import median_of_sorted
+
+
+def drift(values: deque[float]) -> float:
+    """How far the medians of the first and last thirds of the baseline's buckets are apart."""
+    base = list(values)
+    third = len(base) // 3
+    if not third:
+        return 0.0
+    first, last = sorted(base[:third]), sorted(base[-third:])
+    return abs(median_of_sorted(last) - median_of_sorted(first))
+
+
+def persistence(values: deque[float], mu: float) -> float:
+    """How much more a sum of n buckets wanders than n independent ones would: sqrt((1+r)/(1-r)) for
+    the lag-1 autocorrelation r of the buckets (-0.8 <= r <= 0.8), as for an AR(1) series. A run whose
+    speed wanders slowly needs more evidence than one whose buckets scatter independently; one whose
+    buckets alternate (a fast one after a slow one) less."""
+    d = [v - mu for v in values]
+    den = sum(x * x for x in d)
+    if den <= 0:
+        return 1.0
+    r = sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
+    r = min(0.8, max(-0.8, r))
+    return math.sqrt((1 + r) / (1 - r))
+
+
+def came_back(values: Sequence[float], weights: Sequence[float], mu: float, k: float) -> float:
+    """The largest excursion the baseline's own buckets came back from by themselves: the peak of the
+    rule's CUSUM, S = max(0, S + w (x - mu - k)), run over them in order, among its climbs that fell back
+    to 0 (one still climbing at the baseline's end may be a slowdown's first buckets: it does not count).
+    A run whose speed swings for hours (its data, its schedule) shows here how much evidence a swing of
+    its own gathers; the rule then needs more than that."""
+    s = peak = largest = 0.0
+    for x, w in zip(values, weights, strict=True):
+        s = max(0.0, s + w * (x - mu - k))
+        peak = max(peak, s)
+        if s == 0.0:
+            largest, peak = max(largest, peak), 0.0
+    return largest
