@@ -23,6 +23,20 @@ SHARED_MAX = 4096  # rule sets whose coverage plans are shared (``_shared_covera
 _SHARED: dict[tuple, tuple[list, dict]] = {}
 
 
+_FROZEN: dict[frozenset[str], frozenset[str]] = {}
+
+
+def interned(names: frozenset[str]) -> frozenset[str]:
+    """One object for equal sets of names (a rule's feeds, the sources of a feed): the same few sets
+    recur in every run, and each costs 216 bytes or more."""
+    held = _FROZEN.get(names)
+    if held is None:
+        if len(_FROZEN) >= SHARED_MAX:
+            _FROZEN.clear()
+        held = _FROZEN[names] = frozenset(names)
+    return held
+
+
 def _shared_coverage(slots: list[Slot]) -> tuple[list, dict]:
     """The (RuleSpec, feeds) list and the ``coverage.judge`` plan cache of runs with these very rules:
     one for all the runs of a watch (a plan depends only on them and on the key ``judge`` files it
@@ -78,7 +92,7 @@ class RunRules:
     newest: float = -math.inf  # the newest sample time seen
     top_step: float = -math.inf  # the highest step seen
     plans: dict[tuple[str, ...], list[Feed]] = field(default_factory=dict)
-    providers: dict[str, set[str]] = field(default_factory=dict)  # feed -> sources that delivered it
+    providers: dict[str, frozenset[str]] = field(default_factory=dict)  # feed -> sources that delivered it
     _provided: set[tuple] = field(default_factory=set)
     orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
     arrivals: Arrivals = field(default_factory=lambda: Arrivals(frozenset()))  # coverage: what came when
@@ -92,7 +106,7 @@ class RunRules:
         slots = []
         for i, spec in enumerate(rules):
             det = DETECTORS[spec.kind](spec, run)
-            slots.append(Slot(i, spec, det, det.feeds()))
+            slots.append(Slot(i, spec, det, interned(det.feeds())))
         every: list[Feed] = []
         by_metric: dict[str, list[Feed]] = {}
         clocked: list[Slot] = []
@@ -160,14 +174,17 @@ class RunRules:
             return
         if len(self._provided) < 4 * MAX_PLANS:
             self._provided.add(shape)
-        add = self.providers.setdefault
-        add(ANY, set()).add(sample.source)
-        if sample.step is not None:
-            add(STEP, set()).add(sample.source)
-        if sample.state is not None:
-            add(STATE, set()).add(sample.source)
-        for name in names:
-            add(name, set()).add(sample.source)
+        source, providers = sample.source, self.providers
+        feeds = (
+            ANY,
+            *((STEP,) if sample.step is not None else ()),
+            *((STATE,) if sample.state is not None else ()),
+            *names,
+        )
+        for feed in feeds:
+            sources = providers.get(feed)
+            if sources is None or source not in sources:
+                providers[feed] = interned((sources or frozenset()) | {source})
 
     def blind(self, slot: Slot, unavailable: frozenset[str]) -> bool:
         """Is every source of one of the slot's feeds unreadable now?"""
@@ -255,7 +272,8 @@ class RunRules:
             pass
         self.arrivals.restore(data.get("arrivals"))
         for feed, sources in (data.get("providers") or {}).items():
-            self.providers.setdefault(feed, set()).update(str(s) for s in sources)
+            have = self.providers.get(feed) or frozenset()
+            self.providers[feed] = interned(have | {str(s) for s in sources})
         for slot in self.slots:
             self.queue(slot)
         return taken
