@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from monitor.reports.model import BUCKETS, GpuBasis, Hours, Period, RunReport
 from monitor.runs.goodput import Goodput
 from monitor.runs.goodput_ledger import Ledger
+from monitor.samples import ENDED_STATES, TERMINAL_STATES
 from monitor.storage import goodput_repo, report_repo
 from monitor.storage.models import Run
 
@@ -82,6 +83,8 @@ def run_reports(
     for run in runs:
         if run.first_seen_at is not None and run.first_seen_at >= p.end:
             continue  # a run that did not exist yet
+        if _over_before(run, p.start):
+            continue  # a run that had ended: nothing to account, nothing missing
         seconds = dict(sums.get(run.id, {}))
         for b, sec in open_seconds(run, p, now).items():
             seconds[b] = seconds.get(b, 0.0) + sec
@@ -123,3 +126,9 @@ def _eta(target: int | None, step: float | None, made: float | None, span: float
     if step >= target:
         return 0.0
     return (target - step) / (made / span) / H
+
+
+def _over_before(run: Run, start: float) -> bool:
+    """Did the run end (a final state) before ``start``, by its newest sample?"""
+    ended = run.state in {str(x) for x in TERMINAL_STATES | ENDED_STATES}
+    return ended and run.last_seen_at is not None and run.last_seen_at < start

@@ -12,7 +12,7 @@ from monitor.reports import markdown
 from monitor.reports.build import GpuSettings, build_report
 from monitor.reports.model import BUCKETS
 from monitor.reports.period import make, week_of, zone
-from monitor.storage.models import GoodputSlot
+from monitor.storage.models import GoodputSlot, Run
 from tests import report_week as rw
 
 MINUTE = 60.0
@@ -142,6 +142,12 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
         s.commit()
         monday = build_report(s, make(rw.WEEK0, rw.WEEK0 + rw.DAY, zone("UTC")), now=rw.WEEK0 + 9 * rw.DAY)
     assert monday.runs == [] and monday.not_accounted == [rw.RUN]
+    with Session(engine) as s:  # a run that finished before a later week: nothing missing there
+        run = s.get(Run, rw.RUN)
+        run.state, run.last_seen_at = "finished", rw.WEEK0 + 7 * rw.DAY - H
+        s.commit()
+        later = build_report(s, week_of(rw.WEEK0 + 8 * rw.DAY, zone("UTC")), now=rw.WEEK0 + 16 * rw.DAY)
+    assert later.runs == [] and later.not_accounted == [], "a run over before the week is not 'not accounted'"
 
 
 def test_an_incident_across_sunday_and_monday_costs_each_week_only_its_part(migrated_url):
