@@ -23,14 +23,21 @@ class OneLine(logging.Formatter):
 
 
 def setup_logging(level: str) -> None:
+    """herowatch's own stderr handler: one bounded line a message, floods written as counts. Handlers
+    someone else put on the root logger first (an embedding program, a test runner) are left alone."""
+    root = logging.getLogger()
+    before = list(root.handlers)
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), stream=sys.stderr, format=FORMAT)
-    for handler in logging.getLogger().handlers:
+    ours = [h for h in root.handlers if h not in before]
+    for handler in ours:
         handler.setFormatter(OneLine(FORMAT))
     for noisy in ("apscheduler", "httpx", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    from monitor.cli.log_limits import limit_repeats
+    from monitor.cli.log_limits import RepeatLimit
 
-    limit_repeats()  # a message repeated in a flood is written as a count
+    limit = RepeatLimit()  # a message repeated in a flood is written as a count
+    for handler in ours:
+        handler.addFilter(limit)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

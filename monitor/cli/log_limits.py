@@ -43,11 +43,3 @@ class RepeatLimit(logging.Filter):
                 return True
             st[2] += 1
             return False
-
-
-def limit_repeats(logger: logging.Logger | None = None) -> RepeatLimit:
-    """Put a :class:`RepeatLimit` on every handler of ``logger`` (the root logger by default)."""
-    limit = RepeatLimit()
-    for handler in (logger or logging.getLogger()).handlers:
-        handler.addFilter(limit)
-    return limit
