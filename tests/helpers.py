@@ -59,3 +59,23 @@ def tick(service: Service, clock, seconds: float, every: float = 60.0) -> None:
         for name in service.engine.watches:
             service.engine.poll(name)
         service.dispatcher.run_once()
+
+
+def hang_then_restart_config(name: str, gpus: int | None = None) -> str:
+    """A simulated run (a step every 10 s, a save every 50 steps) whose rank hangs at 10 minutes for 40,
+    until the job is killed and restarts from its last checkpoint (a rewind, a 3-minute restore)."""
+    gpu_line = f"\n    gpus: {gpus}" if gpus is not None else ""
+    return f"""
+watch:
+  - name: {name}
+    poll_interval: 60s{gpu_line}
+    sim:
+      seed: 3
+      step_time: 10s
+      checkpoint_every: 50
+      checkpoint_pause: 30s
+      restore_time: 3m
+      incidents:
+        - {{kind: stall, at: 10m, duration: 40m}}   # a rank hangs ...
+        - {{kind: restart, at: 50m}}                # ... until the job is killed and restarts
+"""

@@ -15,25 +15,12 @@ from monitor.storage.db import make_sessionmaker
 from monitor.web.dashboard.templating import epoch
 from tests.dashboard.conftest import serving
 from tests.dashboard.support import build, client
-from tests.helpers import sim_id, tick
+from tests.helpers import hang_then_restart_config, sim_id, tick
 
 M = 60.0
 T0 = 1_780_000_200.0
 RUN = sim_id("hero-r")
-CONFIG = """
-watch:
-  - name: hero-r
-    poll_interval: 60s
-    sim:
-      seed: 3
-      step_time: 10s
-      checkpoint_every: 50
-      checkpoint_pause: 30s
-      restore_time: 3m
-      incidents:
-        - {kind: stall, at: 10m, duration: 40m}   # a rank hangs ...
-        - {kind: restart, at: 50m}                # ... until the job is killed and restarts from step 50
-"""
+CONFIG = hang_then_restart_config("hero-r")
 
 
 def loss(api) -> dict:

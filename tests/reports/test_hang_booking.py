@@ -13,26 +13,12 @@ import pytest
 
 from alerts.clock import ManualClock
 from tests.dashboard.support import build, client
-from tests.helpers import sim_id, tick
+from tests.helpers import hang_then_restart_config, sim_id, tick
 
 M = 60.0
 GPUS = 8
 RUN = sim_id("hero-h")
-HANG_CONFIG = f"""
-watch:
-  - name: hero-h
-    poll_interval: 60s
-    gpus: {GPUS}
-    sim:
-      seed: 3
-      step_time: 10s
-      checkpoint_every: 50
-      checkpoint_pause: 30s
-      restore_time: 3m
-      incidents:
-        - {{kind: stall, at: 10m, duration: 40m}}   # a rank hangs ...
-        - {{kind: restart, at: 50m}}                # ... until the job is killed and restarts
-"""
+HANG_CONFIG = hang_then_restart_config("hero-h", gpus=GPUS)
 
 
 def goodput(api) -> dict:
