@@ -81,7 +81,8 @@ BEFORE_HEADER = "goodput: period before → this one"
 
 def before_note(start: float, end: float, tz: str) -> str:
     return (
-        f"{BEFORE_HEADER}: each run's goodput (productive ÷ watched) in the period before, "
+        f"{BEFORE_HEADER}: each run's goodput (productive ÷ watched, source blind left out) in the period "
+        "before, "
         f"{when(start, tz)} to {when(end, tz)}, then in this period, and the change in percentage points."
     )
 
