@@ -19,6 +19,7 @@ from alerts.clock import ManualClock, SystemClock
 from alerts.notifiers.dashboard import DashboardReceiver
 from monitor.config.schema import WatchConfig
 from monitor.reports.period import Period, last_full_week, zone
+from monitor.runs import backfill
 from monitor.settings import Settings
 
 POLL = 300.0  # seconds of simulated time between polls of the past (the rules see every sample)
@@ -50,15 +51,20 @@ def play(
     first_poll = clock.time() + POLL  # the simulated runs start then, and finish as the week ends
     service = build_service(past_config(cfg, week.end - first_poll), settings, clock, auto_migrate=True)
     service.engine.resume()
+    names = list(service.engine.watches)
+    start, span = clock.time(), week.end - clock.time()
+    backfill.playing(names, 0.0)  # the overview leaves these runs out until their week is played
     try:
         while clock.time() < week.end and not (stop and stop.is_set()):
             clock.advance(min(POLL, week.end - clock.time()))
-            for name in service.engine.watches:
+            for name in names:
                 service.engine.poll(name)
+            backfill.playing(names, (clock.time() - start) / span)
             time.sleep(PAUSE)  # the live demo comes first: the past takes a few minutes more
     except Exception:  # the past is a nicety: the live demo goes on without it
         log.exception("could not play the demo's last week")
     finally:
+        backfill.over(names)
         service.engine.close()
         for src in service.sources.values():
             src.close()
