@@ -65,7 +65,7 @@ def test_demo_prints_the_stall_alert_and_serves_it(tmp_path):
                 time.sleep(0.5)
         shown = page.split("Replaying the past of 3 watches")
         assert len(shown) == 2 and "lastweek" not in shown[0] + shown[1].split("</p>", 1)[1], (
-            "while last week is played for /reports, its runs (a week old, 'running') are left out and it says so"
+            "while last week is played for /reports, its runs (a week old, 'running') are left out, said"
         )
         while time.monotonic() < deadline and "resolved" not in seen:
             try:
