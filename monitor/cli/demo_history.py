@@ -51,7 +51,7 @@ def play(
     from monitor.service import build_service
 
     now = SystemClock().time()
-    week = period or make(last_full_week(now, zone("UTC")).start, now, zone("UTC"))
+    week = period or since_last_week(now)
     clock = ManualClock(week.start - 3600.0)
     first_poll = clock.time() + POLL  # the simulated runs start then, and finish as the week ends
     service = build_service(past_config(cfg, week.end - first_poll), settings, clock, auto_migrate=True)
@@ -76,7 +76,15 @@ def play(
         service.db.dispose()
 
 
-def start(cfg: WatchConfig, settings: Settings) -> threading.Thread:
-    thread = threading.Thread(target=play, args=(cfg, settings), name="demo-history", daemon=True)
+def since_last_week(until: float) -> Period:
+    """From the start of the last full week (as of ``until``) to ``until``."""
+    return make(last_full_week(until, zone("UTC")).start, until, zone("UTC"))
+
+
+def start(cfg: WatchConfig, settings: Settings, until: float) -> threading.Thread:
+    """Play the past up to ``until`` (the live demo's start, on its clock) in a background thread."""
+    period = since_last_week(until)
+    args = (cfg, settings, None, period)
+    thread = threading.Thread(target=play, args=args, name="demo-history", daemon=True)
     thread.start()
     return thread
