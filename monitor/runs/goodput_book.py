@@ -141,6 +141,9 @@ class Book:
 
     def _worked(self, seconds: float, steps: int, gap: float, wait: DataWait | None) -> None:
         """``seconds`` of step time (``steps`` steps in a ``gap``): productive, less their data wait."""
+        if wait is None:
+            self.totals["productive"] += seconds
+            return
         dl = waited(wait, steps, gap, seconds)
         self.totals["data_loading"] += dl
         self.totals["productive"] += seconds - dl

@@ -65,6 +65,25 @@ class Ledger:
         ``holes``, the spans of it herowatch could not see (``source_blind``, laid where they were)."""
         if a is None or b is None:
             return
+        if not holes:  # the common case: lost time from the start, in order, productive the rest
+            pos = a
+            for bucket in SPREAD:
+                d = deltas.get(bucket, 0.0)
+                if d > 1e-9:
+                    self._add(bucket, pos, min(pos + d, b))
+                    pos += d
+            self._add("productive", pos, b)
+        else:
+            self._lay_out(a, b, deltas, holes)
+        rework = deltas.get("rework", 0.0)
+        if rework > 1e-9:
+            self._point("rework", b, rework)
+            self._point("productive", b, -rework)
+
+    def _lay_out(
+        self, a: float, b: float, deltas: dict[str, float], holes: Sequence[tuple[float, float]]
+    ) -> None:
+        """``account`` with source-blind spans: those where they were, the rest around them in order."""
         free: list[tuple[float, float]] = []
         pos = a
         for lo, hi in sorted((max(a, lo), min(b, hi)) for lo, hi in holes):
@@ -92,10 +111,6 @@ class Ledger:
                 if at >= seg[1] - 1e-12:
                     seg = next(rest, None)
                     at = seg[0] if seg else b
-        rework = deltas.get("rework", 0.0)
-        if rework > 1e-9:
-            self._point("rework", b, rework)
-            self._point("productive", b, -rework)
 
     def incident(self, inc: dict[str, Any], before_step: int | None) -> None:
         self.events.append(dict(inc, before_step=before_step))

@@ -23,7 +23,9 @@ DATA_WAIT = ("throughput/loading_time", "throughput/loading_fraction")  # canoni
 
 def _data_wait(metrics: dict[str, float]) -> DataWait | None:
     """What a row logged of the time its steps waited for data: (seconds per step, share of the time)."""
-    per_step, share = (metrics.get(k) for k in DATA_WAIT)
+    per_step, share = metrics.get(DATA_WAIT[0]), metrics.get(DATA_WAIT[1])
+    if per_step is None and share is None:
+        return None
     per_step = per_step if per_step is not None and math.isfinite(per_step) and per_step >= 0 else None
     share = share if share is not None and math.isfinite(share) and 0 <= share <= 1 else None
     return None if per_step is None and share is None else (per_step, share)
