@@ -46,8 +46,10 @@ def collect(s: Session, r: Report) -> Pictures:
         metric, label = headline(s, run)
         points = report_repo.curve(s, run, metric, p.start, p.end)
         incs = [i for i in r.incidents if i.run == run]
-        title = f"{r.name_of(run)}: {label.lower()}, incidents shaded"
-        curves.append((run, svg.loss_curve(points, incs, p.start, p.end, title, label=label.lower())))
+        paged = [i for i in r.paged if i.run == run]
+        title = f"{r.name_of(run)}: {label.lower()}, incidents shaded" + (", pages dashed" if paged else "")
+        picture = svg.loss_curve(points, incs, p.start, p.end, title, label=label.lower(), paged=paged)
+        curves.append((run, picture))
     around = []
     for inc in r.costliest:
         metric, label = headline(s, inc.run)

@@ -4,10 +4,12 @@ incidents shaded. Text from runs and rules is escaped; sizes are bounded (lanes 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from markupsafe import Markup, escape
 
 from monitor.reports import words as w
-from monitor.reports.model import BUCKETS, Incident, Report
+from monitor.reports.model import BUCKETS, Incident, PagedIncident, Report
 
 MAX_LANES = 40
 GAP_FACTOR = 3.0  # a gap between points longer than this x their median spacing breaks a line
@@ -111,9 +113,12 @@ def loss_curve(
     title: str,
     width: int = 900,
     label: str = "loss",
+    paged: Sequence[PagedIncident] = (),
 ) -> Markup:
     """The run's headline metric (``label``) against time, the incidents shaded; the line is broken
-    where nothing was stored (``segments``), never drawn straight across a hang."""
+    where nothing was stored (``segments``), never drawn straight across a hang. ``paged``: the paged
+    incidents, from the first symptom to the resolution, as a light band under the goodput incidents (a
+    reward collapse costs no GPU-hours but is an incident all the same)."""
     height, top, bottom = 220, 20, 190
     span = width - 70 - 20
     body: list[str] = []
@@ -121,6 +126,14 @@ def loss_curve(
     def x(t: float) -> float:
         return 70 + span * (min(max(t, t0), t1) - t0) / (t1 - t0)
 
+    for p in paged:
+        a, b = x(p.start), x(p.end if p.end is not None else t1)
+        body.append(
+            f'<rect class="paged" x="{a:.1f}" y="{top}" width="{max(2.0, b - a):.1f}" '
+            f'height="{bottom - top}" fill="#d62728" opacity="0.08" stroke="#d62728" '
+            f'stroke-dasharray="3,3" stroke-opacity="0.5">'
+            f"<title>paged: {escape(', '.join(p.rules))}</title></rect>"
+        )
     for inc in incidents:
         a, b = x(inc.start), x(inc.end)
         body.append(

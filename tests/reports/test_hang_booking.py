@@ -115,3 +115,36 @@ def test_an_rl_runs_report_picture_draws_its_reward(db_url):
     assert "no reward logged" not in html and "no loss logged" not in html
     service.stop()
     service.db.dispose()
+
+
+def test_an_rl_runs_reward_collapse_is_marked_on_its_report_picture(db_url):
+    """A policy collapse costs no GPU-hours (the run keeps stepping), so it is no goodput incident; its
+    pages still mark it on the reward chart, from the first symptom to the resolution."""
+    clock = ManualClock(1_780_000_200.0)
+    cfg = RL_CONFIG.replace(
+        "step_time: 30s}", "step_time: 30s, incidents: [{kind: reward_collapse, at: 1h, duration: 1h}]}"
+    )
+    service = build(db_url, clock, cfg)
+    tick(service, clock, 3 * 3600, every=60)
+    api = client(service)
+    body = api.get("/api/report", params={"since": "4h"}).json()
+    [paged] = [p for p in body["paged"] if "rl_reward_collapse" in p["rules"]]
+    html = api.get("/api/report", params={"since": "4h", "format": "html"}).text
+    service.stop()
+    service.db.dispose()
+    chart = next(
+        m for m in re.findall(r"<svg .*?</svg>", html, re.S) if "grpo: reward, incidents shaded" in m
+    )
+    assert "pages dashed" in chart
+    bands = re.findall(
+        r'<rect class="paged" x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)"[^>]*>'
+        r"<title>paged: ([^<]*)</title>",
+        chart,
+    )
+    assert any("rl_reward_collapse" in rules for _, _, rules in bands), bands
+    # the band starts at the collapse's onset (an hour into the run) and ends at its resolution
+    x, width, _ = next(b for b in bands if "rl_reward_collapse" in b[2])
+    t0, t1 = body["period"]["start"], body["period"]["end"]
+    onset = 70 + 810 * (paged["start"] - t0) / (t1 - t0)
+    assert paged["start"] - 1_780_000_200.0 == pytest.approx(3600, abs=300), paged
+    assert float(x) == pytest.approx(onset, abs=1) and float(width) > 100, (bands, paged)
