@@ -125,6 +125,7 @@ class DropDetector(Detector[DropSpec]):
                     self._sample,
                     self._last_step,
                 )
+                edge = (ob + 1.0) * width  # the open bucket's end (the bucket index only at and after it)
                 while i < end:
                     s = samples[i]
                     v = s.metrics.get(m)
@@ -132,7 +133,7 @@ class DropDetector(Detector[DropSpec]):
                         t, step = s.t, s.step
                         if step is not None and step_then is not None and step < step_then:
                             break  # a rewind
-                        if gap and t - last.t > gap or t // width != ob:
+                        if gap and t - last.t > gap or t >= edge and t // width != ob:
                             break  # a reset, or a new bucket
                         if step is not None:
                             step_then = step
