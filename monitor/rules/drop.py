@@ -126,8 +126,8 @@ class DropDetector(Detector[DropSpec]):
                     self._last_step,
                 )
                 edge = (ob + 1.0) * width  # the open bucket's end (the bucket index only at and after it)
-                while i < end:
-                    s = samples[i]
+                for k in range(i, end):
+                    s = samples[k]
                     v = s.metrics.get(m)
                     if v is not None and not v - v:
                         t, step = s.t, s.step
@@ -140,7 +140,9 @@ class DropDetector(Detector[DropSpec]):
                         last = s
                         total += v
                         count += 1
-                    i += 1
+                else:
+                    k = end
+                i = k
                 self._sum, self._count, self._sample, self._last_step = total, count, last, step_then
             if i < end:  # not the common case: one sample through observe
                 i, stop = self._uncommon(samples, i, end)
