@@ -191,9 +191,7 @@ def test_values_where_a_buckets_end_time_rounds_down_stay_in_their_bucket():
         rule(kind="threshold", metric="train/loss", above=4.0, mode="mean", window=7, min_samples=3),
         rule(kind="spike", metric="train/loss", mode="floor", floor_window=3.5, baseline=60, min_points=8),
         rule(kind="spike", metric="grad/norm/total", mode="point", floor_window=3.5, severity="info"),
-        rule(
-            kind="drop", metric="tokens", drop=0.1, window=7 / 6, baseline=30, min_baseline_points=5
-        ),
+        rule(kind="drop", metric="tokens", drop=0.1, window=7 / 6, baseline=30, min_baseline_points=5),
     ]
     cuts = list(range(5, len(samples), 5))  # short stretches: the state is compared every 40 samples
     for spec in specs:
