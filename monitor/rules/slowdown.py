@@ -47,6 +47,7 @@ from pydantic import Field
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
+from monitor.rules.slowdown_season import Season
 from monitor.rules.slowdown_stats import came_back, drift, persistence
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
@@ -116,6 +117,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self._metric, self._counter = rule.metric, rule.restart_counter
         self._width, self._min_points = rule.bucket, rule.min_points
         self.resets = 0
+        self.pos = 0.0  # steps progressed (across restarts): where a value is in the run's cycle
+        self.pos_open: float | None = None  # ... at the open bucket's start, and at its newest value
+        self.pos_last = 0.0
+        self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
@@ -149,27 +154,32 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             if t <= prev_t:
                 return
             value = (t - prev_t) / (step - prev_step)
+            delta: float = step - prev_step
         else:
             value = metrics.get(self._metric)
             if value is None or value - value or value <= 0:
                 return
             if step is not None and self.last_step is not None and step < self.last_step:
                 self.reset()
+            last = self.last_step
+            delta = step - last if step is not None and last is not None and step > last else 1.0
+        self.pos += delta
         # values stay raw until their bucket closes: the log of the median is the median of the logs
         if value > self._pause:
             return  # a pause (checkpoint save, eval): not the step time
         self.last_step = step
         start = self.bucket_start
         if start is None:
-            self.bucket_start = [t, step]
+            self.bucket_start, self.pos_open = [t, step], self.pos - delta
         elif (
             t - start[0] >= self._width
             and len(self.values) >= self._min_points
             or len(self.values) >= MAX_WINDOW
         ):
             self._close()
-            self.bucket_start = [t, step]
+            self.bucket_start, self.pos_open = [t, step], self.pos - delta
         self.values.append(value)
+        self.pos_last = self.pos
         if len(self.values) >= self.peek_at:
             self._peek()
 
@@ -182,7 +192,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         while i < end:
             if not (self.hot or self.bucket_start is None or self.prev_step is None):
                 prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
-                peek_at = self.peek_at
+                peek_at, pos = self.peek_at, self.pos
                 values, start = self.values, self.bucket_start[0]
                 while i < end:
                     s = samples[i]
@@ -203,9 +213,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                                     break  # the open bucket is judged
                                 last_step = step
                                 values.append(value)
+                                pos += step - prev_step
+                                self.pos_last = pos
+                            else:
+                                pos += step - prev_step
                         prev_t, prev_step = t, step
                     i += 1
-                self.prev_t, self.prev_step, self.last_step = prev_t, prev_step, last_step
+                self.prev_t, self.prev_step, self.last_step, self.pos = prev_t, prev_step, last_step, pos
             if i < end:  # not the common case: one sample through observe
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:
@@ -225,13 +239,19 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.ref_n, self.peek, self.peek_at = None, None, self._min_points
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
+        self.pos_open = None
+        resolved = self.season.resolved
+        self.season.clear()  # the cycle is learned again (the swing it came back from is kept)
+        self.season.resolved = resolved
         self.resets += 1
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
         median = median_of_sorted(sorted(self.values))
         b = [*self.bucket_start, self._sign * math.log(median), len(self.values)]
-        self.values, self.bucket_start = [], None
+        if self.pos_open is not None:
+            b.append((self.pos_open + self.pos_last) / 2)  # where the bucket is in the run's cycle
+        self.values, self.bucket_start, self.pos_open = [], None, None
         self.peek, self.peek_at = None, self._min_points
         self.recent.append(b)
         if self._sign > 0:  # a step time 5x the usual is a pause
@@ -256,6 +276,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self.drift = drift(self.base)
             weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [1.0] * n
             self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
+            if self.season.refresh(self._need):  # the run's cycle found (or lost): judge afresh against it
+                self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -270,6 +292,16 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.base.append(b[2])
         if len(b) > 3:
             self.base_n.append(int(b[3]))
+        if len(b) > 4:
+            self.season.add(b[4], b[2], self._weight(b[3]))
+
+    def _expect(self, pos: float | None) -> float:
+        """The value expected at this position: the run's cycle's there if it has one, else the level."""
+        if pos is not None and self.season.period is not None:
+            e = self.season.expected(pos)
+            if e is not None:
+                return e
+        return self.mu
 
     def _settled(self) -> bool:
         """Is the young baseline level (its first and last thirds within shift/4 of each other), or
@@ -296,7 +328,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if self.mu is None or self.firing:
             return
         w = self._weight(n)
-        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self.mu
+        at = None if self.pos_open is None else (self.pos_open + self.pos_last) / 2
+        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
         if s > self.threshold():
@@ -307,7 +340,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
     def _cusum(self, b: list[float]) -> None:
         t, step, x = b[:3]
         w = self._weight(b[3] if len(b) > 3 else None)
-        dev = x - self.mu
+        dev = x - self._expect(b[4] if len(b) > 4 else None)
         s = self.s + w * (dev - self._k)
         self.peek = None
         if s <= 0:
@@ -323,7 +356,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if self.firing:
             self.firing = self.s > self.threshold() / 2
             if not self.firing:  # it came back by itself: a swing of the run's own, not a slowdown
-                self.swing = max(self.swing, self.peak)
+                if self.season.period is not None:
+                    self.season.resolved = max(self.season.resolved, self.peak)
+                else:
+                    self.swing = max(self.swing, self.peak)
                 for held in self.held:
                     self._admit(held)
                 self.held.clear()
@@ -337,6 +373,12 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
         as it grows to its full period, never below what the run's measured noise needs, nor below the
         evidence the largest swing the run came back from by itself gathered."""
+        season = self.season
+        if season.period is not None:  # against the run's cycle: the statistics of its residuals
+            # the floor does not shrink: the value expected is the mean of a few cycles, however long the
+            # history (a cycle's finer shape, between buckets, is not in it)
+            floor = self.rule.h * (self.rule.shift + season.drift)
+            return max(floor, self.rule.z * season.sigma, season.swing)
         n = max(len(self.base), self._need)
         floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
         return max(floor, self.rule.z * self.sigma, self.swing)
@@ -352,7 +394,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             cusum, excess, weight = self.peek[0], excess + self.peek[1], weight + self.peek[2]
         size = math.exp(excess / weight) - 1 if weight else 0.0
         step = self.last_step
-        base = math.exp(self._sign * self.mu)
+        base = math.exp(self._sign * self._expect(self.pos_last))
         now_level = base * (1 + size) ** self._sign
         if not self.firing:
             return Finding(
