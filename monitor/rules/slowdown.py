@@ -332,7 +332,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
-        if s > self.threshold():
+        if s > self.threshold() and (self.s > 0 or self.season.period is None):
             if self.began is None:
                 self.began = list(self.bucket_start)
             self.firing = self.hot = True
@@ -375,9 +375,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         evidence the largest swing the run came back from by itself gathered."""
         season = self.season
         if season.period is not None:  # against the run's cycle: the statistics of its residuals
-            # the floor does not shrink: the value expected is the mean of a few cycles, however long the
-            # history (a cycle's finer shape, between buckets, is not in it)
-            floor = self.rule.h * (self.rule.shift + season.drift)
+            n = max(season.n, self._need)
+            floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + season.drift)
             return max(floor, self.rule.z * season.sigma, season.swing)
         n = max(len(self.base), self._need)
         floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)

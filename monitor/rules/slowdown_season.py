@@ -7,7 +7,8 @@ run's own swing until the fast phase should have come (hours at 100 s a step).
 The cycle is learned from the run, never given: ``Season`` keeps the baseline's bucket values with their
 position (steps progressed, the bucket's middle) for up to ``maxlen`` buckets, resamples them on a grid
 of one usual bucket's steps and takes the lag of the highest autocorrelation (the shortest of those
-within ``HARMONIC`` of the highest: a cycle, not a multiple of it), refined between grid points. A cycle
+within ``HARMONIC`` of the highest: a cycle, not a multiple of it, and past the first lag where the values
+decorrelate: a series that only moves slowly has no cycle), refined between grid points. A cycle
 is accepted only when the history holds at least two of it, the autocorrelation at it is at least
 ``R_MIN`` and the seasonal model explains at least ``SHARE`` of the variance of the buckets it can
 judge: the expected value at a position is the mean of the previous (up to ``CYCLES``) cycles' values at
@@ -33,6 +34,7 @@ HARMONIC = 0.9  # the shortest lag within this share of the best autocorrelation
 CYCLES = 3  # the expected value is the mean of up to this many previous cycles at the same point
 MIN_GRID = 4  # a cycle spans at least this many buckets (else the buckets cannot show it)
 REFIT = 4  # the cycle is looked for again every this many buckets added
+ENVELOPE = 0.5  # the expected value is the slowest within this many buckets of the point (its phase error)
 
 
 def _interp(pos: Sequence[float], xs: Sequence[float], q: float) -> float:
@@ -71,14 +73,20 @@ def find_period(pos: Sequence[float], xs: Sequence[float]) -> float | None:
     if sum(v * v for v in d) <= 0:
         return None
     r = [0.0] * (m // 2 + 2)
-    for lag in range(MIN_GRID, m // 2 + 1):
+    for lag in range(1, m // 2 + 1):
         a, b = d[: m - lag], d[lag:]
         den = math.sqrt(sum(v * v for v in a) * sum(v * v for v in b))
         r[lag] = sum(x * y for x, y in zip(a, b, strict=True)) / den if den > 0 else 0.0
-    best = max(r)
+    # a cycle: the values decorrelate (a lag where r falls to 0 or below: half a cycle away they differ),
+    # then correlate again; a series that merely moves slowly (a level, a ramp, one slow spell) never does
+    low = next((k for k in range(1, m // 2 + 1) if r[k] <= 0.0), None)
+    if low is None:
+        return None
+    first = max(low, MIN_GRID)
+    best = max(r[first:], default=0.0)
     if best < R_MIN:
         return None
-    lag = next(k for k in range(MIN_GRID, m // 2 + 1) if r[k] >= HARMONIC * best and r[k] >= r[k + 1])
+    lag = next(k for k in range(first, m // 2 + 1) if r[k] >= HARMONIC * best and r[k] >= r[k + 1])
     left, mid, right = r[lag - 1], r[lag], r[lag + 1]
     curve = left - 2 * mid + right
     shift = 0.5 * (left - right) / curve if curve < 0 else 0.0
@@ -125,7 +133,7 @@ class Season:
         if period is None or not self.pos:
             return None
         total = count = 0
-        first, pos_, xs, half = self.pos[0], self.pos, self.xs, self.gap / 2
+        first, pos_, xs, half = self.pos[0], self.pos, self.xs, self.gap * ENVELOPE
         for c in range(1, CYCLES + 1):
             q = pos - c * period
             if q < first:
