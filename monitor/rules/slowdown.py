@@ -45,12 +45,14 @@ from typing import Literal
 from pydantic import Field
 
 from alerts.model import Finding
-from monitor.durations import Duration, format_duration
-from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
+from monitor.durations import Duration
+from monitor.rules.base import RAN_OUT, Detector, Stop, register
+from monitor.rules.slowdown_restart import carry, rewarm
 from monitor.rules.slowdown_season import Season
-from monitor.rules.slowdown_stats import came_back, drift, persistence
+from monitor.rules.slowdown_stats import came_back, level
+from monitor.rules.slowdown_verdict import verdict
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
+from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
@@ -121,6 +123,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.pos_open: float | None = None  # ... at the open bucket's start, and at its newest value
         self.pos_last = 0.0
         self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
+        self.rewarm: list[list[float]] | None = None  # after a restart: the buckets waiting to be checked
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
@@ -226,24 +229,28 @@ class SlowdownDetector(Detector[SlowdownSpec]):
                     return stop
         return i, RAN_OUT
 
-    def reset(self) -> None:
+    def reset(self, carry_over: bool = True) -> None:
+        """A restart (or another speed after one, ``carry_over`` False): the open and recent buckets and
+        the CUSUM go; the baseline is carried over to be checked (slowdown_restart.py) or learned afresh."""
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
         self.recent.clear()
-        self.base.clear()
-        self.mu, self.sigma, self.s, self._pause, self.drift = None, 0.0, 0.0, math.inf, 0.0
-        self.climb = self.peak = (
-            0.0  # the swing learned is kept: the run's data and schedule wander as before
-        )
+        self.s, self.climb, self.peak = 0.0, 0.0, 0.0
         self.held.clear()
-        self.base_n.clear()
-        self.ref_n, self.peek, self.peek_at = None, None, self._min_points
+        self.peek, self.peek_at = None, self._min_points
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
         self.pos_open = None
-        resolved = self.season.resolved
-        self.season.clear()  # the cycle is learned again (the swing it came back from is kept)
-        self.season.resolved = resolved
         self.resets += 1
+        if carry_over and carry(self):
+            return
+        self.rewarm = None
+        self.base.clear()
+        self.mu, self.sigma, self._pause, self.drift = None, 0.0, math.inf, 0.0
+        self.base_n.clear()
+        self.ref_n = None
+        resolved = self.season.resolved  # the swings learned are kept: the run's data wander as before
+        self.season.clear()
+        self.season.resolved = resolved
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
@@ -253,6 +260,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             b.append((self.pos_open + self.pos_last) / 2)  # where the bucket is in the run's cycle
         self.values, self.bucket_start, self.pos_open = [], None, None
         self.peek, self.peek_at = None, self._min_points
+        if self.rewarm is not None:  # after a restart: checked against the carried baseline first
+            rewarm(self, b)
+        else:
+            self._take(b)
+
+    def _take(self, b: list[float]) -> None:
+        """A closed bucket joins the recent buckets (the oldest of them the baseline) and the CUSUM."""
         self.recent.append(b)
         if self._sign > 0:  # a step time 5x the usual is a pause
             self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
@@ -267,13 +281,8 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and len(self.base) >= self._need:
-            ordered = sorted(self.base)
-            n = len(ordered)
-            core = ordered[n // 4 : n - n // 4]  # the interquartile mean: robust, and exact for a
-            mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
-            spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
-            self.sigma = spread * persistence(self.base, mu)
-            self.drift = drift(self.base)
+            mu, self.sigma, self.drift = level(self.base)
+            n = len(self.base)
             weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [1.0] * n
             self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
             if self.season.refresh(self._need):  # the run's cycle found (or lost): judge afresh against it
@@ -325,7 +334,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         it: firing resolves only below half the threshold)."""
         n = len(self.values)
         self.peek_at = n + max(self._min_points, math.ceil((self.ref_n or 0) / PEEKS))
-        if self.mu is None or self.firing:
+        if self.mu is None or self.firing or self.rewarm is not None:
             return
         w = self._weight(n)
         at = None if self.pos_open is None else (self.pos_open + self.pos_last) / 2
@@ -384,42 +393,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
 
     # ---- the verdict -----------------------------------------------------------------------
     def evaluate(self, now: float) -> Finding:
-        what = self.rule.metric or "step time"
-        if self.mu is None:
-            reason = f"{what}: learning the run's baseline ({len(self.base)}/{self._need} buckets)"
-            return Finding(False, unknown=True, reason=reason, step=self.last_step)
-        excess, weight, cusum = *self.excess, self.s
-        if self.peek is not None:  # the open bucket, judged for its evidence so far
-            cusum, excess, weight = self.peek[0], excess + self.peek[1], weight + self.peek[2]
-        size = math.exp(excess / weight) - 1 if weight else 0.0
-        step = self.last_step
-        base = math.exp(self._sign * self._expect(self.pos_last))
-        now_level = base * (1 + size) ** self._sign
-        if not self.firing:
-            return Finding(
-                False,
-                value=size,
-                threshold=self.rule.shift,
-                step=step,
-                reason=f"{what} near its baseline {fmt_value(base)} "
-                f"(CUSUM {cusum:.3f} of {self.threshold():.3f})",
-            )
-        slower = f"+{size * 100:.1f}%" if self._sign > 0 else f"-{(1 - 1 / (1 + size)) * 100:.1f}%"
-        began_t, began_step = self.began
-        since = f"step {int(began_step)}, " if began_step is not None else ""
-        reason = (
-            f"{what} {slower} ({fmt_value(now_level)} against {fmt_value(base)}) since {since}"
-            f"{format_duration(max(0.0, now - began_t))} ago"
-        )
-        return Finding(
-            True,
-            value=size,
-            threshold=self.rule.shift,
-            step=step,
-            reason=reason,
-            onset=began_t,  # where the CUSUM began to climb
-            onset_step=int(began_step) if began_step is not None else None,
-        )
+        return verdict(self, now)
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict
