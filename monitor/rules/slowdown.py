@@ -19,44 +19,41 @@ bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds
 
 and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma, swing)
 for a baseline of n buckets, ready at n0, whose first and last thirds are drift apart, swing being the
-largest excursion the run came back from by itself (``threshold``): the highest the same CUSUM climbed
-over the baseline's own buckets before falling back to 0, or an alert that resolved without a restart
-(its buckets then join the baseline: the run's own swing, not a slowdown); it is kept as the baseline
-slides on and across a restart (a run whose speed swings for hours with its data swings so again). A
-sustained slowdown of ``shift`` fires in about 2h buckets against a young baseline and sooner as the
-baseline's own error shrinks, a swing of less than ``shift``/2 about the baseline never adds up, and a
-noisy run (or one whose baseline is on the move) needs more evidence than a steady one. The open
-bucket is judged too, for its evidence so far (about 16 times as it fills): a slowdown fires once
-the evidence suffices, not when its bucket closes. While it fires the baseline is frozen (a slow GPU
-that stays slow keeps the alert up; its buckets are held out); it resolves once S has come down to
-half the threshold. The alert says how large the slowdown is and when it began (the bucket where S
-left 0). A restart (a step rewind, a resume, a restart counter increase) starts the baseline afresh:
-the run may be on other hardware. Before the baseline is ready the rule cannot tell (the alert keeps
-its state).
+largest excursion the run came back from by itself (slowdown_level.py): the highest the same CUSUM
+climbed over the baseline's own buckets before falling back to 0, or an alert that resolved without a
+restart (its buckets then join the baseline); it is kept as the baseline slides on and across a restart.
+A run with a cycle of its own (slowdown_season.py: found in the baseline's buckets over steps) is judged
+against the value expected at this point of its cycle, with the statistics of the residuals, and an
+excursion needs 1.5 buckets of evidence; the level CUSUM runs beside it (fires with the cycle's above 0).
+The open bucket is judged too, for its evidence so far (about 16 times as it fills). While it fires
+the baseline is frozen (its buckets are held out); it resolves once S has come down to half the
+threshold. The alert says how large the slowdown is and when it began (the bucket where S left 0). A
+restart (a step rewind, a resume, a restart counter increase) keeps the baseline, checked against the
+new steps (slowdown_restart.py: the same speed, judged at once; another, learned afresh). Before the
+baseline is ready the rule cannot tell (the alert keeps its state).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
-from alerts.model import Finding
 from monitor.durations import Duration
-from monitor.rules.base import RAN_OUT, Detector, Stop, register
-from monitor.rules.slowdown_restart import carry, rewarm
+from monitor.rules.base import Detector, register
+from monitor.rules.slowdown_batch import SlowdownBatch
+from monitor.rules.slowdown_level import CAP, LevelWatch, SlowdownThresholds
+from monitor.rules.slowdown_restart import SlowdownRestart
 from monitor.rules.slowdown_season import Season
 from monitor.rules.slowdown_stats import came_back, level
-from monitor.rules.slowdown_verdict import verdict
+from monitor.rules.slowdown_verdict import SlowdownVerdict
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
-CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
 PEEKS = 16  # the open bucket is judged about this many times before it closes
 
 
@@ -81,7 +78,9 @@ class SlowdownSpec(RuleSpec):
 
 
 @register
-class SlowdownDetector(Detector[SlowdownSpec]):
+class SlowdownDetector(
+    SlowdownBatch, SlowdownThresholds, SlowdownRestart, SlowdownVerdict, Detector[SlowdownSpec]
+):
     kind = "slowdown"
     spec_model = SlowdownSpec
 
@@ -124,6 +123,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.pos_last = 0.0
         self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
         self.rewarm: list[list[float]] | None = None  # after a restart: the buckets waiting to be checked
+        self.level = LevelWatch()  # the level CUSUM, while the rule judges against the run's cycle
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
@@ -186,49 +186,6 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if len(self.values) >= self.peek_at:
             self._peek()
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
-        """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
-        common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""
-        if self._metric is not None:
-            return super().observe_many(samples, i, end)
-        counter, width, min_points = self._counter, self._width, self._min_points
-        while i < end:
-            if not (self.hot or self.bucket_start is None or self.prev_step is None):
-                prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
-                peek_at, pos = self.peek_at, self.pos
-                values, start = self.values, self.bucket_start[0]
-                while i < end:
-                    s = samples[i]
-                    if s.state is not None or counter in s.metrics:
-                        break  # news, or a restart counter
-                    step = s.step
-                    if step is not None:
-                        if step < prev_step:
-                            break  # a rewind
-                        t = s.t
-                        if step != prev_step and t > prev_t:
-                            value = (t - prev_t) / (step - prev_step)
-                            if value <= pause:
-                                n = len(values)
-                                if t - start >= width and n >= min_points or n >= MAX_WINDOW:
-                                    break  # the bucket closes
-                                if n + 1 >= peek_at:
-                                    break  # the open bucket is judged
-                                last_step = step
-                                values.append(value)
-                                pos += step - prev_step
-                                self.pos_last = pos
-                            else:
-                                pos += step - prev_step
-                        prev_t, prev_step = t, step
-                    i += 1
-                self.prev_t, self.prev_step, self.last_step, self.pos = prev_t, prev_step, last_step, pos
-            if i < end:  # not the common case: one sample through observe
-                i, stop = self._uncommon(samples, i, end)
-                if stop is not None:
-                    return stop
-        return i, RAN_OUT
-
     def reset(self, carry_over: bool = True) -> None:
         """A restart (or another speed after one, ``carry_over`` False): the open and recent buckets and
         the CUSUM go; the baseline is carried over to be checked (slowdown_restart.py) or learned afresh."""
@@ -240,8 +197,9 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
         self.pos_open = None
+        self.level.clear()
         self.resets += 1
-        if carry_over and carry(self):
+        if carry_over and self._carry():
             return
         self.rewarm = None
         self.base.clear()
@@ -261,7 +219,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.values, self.bucket_start, self.pos_open = [], None, None
         self.peek, self.peek_at = None, self._min_points
         if self.rewarm is not None:  # after a restart: checked against the carried baseline first
-            rewarm(self, b)
+            self._rewarm(b)
         else:
             self._take(b)
 
@@ -287,6 +245,7 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
             if self.season.refresh(self._need):  # the run's cycle found (or lost): judge afresh against it
                 self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
+                self.level.clear()
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -341,7 +300,11 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
-        if s > self.threshold() and (self.s > 0 or self.season.period is None):
+        fires = s > self.threshold() and self._sustained(self.excess[1] + w)
+        if self.season.period is not None and not fires and s > 0:  # the level CUSUM beside it
+            devl = dev + self._expect(at) - self.mu
+            fires = self.level.s + w * (devl - self._k) > self.level_threshold()
+        if fires:
             if self.began is None:
                 self.began = list(self.bucket_start)
             self.firing = self.hot = True
@@ -352,6 +315,10 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         dev = x - self._expect(b[4] if len(b) > 4 else None)
         s = self.s + w * (dev - self._k)
         self.peek = None
+        seasonal = self.season.period is not None
+        if seasonal:
+            self.level.add(x - self.mu, w, self._k, self.level_threshold())
+        level = seasonal and self.level.s > self.level_threshold() and self.s > 0  # both see it
         if s <= 0:
             self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
         else:
@@ -363,37 +330,23 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self.climb += w * (dev - self._k)
             self.peak = max(self.peak, self.climb)
         if self.firing:
-            self.firing = self.s > self.threshold() / 2
+            self.firing = (
+                self.s > self.threshold() / 2 or seasonal and self.level.s > self.level_threshold() / 2
+            )
             if not self.firing:  # it came back by itself: a swing of the run's own, not a slowdown
-                if self.season.period is not None:
+                if seasonal:
                     self.season.resolved = max(self.season.resolved, self.peak)
+                    self.swing = max(self.swing, self.level.peak)
                 else:
                     self.swing = max(self.swing, self.peak)
                 for held in self.held:
                     self._admit(held)
                 self.held.clear()
         else:
-            self.firing = self.s > self.threshold()
+            self.firing = self.s > self.threshold() and self._sustained(self.excess[1]) or level
+        if self.firing and self.began is None:
+            self.began = [t, step]  # (the level CUSUM fired, or holds it up, the cycle's at 0)
         self.hot = self.firing
-
-    def threshold(self) -> float:
-        """max(h x shift x sqrt(need / n), z x sigma, swing) for a baseline of n buckets: the floor guards
-        against what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
-        it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
-        as it grows to its full period, never below what the run's measured noise needs, nor below the
-        evidence the largest swing the run came back from by itself gathered."""
-        season = self.season
-        if season.period is not None:  # against the run's cycle: the statistics of its residuals
-            n = max(season.n, self._need)
-            floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + season.drift)
-            return max(floor, self.rule.z * season.sigma, season.swing)
-        n = max(len(self.base), self._need)
-        floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
-        return max(floor, self.rule.z * self.sigma, self.swing)
-
-    # ---- the verdict -----------------------------------------------------------------------
-    def evaluate(self, now: float) -> Finding:
-        return verdict(self, now)
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

@@ -10,37 +10,34 @@ the baseline is learned afresh. The rule cannot tell while the buckets wait. Pur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from monitor.rules.windows import median_of_sorted
-
-if TYPE_CHECKING:
-    from monitor.rules.slowdown import SlowdownDetector
 
 SKIP = 1  # the buckets right after a restart left out (its first slow steps)
 BUCKETS = 3  # ... then the buckets compared with the carried baseline
 RELEARN = 2.0  # their median excess beyond this x shift (either way): another speed, learned afresh
 
 
-def carry(d: SlowdownDetector) -> bool:
-    """A restart: keep the learned baseline and wait for the new buckets (True), or nothing to keep."""
-    if d.mu is None:
-        return False
-    d.rewarm = []
-    return True
+class SlowdownRestart:
+    """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    def _carry(self) -> bool:
+        """A restart: keep the learned baseline and wait for the new buckets (True), or nothing to keep."""
+        if self.mu is None:
+            return False
+        self.rewarm = []
+        return True
 
-def rewarm(d: SlowdownDetector, b: list[float]) -> None:
-    """A bucket closed while the baseline waits: once enough have come, judge them against it as the
-    same run (each through the usual path), or learn the baseline afresh from them."""
-    waiting = d.rewarm
-    waiting.append(b)
-    if len(waiting) < SKIP + BUCKETS:
-        return
-    kept = waiting[SKIP:]
-    excess = median_of_sorted(sorted(x[2] - d._expect(x[4] if len(x) > 4 else None) for x in kept))
-    d.rewarm = None
-    if abs(excess) > RELEARN * d.rule.shift:
-        d.reset(carry_over=False)  # another speed: learned afresh, from these buckets on
-    for x in kept:
-        d._take(x)
+    def _rewarm(self, b: list[float]) -> None:
+        """A bucket closed while the baseline waits: once enough have come, judge them against it as the
+        same run (each through the usual path), or learn the baseline afresh from them."""
+        waiting = self.rewarm
+        waiting.append(b)
+        if len(waiting) < SKIP + BUCKETS:
+            return
+        kept = waiting[SKIP:]
+        excess = median_of_sorted(sorted(x[2] - self._expect(x[4] if len(x) > 4 else None) for x in kept))
+        self.rewarm = None
+        if abs(excess) > RELEARN * self.rule.shift:
+            self.reset(carry_over=False)  # another speed: learned afresh, from these buckets on
+        for x in kept:
+            self._take(x)
