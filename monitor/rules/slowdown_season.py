@@ -34,7 +34,7 @@ HARMONIC = 0.9  # the shortest lag within this share of the best autocorrelation
 CYCLES = 3  # the expected value is the mean of up to this many previous cycles at the same point
 MIN_GRID = 4  # a cycle spans at least this many buckets (else the buckets cannot show it)
 REFIT = 4  # the cycle is looked for again every this many buckets added
-ENVELOPE = 0.5  # the expected value is the slowest within this many buckets of the point (its phase error)
+ENVELOPE = 0.375  # the expected value is the slowest within this many buckets of the point (its phase error)
 
 
 def _interp(pos: Sequence[float], xs: Sequence[float], q: float) -> float:
@@ -104,7 +104,7 @@ class Season:
         self.ws: deque[float] = deque(maxlen=maxlen)
         self.k = k  # the CUSUM's allowance (shift / 2), for the swing
         self.period: float | None = None
-        self.gap = 0.0  # one bucket's steps (the cycle's phase is known to about half of it)
+        self.gap = 0.0  # one bucket's steps (the cycle's phase is known to a part of it)
         self.sigma = self.drift = self.swing = 0.0
         self.resolved = 0.0  # the peak of an alert that resolved by itself against the cycle (kept)
         self.n = 0  # residuals the statistics are of
@@ -126,9 +126,9 @@ class Season:
 
     def expected(self, pos: float, period: float | None = None) -> float | None:
         """The mean of the previous cycles' values at this point of the cycle, each the highest (the
-        slowest) within half a bucket of it: the cycle's phase is known to about that, and a narrow
-        feature of it (a few slow steps) falls in one bucket or the next (None: no cycle, or none held
-        before this position)."""
+        slowest) within ENVELOPE of a bucket of it: the cycle's phase is known to about that, and a
+        narrow feature of it (a few slow steps) falls in one bucket or the next (None: no cycle, or
+        none held before this position)."""
         period = period or self.period
         if period is None or not self.pos:
             return None
