@@ -110,7 +110,15 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
         monkeypatch.delenv(var, raising=False)
 
 
+def _start_rank(item: pytest.Item) -> int:
+    """0: a live test (real servers, real processes, minutes); 1: a file marked ``slow``; 2: the rest."""
+    if "/tests/live/" in str(item.path):
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The live tests (real servers, real processes) run first: with `--dist loadfile` files are handed
-    out in this order, so the long ones start early and the short ones fill the workers' tails."""
-    items.sort(key=lambda item: 0 if "/tests/live/" in str(item.path) else 1)
+    """The long tests run first: with `--dist loadfile` files are handed out in this order (scripts/test
+    passes `--no-loadscope-reorder`: xdist's own order, most tests first, put the one-test live files
+    last), so the long ones start early and the short ones fill the workers' tails."""
+    items.sort(key=_start_rank)
