@@ -64,6 +64,20 @@ def _fresh_pg_database(admin_url: str, template: str | None = None) -> tuple[str
     ), drop
 
 
+def copy_of(url: str, folder: Path) -> tuple[str, Callable[[], None]]:
+    """A new database holding what the database at ``url`` holds (no session may be open on it): for a
+    fixture that builds data once and hands each test its own copy. Returns its URL and a drop."""
+    import sqlite3
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        dest = folder / f"copy-{uuid.uuid4().hex[:12]}.db"
+        with closing(sqlite3.connect(parsed.database)) as src, closing(sqlite3.connect(dest)) as dst:
+            src.backup(dst)
+        return f"sqlite:///{dest}", dest.unlink
+    return _fresh_pg_database(pg_admin_url(), parsed.database)
+
+
 class MigratedTemplates:
     """One database per kind migrated by ``migrate.upgrade`` once a session (a worker's), copied for each
     test that wants a migrated one: a PostgreSQL ``CREATE DATABASE ... TEMPLATE`` or an SQLite backup
@@ -86,6 +100,13 @@ class MigratedTemplates:
         with closing(sqlite3.connect(self._sqlite)) as src, closing(sqlite3.connect(dest)) as dst:
             src.backup(dst)
         return f"sqlite:///{dest}"
+
+    def url(self, kind: str, folder: Path) -> tuple[str, Callable[[], None]]:
+        """A new migrated database of ``kind`` (sqlite, postgres) and its drop."""
+        if kind == "sqlite":
+            dest = folder / f"migrated-{uuid.uuid4().hex[:12]}.db"
+            return self.sqlite_copy(dest), dest.unlink
+        return _fresh_pg_database(self.pg_server_url(), self.pg_template())
 
     def pg_template(self) -> str:
         from monitor.storage import migrate

@@ -14,18 +14,33 @@ from monitor.reports.model import BUCKETS
 from monitor.reports.period import make, week_of, zone
 from monitor.storage.models import GoodputSlot, Run
 from tests import report_week as rw
+from tests.conftest import copy_of
 
 MINUTE = 60.0
 H = 3600.0
 
 
-@pytest.fixture
-def week(migrated_url: str):
-    engine = create_engine(migrated_url)
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def built_week(request, tmp_path_factory, migrated_templates):
+    """The simulated week, built once per database kind (building it was most of each test's time)."""
+    url, drop = migrated_templates.url(request.param, tmp_path_factory.mktemp("week"))
+    engine = create_engine(url)
     with Session(engine) as s:
         truth = rw.build(s)
+    engine.dispose()  # no session left on it: it is copied for each test
+    yield url, truth
+    drop()
+
+
+@pytest.fixture
+def week(built_week, tmp_path):
+    """A copy of the built week of the test's own: a test may change it (the week before's test does)."""
+    url, truth = built_week
+    copy, drop = copy_of(url, tmp_path)
+    engine = create_engine(copy)
     yield engine, truth
     engine.dispose()
+    drop()
 
 
 def report(engine, gpus=None):
