@@ -5,7 +5,7 @@ kept by `--no-loadscope-reorder`). Not a test: a planning aid for scripts/test.
     .venv/bin/python bench/xdist_schedule.py DURATIONS.xml [MORE.xml ...] [--workers 4]
 
 The durations come from JUnit XML files (`pytest --junitxml=...`, each test's setup, call and teardown);
-a test with no measured time counts as the median of those measured. The model follows
+a test with no measured time counts as the median of those measured (or --default). The model follows
 xdist.scheduler.loadscope: one file per worker, then another whenever a worker has two tests or fewer
 left; a worker's tests run in the order they were handed out; workers do not slow each other down (on 2
 cores 4 workers do, so read the figures as the shape of the tail, not the CI's minutes).
@@ -56,8 +56,9 @@ def queue(ids: list[str], reorder: bool) -> list[tuple[str, list[str]]]:
     return units
 
 
-def makespan(units: list[tuple[str, list[str]]], took: dict[str, float], workers: int) -> tuple[float, list]:
-    default = statistics.median(took.values()) if took else 0.1
+def makespan(
+    units: list[tuple[str, list[str]]], took: dict[str, float], workers: int, default: float
+) -> tuple[float, list]:
     todo = list(units)
     pending: list[list[str]] = [[] for _ in range(workers)]
     finish = [0.0] * workers
@@ -92,15 +93,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("xml", nargs="+", type=Path)
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--default", type=float, help="seconds for a test not measured (default: the median)")
     args = ap.parse_args()
     took = durations(args.xml)
     ids = collected()
+    default = args.default if args.default is not None else statistics.median(took.values())
     known = sum(1 for i in ids if i in took)
     print(f"{len(ids)} tests collected, {known} with a measured time ({sum(took.values()) / 60:.1f} min)")
     for reorder, label in ((True, "xdist reorder (before)"), (False, "--no-loadscope-reorder (after)")):
-        span, finish = makespan(queue(ids, reorder), took, args.workers)
+        span, finish = makespan(queue(ids, reorder), took, args.workers, default)
         spread = ", ".join(f"{f / 60:.1f}" for f in sorted(finish))
         print(f"{label:32} {span / 60:5.1f} min; workers end at {spread} min")
+        tail = queue(ids, reorder)[-6:]
+        print(
+            "  last handed out:",
+            ", ".join(f"{n} {sum(took.get(t, default) for t in ts):.0f}s" for n, ts in tail),
+        )
 
 
 if __name__ == "__main__":
