@@ -5,14 +5,21 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from sqlalchemy.engine import make_url
 
 from alerts.clock import ManualClock
 from tests.browser import artifacts, browser, page  # noqa: F401 - one Chromium for the session
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlalchemy.orm import Session
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[1]
 # the real public logs: ../shared/data/real next to the checkout (a worktree may sit a level deeper)
@@ -76,6 +83,42 @@ def copy_of(url: str, folder: Path) -> tuple[str, Callable[[], None]]:
             src.backup(dst)
         return f"sqlite:///{dest}", dest.unlink
     return _fresh_pg_database(pg_admin_url(), parsed.database)
+
+
+@contextmanager
+def built_once(
+    templates: MigratedTemplates, kind: str, folder: Path, build: Callable[[Session], T]
+) -> Iterator[tuple[str, T]]:
+    """A migrated database of ``kind`` holding what ``build(session)`` wrote (it commits), for a fixture
+    of module scope; each test then takes ``own_copy`` of it. Yields its URL and what ``build`` returned."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    url, drop = templates.url(kind, folder)
+    engine = create_engine(url)
+    try:
+        with Session(engine) as s:
+            built = build(s)
+    finally:
+        engine.dispose()  # no session left on it: it is copied for each test
+    try:
+        yield url, built
+    finally:
+        drop()
+
+
+@contextmanager
+def own_copy(url: str, folder: Path) -> Iterator[Engine]:
+    """An engine on a test's own copy of the database at ``url`` (dropped after): the test may change it."""
+    from sqlalchemy import create_engine
+
+    copy, drop = copy_of(url, folder)
+    engine = create_engine(copy)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        drop()
 
 
 class MigratedTemplates:
