@@ -2,7 +2,8 @@
 PostgreSQL, both ways the rows go there (one statement of column arrays; binary COPY into a scratch
 table, then one statement): text, integers, floats, epoch timestamps, JSON documents, bytes and NULLs; a
 second upsert updates only the named columns; of two rows with the same key in one call the last one
-wins; two upserts of a table in one transaction each write their own rows."""
+wins; two upserts of a table in one transaction each write their own rows. Rows go as dicts or as
+tuples of named columns (the chart buckets and run rows of a batch), with the same result."""
 
 from __future__ import annotations
 
@@ -42,17 +43,30 @@ def path(request, monkeypatch) -> str:
     return request.param
 
 
-def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migrated_url, path):
+@pytest.fixture(params=["dicts", "tuples"])
+def shape(request) -> str:
+    return request.param
+
+
+def upsert(s, table, rows, keys, update, shape):  # noqa: ANN001, ANN201
+    if shape == "dicts":
+        return bulk.upsert(s, table, rows, keys, update)
+    columns = tuple(rows[0])
+    return bulk.upsert(s, table, [tuple(r[c] for c in columns) for r in rows], keys, update, columns=columns)
+
+
+def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migrated_url, path, shape):
     sessions = make_sessionmaker(make_engine(migrated_url))
     update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at", "labels")]
     with sessions.begin() as s:
-        bulk.upsert(s, Run.__table__, [run_row(1), run_row(2, state="running")], ("id",), update)
-        bulk.upsert(
+        upsert(s, Run.__table__, [run_row(1), run_row(2, state="running")], ("id",), update, shape)
+        upsert(
             s,
             RuleState.__table__,
             [{"run_id": "wandb:lab/llm/r1", "version": 3, "saved_at": T0, "data": b"\x00\xffzlib"}],
             ("run_id",),
             ("version", "saved_at", "data"),
+            shape,
         )
     with sessions() as s:
         r1 = s.get(Run, "wandb:lab/llm/r1")
@@ -74,7 +88,7 @@ def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migr
         run_row(1, labels={"changed": True}, state="finished", first_seen_at=T0 + 99, last_step=7),
     ]
     with sessions.begin() as s:
-        bulk.upsert(s, Run.__table__, later, ("id",), update)
+        upsert(s, Run.__table__, later, ("id",), update, shape)
     with sessions() as s:
         r1 = s.get(Run, "wandb:lab/llm/r1")
         assert (r1.state, r1.last_step) == ("finished", 7), "the last row of a key wins"
@@ -83,14 +97,16 @@ def test_rows_read_back_as_written_and_updates_touch_only_the_named_columns(migr
         assert len(list(s.scalars(select(Run.id)))) == 2
 
 
-def test_two_upserts_of_a_table_in_one_transaction_write_their_own_rows(migrated_url, path):
+def test_two_upserts_of_a_table_in_one_transaction_write_their_own_rows(migrated_url, path, shape):
     sessions = make_sessionmaker(make_engine(migrated_url))
     update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at")]
     with sessions.begin() as s:
-        bulk.upsert(s, Run.__table__, [run_row(i, state="running") for i in range(100)], ("id",), update)
-        bulk.upsert(s, Run.__table__, [run_row(i, state="crashed") for i in range(50, 80)], ("id",), update)
+        upsert(s, Run.__table__, [run_row(i, state="running") for i in range(100)], ("id",), update, shape)
+        upsert(s, Run.__table__, [run_row(i, state="crashed") for i in range(50, 80)], ("id",), update, shape)
     with sessions.begin() as s:  # after a commit, the scratch table holds nothing of the last one
-        bulk.upsert(s, Run.__table__, [run_row(i, state="finished") for i in range(90, 95)], ("id",), update)
+        upsert(
+            s, Run.__table__, [run_row(i, state="finished") for i in range(90, 95)], ("id",), update, shape
+        )
     with sessions() as s:
         states = {r.id: r.state for r in s.scalars(select(Run))}
     assert len(states) == 100

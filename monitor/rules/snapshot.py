@@ -61,21 +61,24 @@ def _float(v: float) -> Any:
     return {"$f": "nan" if v != v else ("inf" if v > 0 else "-inf")}
 
 
+_PLAIN = frozenset({type(None), bool, int, str})  # taken as they are
+
+
 def encode(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise SnapshotError("state nested too deeply")
     t = type(value)
-    if value is None or t is bool or t is int or t is str:
+    if t in _PLAIN:
         return value
     if t is float:
-        return _float(value)
+        return value if value - value == 0.0 else _float(value)  # inf - inf and nan - nan are nan
     d = depth + 1
     if t is list:
         return _items(value, d)
     if t is tuple:
         return {"$t": _items(value, d)}
     if t is dict:
-        return {"$d": [[encode(k, d), encode(v, d)] for k, v in value.items()]}
+        return {"$d": _pairs(value, d)}
     if t is deque:
         return {"$q": _items(value, d), "n": value.maxlen}
     if t is set or t is frozenset:
@@ -83,7 +86,11 @@ def encode(value: Any, depth: int = 0) -> Any:
     if t is RunState:
         return value.value  # as text, as snapshots had it before RunState: it compares equal to one
     if t is Sample:
-        return {"$p": [_float(value.t), value.run, value.step, encode(dict(value.metrics), d), value.source]}
+        if d > MAX_DEPTH:
+            raise SnapshotError("state nested too deeply")
+        return {
+            "$p": [_float(value.t), value.run, value.step, {"$d": _pairs(value.metrics, d + 1)}, value.source]
+        }
     if isinstance(value, Enum):
         return {"$e": f"{t.__module__}:{t.__qualname__}", "v": value.value}
     if t.__module__.startswith(_ALLOWED_MODULES):
@@ -97,14 +104,35 @@ def _items(values: Any, depth: int) -> list[Any]:
         raise SnapshotError("state nested too deeply")
     out = []
     add = out.append
+    plain = _PLAIN
     for v in values:
         t = type(v)
         if t is float:
-            add(v if v - v == 0.0 else _float(v))  # inf - inf and nan - nan are nan
-        elif t is int or t is str or v is None or t is bool:
+            add(v if v - v == 0.0 else _float(v))
+        elif t in plain:
             add(v)
         else:
             add(encode(v, depth))
+    return out
+
+
+def _pairs(mapping: Any, depth: int) -> list[list[Any]]:
+    """A dict's items as ``[key, value]`` pairs, each ``encode``d (plain ones taken as they are)."""
+    if depth > MAX_DEPTH and mapping:
+        raise SnapshotError("state nested too deeply")
+    plain = _PLAIN
+    out = []
+    add = out.append
+    for k, v in mapping.items():
+        if type(k) not in plain:
+            k = encode(k, depth)
+        t = type(v)
+        if t is float:
+            add([k, v if v - v == 0.0 else _float(v)])
+        elif t in plain:
+            add([k, v])
+        else:
+            add([k, encode(v, depth)])
     return out
 
 
@@ -120,9 +148,17 @@ def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -
         )
     attrs = getattr(obj, "__dict__", None) or {}
     out = {}
+    plain = _PLAIN
     for n in attrs:  # the instance's own attributes first, then its slots (as set)
         if n not in skip:
-            out[n] = encode(getattr(obj, n), depth)
+            v = getattr(obj, n)
+            t = type(v)
+            if t is float:
+                out[n] = v if v - v == 0.0 else _float(v)
+            elif t in plain:
+                out[n] = v
+            else:
+                out[n] = encode(v, depth)
     for n in slots:
         if n not in skip and n not in attrs and hasattr(obj, n):
             out[n] = encode(getattr(obj, n), depth)

@@ -36,18 +36,26 @@ def upsert(
     update: Iterable[str],
     add: Iterable[str] = (),
     unique: bool = False,
+    columns: Sequence[str] | None = None,
 ) -> None:
     """Insert ``rows`` into ``table``; a row whose ``keys`` exist already updates its ``update``
     columns instead, and adds its ``add`` columns to the stored ones (counters, seconds). All rows carry
     the same columns; of rows with the same keys the last one wins (sum ``add`` columns beforehand).
-    ``unique``: the caller vouches that no two rows have the same keys (rows from a dict by key)."""
+    ``unique``: the caller vouches that no two rows have the same keys (rows from a dict by key).
+    ``columns``: the rows are tuples of these columns' values, not dicts (many rows: no dict a row)."""
     if not rows:
         return
     keys, update, add = tuple(keys), tuple(update), tuple(add)
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        _pg_upsert(conn, table, rows, keys, update, add, unique)
+        if columns is None:
+            columns = tuple(rows[0])
+            get = itemgetter(*columns) if len(columns) > 1 else (lambda r, c=columns[0]: (r[c],))
+            rows = [get(r) for r in rows]
+        _pg_upsert(conn, table, rows, tuple(columns), keys, update, add, unique)
     else:
+        if columns is not None:
+            rows = [dict(zip(columns, r, strict=True)) for r in rows]
         conn.execute(_statement(conn.dialect.name, table, keys, update, add), list(rows))
 
 
@@ -90,15 +98,16 @@ class _Plan:
 def _pg_upsert(
     conn: Connection,
     table: Table,
-    rows: Sequence[dict],
+    rows: Sequence[Sequence[Any]],
+    columns: tuple[str, ...],
     keys: tuple[str, ...],
     update: tuple[str, ...],
     add: tuple[str, ...] = (),
     unique: bool = False,
 ) -> None:
-    columns = tuple(rows[0])
+    """``rows``: tuples of ``columns``' values."""
     if len(rows) > 1 and not unique:  # one row per key: a statement may not update a row twice
-        key = itemgetter(*keys)
+        key = itemgetter(*(columns.index(k) for k in keys))
         rows = list({key(r): r for r in rows}.values())
     plan = _plan(conn.dialect, table, columns, keys, update, add)
     if len(rows) < COPY_FROM:
@@ -107,10 +116,10 @@ def _pg_upsert(
         _copy(conn, plan, rows)
 
 
-def _unnest(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
+def _unnest(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]]) -> None:
     arrays = []
-    for c, spec in zip(plan.columns, plan.specs, strict=True):
-        values = [r[c] for r in rows]
+    for i, spec in enumerate(plan.specs):
+        values = [r[i] for r in rows]
         if spec.convert is not None:
             convert = spec.convert
             values = [None if v is None else convert(v) for v in values]
@@ -118,9 +127,8 @@ def _unnest(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
     conn.exec_driver_sql(plan.unnest_sql, tuple(arrays))
 
 
-def _copy(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
+def _copy(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]]) -> None:
     raw = conn.connection.driver_connection
-    get = itemgetter(*plan.columns) if len(plan.columns) > 1 else (lambda r, c=plan.columns[0]: (r[c],))
     converts = [(i, s.copy_convert) for i, s in enumerate(plan.specs) if s.copy_convert is not None]
     with raw.cursor() as cur:
         cur.execute(plan.scratch_sql)
@@ -129,10 +137,10 @@ def _copy(conn: Connection, plan: _Plan, rows: Sequence[dict]) -> None:
             write = copy.write_row
             if not converts:
                 for r in rows:
-                    write(get(r))
+                    write(r)
             else:
                 for r in rows:
-                    row = list(get(r))
+                    row = list(r)
                     for i, convert in converts:
                         v = row[i]
                         if v is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from sqlalchemy import func, select
@@ -16,6 +17,7 @@ from monitor.storage.models import Run, SourceCursor
 from monitor.storage.series import Point, ingest_run
 
 RUN_COLUMNS = tuple(c.name for c in Run.__table__.columns)
+_run_row = attrgetter(*RUN_COLUMNS)  # a run's row as a tuple
 
 
 def new_run(info: RunInfo, watch: str, now: float) -> Run:
@@ -56,9 +58,9 @@ def apply_info(run: Run, info: RunInfo, watch: str) -> Run:
 
 def upsert_runs(session: Session, runs: Iterable[Run]) -> None:
     """Write these runs' rows (held in memory by the engine) in one multi-row upsert."""
-    rows = [{c: getattr(r, c) for c in RUN_COLUMNS} for r in runs]
+    rows = list(map(_run_row, runs))
     update = [c for c in RUN_COLUMNS if c not in ("id", "first_seen_at")]
-    bulk.upsert(session, Run.__table__, rows, ("id",), update)
+    bulk.upsert(session, Run.__table__, rows, ("id",), update, columns=RUN_COLUMNS)
 
 
 def upsert_cursors(session: Session, rows: Iterable[tuple[str, str, Mapping[str, Any]]], now: float) -> None:

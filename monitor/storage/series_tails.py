@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
@@ -23,6 +24,10 @@ KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two;
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
+BUCKET_ROW = ("run_id", "metric", "x0", *BUCKET_COLUMNS)
+META_ROW = ("run_id", "metric", *META_COLUMNS)
+_bucket_row = attrgetter(*BUCKET_ROW)  # a bucket's row as a tuple, in C (no dict a row: many a batch)
+_meta_row = attrgetter(*META_ROW)
 
 
 @dataclass
@@ -36,16 +41,6 @@ class _Series:
     tail: dict[float, _Bucket] = field(default_factory=dict)
     known_from: float = -math.inf  # every stored bucket at or after this x0 is in ``tail``
     unsaved: int = 0  # polls folded since the bookkeeping row was last handed to be written
-
-    def meta_row(self) -> dict:
-        return {
-            "run_id": self.run_id,
-            "metric": self.metric,
-            "axis": self.axis,
-            "width": self.width,
-            "buckets": self.buckets,
-            "points": self.points,
-        }
 
 
 @dataclass
@@ -62,10 +57,12 @@ class SeriesWrites:
 
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
-        rows = [b.row() for b in self.buckets.values()]  # one per key: ``buckets`` is keyed by it
-        bulk.upsert(s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True)
-        metas = [m.meta_row() for m in self.metas.values()]
-        bulk.upsert(s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS, unique=True)
+        rows = list(map(_bucket_row, self.buckets.values()))  # one per key: ``buckets`` is keyed by it
+        bulk.upsert(s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True, columns=BUCKET_ROW)
+        metas = list(map(_meta_row, self.metas.values()))
+        bulk.upsert(
+            s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS, unique=True, columns=META_ROW
+        )
         self.buckets.clear()
         self.metas.clear()
 
