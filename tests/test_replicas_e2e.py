@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+import pytest
 from sqlalchemy import select
 
 from monitor.storage.db import make_engine, make_sessionmaker
@@ -20,6 +21,8 @@ from tests.conftest import REPO
 from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, PROJECT, wid
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 RUNS = ["hero-1", "hero-2", "hero-3"]
 

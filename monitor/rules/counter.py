@@ -92,8 +92,8 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         while i < end:
             if not (self.hot or self.events or self.first_at is None):
                 prev, last_step = self.prev, self.last_step
-                while i < end:
-                    s = samples[i]
+                for k in range(i, end):
+                    s = samples[k]
                     v = s.metrics.get(m)
                     if v is not None and not v - v:
                         if v > 0.0 if not cumulative else prev is None or v != prev:
@@ -101,7 +101,9 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
                         prev = v
                         if s.step is not None:
                             last_step = s.step
-                    i += 1
+                else:
+                    k = end
+                i = k
                 if cumulative:
                     self.prev = prev
                 self.last_step = last_step

@@ -125,21 +125,24 @@ class DropDetector(Detector[DropSpec]):
                     self._sample,
                     self._last_step,
                 )
-                while i < end:
-                    s = samples[i]
+                edge = (ob + 1.0) * width  # the open bucket's end (the bucket index only at and after it)
+                for k in range(i, end):
+                    s = samples[k]
                     v = s.metrics.get(m)
                     if v is not None and not v - v:
                         t, step = s.t, s.step
                         if step is not None and step_then is not None and step < step_then:
                             break  # a rewind
-                        if gap and t - last.t > gap or t // width != ob:
+                        if gap and t - last.t > gap or t >= edge and t // width != ob:
                             break  # a reset, or a new bucket
                         if step is not None:
                             step_then = step
                         last = s
                         total += v
                         count += 1
-                    i += 1
+                else:
+                    k = end
+                i = k
                 self._sum, self._count, self._sample, self._last_step = total, count, last, step_then
             if i < end:  # not the common case: one sample through observe
                 i, stop = self._uncommon(samples, i, end)

@@ -69,19 +69,18 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
             return super().observe_many(samples, i, end)
         m = self.metric
         last = None
-        while i < end:
-            s = samples[i]
-            i += 1
+        for k in range(i, end):
+            s = samples[k]
             v = s.metrics.get(m)
             if v is None:
                 continue
-            if not math.isfinite(v):
+            if v - v:  # NaN or Inf (NaN after the subtraction; 0 for a finite value)
                 self.observe(s)
-                return self._stop(samples, i, end)
+                return self._stop(samples, k + 1, end)
             last = s
         if last is not None:
             self.value, self.step = last.metrics[m], last.step
-        return i, RAN_OUT
+        return end, RAN_OUT
 
     def evaluate(self, now: float) -> Finding:
         v = self.value

@@ -19,41 +19,41 @@ bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds
 
 and the rule fires when S exceeds max(``h`` x (``shift`` x sqrt(n0/n) + drift), ``z`` x sigma, swing)
 for a baseline of n buckets, ready at n0, whose first and last thirds are drift apart, swing being the
-largest excursion the run came back from by itself (``threshold``): the highest the same CUSUM climbed
-over the baseline's own buckets before falling back to 0, or an alert that resolved without a restart
-(its buckets then join the baseline: the run's own swing, not a slowdown); it is kept as the baseline
-slides on and across a restart (a run whose speed swings for hours with its data swings so again). A
-sustained slowdown of ``shift`` fires in about 2h buckets against a young baseline and sooner as the
-baseline's own error shrinks, a swing of less than ``shift``/2 about the baseline never adds up, and a
-noisy run (or one whose baseline is on the move) needs more evidence than a steady one. The open
-bucket is judged too, for its evidence so far (about 16 times as it fills): a slowdown fires once
-the evidence suffices, not when its bucket closes. While it fires the baseline is frozen (a slow GPU
-that stays slow keeps the alert up; its buckets are held out); it resolves once S has come down to
-half the threshold. The alert says how large the slowdown is and when it began (the bucket where S
-left 0). A restart (a step rewind, a resume, a restart counter increase) starts the baseline afresh:
-the run may be on other hardware. Before the baseline is ready the rule cannot tell (the alert keeps
-its state).
+largest excursion the run came back from by itself (slowdown_level.py): the highest the same CUSUM
+climbed over the baseline's own buckets before falling back to 0, or an alert that resolved without a
+restart (its buckets then join the baseline); it is kept as the baseline slides on and across a restart.
+A run with a cycle of its own (slowdown_season.py: found in the baseline's buckets over steps) is judged
+against the value expected at this point of its cycle, with the statistics of the residuals, and an
+excursion needs 1.5 buckets of evidence; the level CUSUM runs beside it (fires with the cycle's above 0).
+The open bucket is judged too, for its evidence so far (about 16 times as it fills). While it fires
+the baseline is frozen (its buckets are held out); it resolves once S has come down to half the
+threshold. The alert says how large the slowdown is and when it began (the bucket where S left 0). A
+restart (a step rewind, a resume, a restart counter increase) keeps the baseline, checked against the
+new steps (slowdown_restart.py: the same speed, judged at once; another, learned afresh). Before the
+baseline is ready the rule cannot tell (the alert keeps its state).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
-from alerts.model import Finding
-from monitor.durations import Duration, format_duration
-from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
-from monitor.rules.slowdown_stats import came_back, drift, persistence
+from monitor.durations import Duration
+from monitor.rules.base import Detector, register
+from monitor.rules.slowdown_batch import SlowdownBatch
+from monitor.rules.slowdown_level import CAP, LevelWatch, SlowdownThresholds
+from monitor.rules.slowdown_restart import SlowdownRestart
+from monitor.rules.slowdown_season import Season
+from monitor.rules.slowdown_stats import came_back, level
+from monitor.rules.slowdown_verdict import SlowdownVerdict
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAD_TO_SIGMA, MAX_WINDOW, median_of_sorted
+from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
-CAP = 1.5  # S is capped at this x the threshold, so that a recovery is seen in bounded time
 PEEKS = 16  # the open bucket is judged about this many times before it closes
 
 
@@ -78,7 +78,9 @@ class SlowdownSpec(RuleSpec):
 
 
 @register
-class SlowdownDetector(Detector[SlowdownSpec]):
+class SlowdownDetector(
+    SlowdownBatch, SlowdownThresholds, SlowdownRestart, SlowdownVerdict, Detector[SlowdownSpec]
+):
     kind = "slowdown"
     spec_model = SlowdownSpec
 
@@ -116,6 +118,12 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self._metric, self._counter = rule.metric, rule.restart_counter
         self._width, self._min_points = rule.bucket, rule.min_points
         self.resets = 0
+        self.pos = 0.0  # steps progressed (across restarts): where a value is in the run's cycle
+        self.pos_open: float | None = None  # ... at the open bucket's start, and at its newest value
+        self.pos_last = 0.0
+        self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
+        self.rewarm: list[list[float]] | None = None  # after a restart: the buckets waiting to be checked
+        self.level = LevelWatch()  # the level CUSUM, while the rule judges against the run's cycle
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
@@ -149,90 +157,74 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             if t <= prev_t:
                 return
             value = (t - prev_t) / (step - prev_step)
+            delta: float = step - prev_step
         else:
             value = metrics.get(self._metric)
             if value is None or value - value or value <= 0:
                 return
             if step is not None and self.last_step is not None and step < self.last_step:
                 self.reset()
+            last = self.last_step
+            delta = step - last if step is not None and last is not None and step > last else 1.0
+        self.pos += delta
         # values stay raw until their bucket closes: the log of the median is the median of the logs
         if value > self._pause:
             return  # a pause (checkpoint save, eval): not the step time
         self.last_step = step
         start = self.bucket_start
         if start is None:
-            self.bucket_start = [t, step]
+            self.bucket_start, self.pos_open = [t, step], self.pos - delta
         elif (
             t - start[0] >= self._width
             and len(self.values) >= self._min_points
             or len(self.values) >= MAX_WINDOW
         ):
             self._close()
-            self.bucket_start = [t, step]
+            self.bucket_start, self.pos_open = [t, step], self.pos - delta
         self.values.append(value)
+        self.pos_last = self.pos
         if len(self.values) >= self.peek_at:
             self._peek()
 
-    def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
-        """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
-        common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""
-        if self._metric is not None:
-            return super().observe_many(samples, i, end)
-        counter, width, min_points = self._counter, self._width, self._min_points
-        while i < end:
-            if not (self.hot or self.bucket_start is None or self.prev_step is None):
-                prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
-                peek_at = self.peek_at
-                values, start = self.values, self.bucket_start[0]
-                while i < end:
-                    s = samples[i]
-                    if s.state is not None or counter in s.metrics:
-                        break  # news, or a restart counter
-                    step = s.step
-                    if step is not None:
-                        if step < prev_step:
-                            break  # a rewind
-                        t = s.t
-                        if step != prev_step and t > prev_t:
-                            value = (t - prev_t) / (step - prev_step)
-                            if value <= pause:
-                                n = len(values)
-                                if t - start >= width and n >= min_points or n >= MAX_WINDOW:
-                                    break  # the bucket closes
-                                if n + 1 >= peek_at:
-                                    break  # the open bucket is judged
-                                last_step = step
-                                values.append(value)
-                        prev_t, prev_step = t, step
-                    i += 1
-                self.prev_t, self.prev_step, self.last_step = prev_t, prev_step, last_step
-            if i < end:  # not the common case: one sample through observe
-                i, stop = self._uncommon(samples, i, end)
-                if stop is not None:
-                    return stop
-        return i, RAN_OUT
-
-    def reset(self) -> None:
+    def reset(self, carry_over: bool = True) -> None:
+        """A restart (or another speed after one, ``carry_over`` False): the open and recent buckets and
+        the CUSUM go; the baseline is carried over to be checked (slowdown_restart.py) or learned afresh."""
         self.values, self.bucket_start, self.prev_t, self.prev_step = [], None, None, None
         self.recent.clear()
-        self.base.clear()
-        self.mu, self.sigma, self.s, self._pause, self.drift = None, 0.0, 0.0, math.inf, 0.0
-        self.climb = self.peak = (
-            0.0  # the swing learned is kept: the run's data and schedule wander as before
-        )
+        self.s, self.climb, self.peak = 0.0, 0.0, 0.0
         self.held.clear()
-        self.base_n.clear()
-        self.ref_n, self.peek, self.peek_at = None, None, self._min_points
+        self.peek, self.peek_at = None, self._min_points
         self.firing = self.hot = False
         self.began, self.excess = None, [0.0, 0]
+        self.pos_open = None
+        self.level.clear()
         self.resets += 1
+        if carry_over and self._carry():
+            return
+        self.rewarm = None
+        self.base.clear()
+        self.mu, self.sigma, self._pause, self.drift = None, 0.0, math.inf, 0.0
+        self.base_n.clear()
+        self.ref_n = None
+        resolved = self.season.resolved  # the swings learned are kept: the run's data wander as before
+        self.season.clear()
+        self.season.resolved = resolved
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
         median = median_of_sorted(sorted(self.values))
         b = [*self.bucket_start, self._sign * math.log(median), len(self.values)]
-        self.values, self.bucket_start = [], None
+        if self.pos_open is not None:
+            b.append((self.pos_open + self.pos_last) / 2)  # where the bucket is in the run's cycle
+        self.values, self.bucket_start, self.pos_open = [], None, None
         self.peek, self.peek_at = None, self._min_points
+        if self.rewarm is not None:  # after a restart: checked against the carried baseline first
+            self._rewarm(b)
+        else:
+            self._take(b)
+
+    def _take(self, b: list[float]) -> None:
+        """A closed bucket joins the recent buckets (the oldest of them the baseline) and the CUSUM."""
         self.recent.append(b)
         if self._sign > 0:  # a step time 5x the usual is a pause
             self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
@@ -247,15 +239,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and len(self.base) >= self._need:
-            ordered = sorted(self.base)
-            n = len(ordered)
-            core = ordered[n // 4 : n - n // 4]  # the interquartile mean: robust, and exact for a
-            mu = sum(core) / len(core)  # run whose buckets alternate between two speeds
-            spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
-            self.sigma = spread * persistence(self.base, mu)
-            self.drift = drift(self.base)
+            mu, self.sigma, self.drift = level(self.base)
+            n = len(self.base)
             weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [1.0] * n
             self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
+            if self.season.refresh(self._need):  # the run's cycle found (or lost): judge afresh against it
+                self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
+                self.level.clear()
             if self.mu is None:
                 if not self._settled():
                     return  # the baseline still moves (a slow swing seen in part): keep learning
@@ -270,6 +260,16 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         self.base.append(b[2])
         if len(b) > 3:
             self.base_n.append(int(b[3]))
+        if len(b) > 4:
+            self.season.add(b[4], b[2], self._weight(b[3]))
+
+    def _expect(self, pos: float | None) -> float:
+        """The value expected at this position: the run's cycle's there if it has one, else the level."""
+        if pos is not None and self.season.period is not None:
+            e = self.season.expected(pos)
+            if e is not None:
+                return e
+        return self.mu
 
     def _settled(self) -> bool:
         """Is the young baseline level (its first and last thirds within shift/4 of each other), or
@@ -293,13 +293,18 @@ class SlowdownDetector(Detector[SlowdownSpec]):
         it: firing resolves only below half the threshold)."""
         n = len(self.values)
         self.peek_at = n + max(self._min_points, math.ceil((self.ref_n or 0) / PEEKS))
-        if self.mu is None or self.firing:
+        if self.mu is None or self.firing or self.rewarm is not None:
             return
         w = self._weight(n)
-        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self.mu
+        at = None if self.pos_open is None else (self.pos_open + self.pos_last) / 2
+        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
-        if s > self.threshold():
+        fires = s > self.threshold() and self._sustained(self.excess[1] + w)
+        if self.season.period is not None and not fires and s > 0:  # the level CUSUM beside it
+            devl = dev + self._expect(at) - self.mu
+            fires = self.level.s + w * (devl - self._k) > self.level_threshold()
+        if fires:
             if self.began is None:
                 self.began = list(self.bucket_start)
             self.firing = self.hot = True
@@ -307,9 +312,13 @@ class SlowdownDetector(Detector[SlowdownSpec]):
     def _cusum(self, b: list[float]) -> None:
         t, step, x = b[:3]
         w = self._weight(b[3] if len(b) > 3 else None)
-        dev = x - self.mu
+        dev = x - self._expect(b[4] if len(b) > 4 else None)
         s = self.s + w * (dev - self._k)
         self.peek = None
+        seasonal = self.season.period is not None
+        if seasonal:
+            self.level.add(x - self.mu, w, self._k, self.level_threshold())
+        level = seasonal and self.level.s > self.level_threshold() and self.s > 0  # both see it
         if s <= 0:
             self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
         else:
@@ -321,64 +330,23 @@ class SlowdownDetector(Detector[SlowdownSpec]):
             self.climb += w * (dev - self._k)
             self.peak = max(self.peak, self.climb)
         if self.firing:
-            self.firing = self.s > self.threshold() / 2
+            self.firing = (
+                self.s > self.threshold() / 2 or seasonal and self.level.s > self.level_threshold() / 2
+            )
             if not self.firing:  # it came back by itself: a swing of the run's own, not a slowdown
-                self.swing = max(self.swing, self.peak)
+                if seasonal:
+                    self.season.resolved = max(self.season.resolved, self.peak)
+                    self.swing = max(self.swing, self.level.peak)
+                else:
+                    self.swing = max(self.swing, self.peak)
                 for held in self.held:
                     self._admit(held)
                 self.held.clear()
         else:
-            self.firing = self.s > self.threshold()
+            self.firing = self.s > self.threshold() and self._sustained(self.excess[1]) or level
+        if self.firing and self.began is None:
+            self.began = [t, step]  # (the level CUSUM fired, or holds it up, the cycle's at 0)
         self.hot = self.firing
-
-    def threshold(self) -> float:
-        """max(h x shift x sqrt(need / n), z x sigma, swing) for a baseline of n buckets: the floor guards
-        against what the baseline's spread cannot show (a young baseline caught in part of a slow swing), and
-        it shrinks as the baseline's own error does (1/sqrt(n)): h x shift when it is just ready, less
-        as it grows to its full period, never below what the run's measured noise needs, nor below the
-        evidence the largest swing the run came back from by itself gathered."""
-        n = max(len(self.base), self._need)
-        floor = self.rule.h * (self.rule.shift * math.sqrt(self._need / n) + self.drift)
-        return max(floor, self.rule.z * self.sigma, self.swing)
-
-    # ---- the verdict -----------------------------------------------------------------------
-    def evaluate(self, now: float) -> Finding:
-        what = self.rule.metric or "step time"
-        if self.mu is None:
-            reason = f"{what}: learning the run's baseline ({len(self.base)}/{self._need} buckets)"
-            return Finding(False, unknown=True, reason=reason, step=self.last_step)
-        excess, weight, cusum = *self.excess, self.s
-        if self.peek is not None:  # the open bucket, judged for its evidence so far
-            cusum, excess, weight = self.peek[0], excess + self.peek[1], weight + self.peek[2]
-        size = math.exp(excess / weight) - 1 if weight else 0.0
-        step = self.last_step
-        base = math.exp(self._sign * self.mu)
-        now_level = base * (1 + size) ** self._sign
-        if not self.firing:
-            return Finding(
-                False,
-                value=size,
-                threshold=self.rule.shift,
-                step=step,
-                reason=f"{what} near its baseline {fmt_value(base)} "
-                f"(CUSUM {cusum:.3f} of {self.threshold():.3f})",
-            )
-        slower = f"+{size * 100:.1f}%" if self._sign > 0 else f"-{(1 - 1 / (1 + size)) * 100:.1f}%"
-        began_t, began_step = self.began
-        since = f"step {int(began_step)}, " if began_step is not None else ""
-        reason = (
-            f"{what} {slower} ({fmt_value(now_level)} against {fmt_value(base)}) since {since}"
-            f"{format_duration(max(0.0, now - began_t))} ago"
-        )
-        return Finding(
-            True,
-            value=size,
-            threshold=self.rule.shift,
-            step=step,
-            reason=reason,
-            onset=began_t,  # where the CUSUM began to climb
-            onset_step=int(began_step) if began_step is not None else None,
-        )
 
     def holds_until(self) -> float:
         return math.inf  # only a sample can change the verdict

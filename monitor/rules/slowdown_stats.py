@@ -7,7 +7,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
-from monitor.rules.windows import median_of_sorted
+from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
 
 
 def drift(values: deque[float]) -> float:
@@ -47,3 +47,14 @@ def came_back(values: Sequence[float], weights: Sequence[float], mu: float, k: f
         if s == 0.0:
             largest, peak = max(largest, peak), 0.0
     return largest
+
+
+def level(values: deque[float]) -> tuple[float, float, float]:
+    """The level baseline of the buckets: (their interquartile mean, robust and exact for a run whose
+    buckets alternate between two speeds; their MAD scaled by ``persistence``; their ``drift``)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    core = ordered[n // 4 : n - n // 4]
+    mu = sum(core) / len(core)
+    spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
+    return mu, spread * persistence(values, mu), drift(values)

@@ -187,7 +187,8 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         oldest = b - BUCKETS
         if buckets and buckets[0][0] < oldest:
             need = rule.min_samples - 1  # the new value counts too
-            stale = t - max(rule.window, rule.stale_after or INF)  # never reach back further
+            reach, window = rule.stale_after or INF, rule.window
+            stale = t - (reach if reach > window else window)  # never reach back further
             while (
                 buckets
                 and buckets[0][0] < oldest

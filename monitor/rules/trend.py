@@ -123,8 +123,9 @@ class TrendDetector(Detector[TrendSpec]):
             if not self.hot:
                 values, close_at, last_step = self.values, self.close_at, self.last_step
                 room = MAX_VALUES - len(values)
-                while i < end:
-                    s = samples[i]
+                append = values.append
+                for k in range(i, end):
+                    s = samples[k]
                     v = s.metrics.get(m)
                     if v is not None and not v - v and not (log and v <= 0):
                         step = s.step
@@ -133,9 +134,11 @@ class TrendDetector(Detector[TrendSpec]):
                         if s.t >= close_at or room <= 0:
                             break  # the bucket closes
                         last_step = step
-                        values.append(v)
+                        append(v)
                         room -= 1
-                    i += 1
+                else:
+                    k = end
+                i = k
                 self.last_step = last_step
             if i < end:  # not the common case: one sample through observe
                 i, stop = self._uncommon(samples, i, end)

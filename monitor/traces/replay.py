@@ -131,12 +131,11 @@ class Replayer:
             and sample.run == self._plain_run
             and sample.state is None
             and sample.source_error is None
-            and sample.metrics.keys() == clock.raw.keys()
+            and sample.metrics.keys() == clock.keys
         ):
             buf = self._buf
             if sample.t >= (buf[-1].t if buf else clock.t):
-                clock.raw = sample.metrics
-                if clock.translate is not None and not clock.as_is:
+                if not clock.as_is and clock.translate is not None:
                     translated = clock.translate(sample)
                     clock.as_is = translated is sample
                     sample = translated
@@ -164,21 +163,21 @@ class Replayer:
         buf = self._buf
         # a plain sample (no news, the same keys as the run's last one, so nothing for the vocabulary
         # to learn) waits in the batch; anything else is fed at once, after the batch
-        raw, clock.raw = clock.raw, sample.metrics
+        keys, clock.keys = clock.keys, sample.metrics.keys()
         if (
             sample.state is None
             and self.batched
             and sample.source_error is None
             and not self._health
-            and raw is not None
-            and raw.keys() == sample.metrics.keys()
+            and keys is not None
+            and keys == clock.keys
             and run in self._scope
         ):
             if buf and buf[-1].run != run:
                 self.flush()
                 buf = self._buf
             if t >= (buf[-1].t if buf else clock.t):  # (going back in time is refused below)
-                clock.raw = raw  # the run batches from here: feed's common case takes the sample
+                clock.keys = keys  # the run batches from here: feed's common case takes the sample
                 self._plain, self._plain_run = clock, run
                 return self.feed(sample)
         if buf:

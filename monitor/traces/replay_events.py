@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, KeysView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,7 +134,7 @@ class RunClock:
         "last_step",
         "last_step_t",
         "translate",
-        "raw",
+        "keys",
         "as_is",
     )
 
@@ -146,7 +146,7 @@ class RunClock:
         self.last_step: int | None = None
         self.last_step_t: float | None = None  # the time of the sample with the last step
         self.translate = translate  # trainer key names -> the rules' names (None: samples as they are)
-        self.raw: Mapping[str, float] | None = None  # the metrics of the run's last sample, as fed
+        self.keys: KeysView[str] | None = None  # the metric names of the run's last sample, as fed
         self.as_is = False  # its translation left it as it was
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.dashboard.test_dashboard import log_in
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 PAGES = {"home": "/", "run": "/runs/hero-a", "alerts": "/alerts", "silences": "/silences"}
 WIDTHS = (1400, 800)

@@ -16,6 +16,8 @@ from tests import report_week as rw
 from tests.dashboard.conftest import serving
 from tests.dashboard.support import build
 
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
+
 CONFIG = """
 watch:
   - name: hero

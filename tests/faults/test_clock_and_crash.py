@@ -14,11 +14,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from alerts.clock import ManualClock
 from tests.conftest import REPO
 from tests.faults.support import alerts, cycle, notifications, service_for, wait_for
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 HEALTHY = """
 watch:

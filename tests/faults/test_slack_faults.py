@@ -14,6 +14,8 @@ from monitor.storage.models import Notification
 from tests.faults.support import cycle, deliver, notifications, service_for
 from tests.standins.slack import DEFAULT_TOKEN, SlackStandin
 
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
+
 T0 = 1_780_000_000.0
 
 

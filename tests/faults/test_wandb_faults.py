@@ -21,6 +21,8 @@ from tests.standins import wandb_server
 from tests.standins.wandb_server import WandbStandin
 from tests.wandb_support import ENTITY, KEY, PROJECT
 
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
+
 
 def config(url: str, timeout: str = "1s") -> str:
     return f"""

@@ -6,7 +6,10 @@ from __future__ import annotations
 import math
 import re
 
+import pytest
 from playwright.sync_api import expect
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 # Per drawn row, the mean colour of the raster's right-most fifth (the end of the run); the row farthest
 # from the median of its 16 neighbours is the odd one, its distance compared with the runner-up's (rank

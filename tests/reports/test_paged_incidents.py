@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
 from monitor.delivery import oncall
@@ -18,6 +17,7 @@ from monitor.reports.make import render
 from monitor.reports.period import week_of, zone
 from monitor.storage.models import Alert
 from tests import report_week as rw
+from tests.conftest import built_once, own_copy
 
 M, H = 60.0, 3600.0
 AMY = Actor(name="amy", role=Role.responder, door=Door.dashboard, via=Via.oidc)
@@ -46,41 +46,50 @@ def _resolve(a: Alert, at: float) -> None:
     a.state, a.resolved_at, a.updated_at = "resolved", at, at
 
 
+def _build(s: Session) -> rw.Truth:
+    """The simulated week, and the pages of this file's incidents."""
+    truth = rw.build(s)
+    hang = truth.hang_start
+    # The hang pages again (a repeat of the stall rule and the telemetry view of it): one incident.
+    _resolve(_alert(s, "progress_stalled", hang + 2 * H, "critical"), hang + 4.5 * H)
+    _resolve(_alert(s, "telemetry_gone", hang + 5 * M), hang + 4.5 * H + 2 * M)
+    # between OOM kills (an hour after one, half an hour long), so no goodput incident joins them
+    calm = [o + H for o in truth.ooms if o > rw.WEEK0 + 4 * rw.DAY][:3]
+    # Marked as noise by the acknowledgement's comment, though it lasted 2 h.
+    probe = _alert(s, "nfs_probe", calm[0])
+    oncall.ack_alert(s, probe.id, AMY, "noise: the NFS probe flaps when the filer rebalances", calm[0] + M)
+    _resolve(probe, calm[0] + 30 * M)
+    # Marked as noise by the silence that muted it.
+    temp = _alert(s, "gpu_temp", calm[1])
+    oncall.create_silence(
+        s,
+        ["alertname=gpu_temp"],
+        actor=AMY,
+        comment="false alarm: sensor recalibration",
+        now=calm[1] + M,
+        duration=4 * H,
+    )
+    _resolve(temp, calm[1] + 30 * M)
+    # Acknowledged with a comment that is not a noise mark, and long: real.
+    disk = _alert(s, "disk_full", calm[2])
+    oncall.ack_alert(s, disk.id, AMY, "real: freed 2 TB, not noise", calm[2] + M)
+    _resolve(disk, calm[2] + 30 * M)
+    s.commit()
+    return truth
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def built_week(request, tmp_path_factory, migrated_templates):
+    """Built once per database kind; each test reads its own copy."""
+    with built_once(migrated_templates, request.param, tmp_path_factory.mktemp("week"), _build) as built:
+        yield built
+
+
 @pytest.fixture
-def week(migrated_url: str):
-    engine = create_engine(migrated_url)
-    with Session(engine) as s:
-        truth = rw.build(s)
-        hang = truth.hang_start
-        # The hang pages again (a repeat of the stall rule and the telemetry view of it): one incident.
-        _resolve(_alert(s, "progress_stalled", hang + 2 * H, "critical"), hang + 4.5 * H)
-        _resolve(_alert(s, "telemetry_gone", hang + 5 * M), hang + 4.5 * H + 2 * M)
-        # between OOM kills (an hour after one, half an hour long), so no goodput incident joins them
-        calm = [o + H for o in truth.ooms if o > rw.WEEK0 + 4 * rw.DAY][:3]
-        # Marked as noise by the acknowledgement's comment, though it lasted 2 h.
-        probe = _alert(s, "nfs_probe", calm[0])
-        oncall.ack_alert(
-            s, probe.id, AMY, "noise: the NFS probe flaps when the filer rebalances", calm[0] + M
-        )
-        _resolve(probe, calm[0] + 30 * M)
-        # Marked as noise by the silence that muted it.
-        temp = _alert(s, "gpu_temp", calm[1])
-        oncall.create_silence(
-            s,
-            ["alertname=gpu_temp"],
-            actor=AMY,
-            comment="false alarm: sensor recalibration",
-            now=calm[1] + M,
-            duration=4 * H,
-        )
-        _resolve(temp, calm[1] + 30 * M)
-        # Acknowledged with a comment that is not a noise mark, and long: real.
-        disk = _alert(s, "disk_full", calm[2])
-        oncall.ack_alert(s, disk.id, AMY, "real: freed 2 TB, not noise", calm[2] + M)
-        _resolve(disk, calm[2] + 30 * M)
-        s.commit()
-    yield engine, truth
-    engine.dispose()
+def week(built_week, tmp_path):
+    url, truth = built_week
+    with own_copy(url, tmp_path) as engine:
+        yield engine, truth
 
 
 def report(engine):

@@ -8,7 +8,7 @@ and in HTML. A capture that names no odd rank leaves the report as it was."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from monitor.delivery.stacks_settle import settle
@@ -19,6 +19,7 @@ from monitor.reports.pictures import collect
 from monitor.storage import stacks_repo
 from monitor.storage.models import Alert
 from tests import report_week as rw
+from tests.conftest import built_once, own_copy
 
 CALL = "hung in read_chunk (tensorstore_io.py:120) on node-17 (rank 417)"
 
@@ -68,16 +69,27 @@ def _report(engine):
         return r, html.body(r, collect(s, r))
 
 
+def _build(s: Session) -> tuple[rw.Truth, float]:
+    """The simulated week; returns its truth and when the hang's page became active."""
+    truth = rw.build(s)
+    hang = s.scalar(select(Alert).where(Alert.rule == "progress_stalled"))
+    hang.kind = "stall"  # as the stall rule writes it (the week's helper writes every alert as "rule")
+    s.commit()
+    return truth, hang.active_at
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def built_week(request, tmp_path_factory, migrated_templates):
+    """Built once per database kind; each test changes its own copy."""
+    with built_once(migrated_templates, request.param, tmp_path_factory.mktemp("week"), _build) as built:
+        yield built
+
+
 @pytest.fixture
-def week(migrated_url: str):
-    engine = create_engine(migrated_url)
-    with Session(engine) as s:
-        truth = rw.build(s)
-        hang = s.scalar(select(Alert).where(Alert.rule == "progress_stalled"))
-        hang.kind = "stall"  # as the stall rule writes it (the week's helper writes every alert as "rule")
-        s.commit()
-        yield engine, truth, hang.active_at
-    engine.dispose()
+def week(built_week, tmp_path):
+    url, (truth, started) = built_week
+    with own_copy(url, tmp_path) as engine:
+        yield engine, truth, started
 
 
 def test_a_hang_whose_stacks_were_captured_names_the_call_in_the_report(week):

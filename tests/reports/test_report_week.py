@@ -14,18 +14,25 @@ from monitor.reports.model import BUCKETS
 from monitor.reports.period import make, week_of, zone
 from monitor.storage.models import GoodputSlot, Run
 from tests import report_week as rw
+from tests.conftest import built_once, own_copy
 
 MINUTE = 60.0
 H = 3600.0
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def built_week(request, tmp_path_factory, migrated_templates):
+    """The simulated week, built once per database kind (building it was most of each test's time)."""
+    with built_once(migrated_templates, request.param, tmp_path_factory.mktemp("week"), rw.build) as built:
+        yield built
+
+
 @pytest.fixture
-def week(migrated_url: str):
-    engine = create_engine(migrated_url)
-    with Session(engine) as s:
-        truth = rw.build(s)
-    yield engine, truth
-    engine.dispose()
+def week(built_week, tmp_path):
+    """A copy of the built week of the test's own: a test may change it (the week before's test does)."""
+    url, truth = built_week
+    with own_copy(url, tmp_path) as engine:
+        yield engine, truth
 
 
 def report(engine, gpus=None):

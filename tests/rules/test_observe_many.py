@@ -167,3 +167,37 @@ def test_batched_replay_of_a_real_trace_with_throughput_finds_what_sample_by_sam
     assert batched == reference
     fired = {e[2]["rule"] for e in reference[0] if e[2]["state"] == "firing"}
     assert {"skipped_steps", "run_restarted", "loss_jump"} <= fired, fired
+
+
+def test_values_where_a_buckets_end_time_rounds_down_stay_in_their_bucket():
+    """Bucket widths that are not exact in binary (7 s / 60, 3.5 s / 30, 7/6 s / 10: all 7/60 s): at some
+    times the bucket's end, computed, rounds down onto a sample still in the bucket (1700000005.55 is in
+    bucket 14571428618 of 7/60 s, whose end computes to 1700000005.55). A trace with a value just before
+    each such time, at it and just after: the threshold, spike and drop batched loops (which tell a new
+    bucket by its end time) put those values where ``observe`` one by one does: the same stops and
+    state."""
+    width, rng, samples = 7 / 60, random.Random(7), []
+    for k in range(8000):
+        t = 1_700_000_000.0 + k * 0.37
+        at_edge = (t // width + 1) * width <= t
+        for u in (t - 0.05, t, t + 0.05) if at_edge else (t,):
+            jump = 3.0 if k % 700 in range(300, 330) else 1.0  # a raised stretch: the rules fire and clear
+            loss = jump * (2.0 + 0.05 * rng.gauss(0.0, 1.0))
+            metrics = {"train/loss": loss, "grad/norm/total": 0.3 * jump, "tokens": 1e5 / jump}
+            samples.append(Sample(u, "r", len(samples), metrics))
+    assert len(samples) > 8000 + 2 * 50  # the case is in the trace, often
+    specs = [
+        rule(kind="threshold", metric="train/loss", above=4.0, mode="fraction", window=7, min_samples=3),
+        rule(kind="threshold", metric="train/loss", above=4.0, mode="mean", window=7, min_samples=3),
+        rule(kind="spike", metric="train/loss", mode="floor", floor_window=3.5, baseline=60, min_points=8),
+        rule(kind="spike", metric="grad/norm/total", mode="point", floor_window=3.5, severity="info"),
+        rule(kind="drop", metric="tokens", drop=0.1, window=7 / 6, baseline=30, min_baseline_points=5),
+    ]
+    cuts = list(range(5, len(samples), 5))  # short stretches: the state is compared every 40 samples
+    for spec in specs:
+        cls = DETECTORS[spec.kind]
+        own, reference = cls(spec, "r"), cls(spec, "r")
+        stops = drive(own, samples, cuts, own=True)
+        assert stops == drive(reference, samples, cuts, own=False), spec.name
+        assert any(stop[2] for stop in stops), spec.name  # the window judged something, not only quiet values
+        assert state(own) == state(reference), spec.name

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import deque
 
 import pytest
 
@@ -129,7 +128,8 @@ def test_the_state_is_bounded_plain_data():
     for s in rows(steady(20000, 1.0)):
         d.observe(s)
     assert len(d.base) <= d.base.maxlen and len(d.values) < 400
-    json.dumps({k: (list(v) if isinstance(v, deque) else v) for k, v in vars(d).items() if k != "rule"})
+    assert len(d.season.pos) <= d.season.pos.maxlen and len(d.season.xs) <= d.season.xs.maxlen
+    json.dumps(d.export_state())
 
 
 def test_the_open_bucket_is_judged_for_its_evidence_so_far():

@@ -12,9 +12,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import REPO
 from tests.dashboard.conftest import free_port
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 LAUGHS = "\n".join(
     [

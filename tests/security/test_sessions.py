@@ -10,9 +10,12 @@ import re
 
 import httpx
 import psycopg
+import pytest
 
 from monitor.web.auth import SESSION_COOKIE
 from tests.security.conftest import TOKEN
+
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
 
 NEW_TOKEN = "rotated-security-suite-token-9876543210zyxwv"
 CATCH_ALL = {"matchers": 'alertname=~".*"', "duration": "2h", "comment": "gone fishing"}

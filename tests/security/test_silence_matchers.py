@@ -21,6 +21,8 @@ from tests.dashboard.conftest import free_port
 from tests.live.support import wait_for
 from tests.security.test_config_and_demo import _start_demo, _stop, _wait_serving
 
+pytestmark = pytest.mark.slow  # a minute or more: handed to a worker early (tests/conftest.py)
+
 PAGES = ["/api/silences", "/api/alerts", "/api/runs", "/"]
 
 
