@@ -28,17 +28,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from typing import Literal
-
-from pydantic import Field
 
 from alerts.model import Finding
-from monitor.durations import Duration, format_duration
+from monitor.durations import format_duration
 from monitor.rules.base import Detector, Stop, register
 from monitor.rules.schedule import COVER, PauseSchedule, usual
-from monitor.rules.spec import RuleSpec
 from monitor.rules.stall_batch import StallBatch
-from monitor.rules.windows import MAX_WINDOW, median_of_sorted
+from monitor.rules.stall_spec import StallSpec
+from monitor.rules.windows import median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 MIN_INTERVALS = 8  # step intervals needed before the p99 is trusted
@@ -48,46 +45,6 @@ PAUSE_X = 5.0  # an interval this many times the median is a pause, not cadence
 NEW_CADENCE = 3  # that many such intervals in a row are a new cadence
 STRIDES = 32  # recent step increments kept (the logging stride)
 REFRESH = 64  # the median and p99 are recomputed every this many intervals
-
-
-class StallSpec(RuleSpec):
-    kind: Literal["stall"] = "stall"
-    floor: Duration = Field(
-        default=900.0, description="until the schedule is known: never fire before this long without a step"
-    )
-    k: float = Field(default=10.0, gt=0, description="limit at least k x recent p99 step interval")
-    hang_after: Duration = Field(
-        default=300.0,
-        gt=0,
-        description="once the schedule is known: a pause at an ordinary step fires after this long",
-    )
-    steady_after: Duration = Field(
-        default=7200.0,
-        gt=0,
-        description="a run that steps this long with no long pause has a known schedule: no pauses",
-    )
-    steady_steps: int = Field(
-        default=2500,
-        ge=1,
-        description="... and this many steps (saves every N steps, N up to this, would have shown)",
-    )
-    habit_factor: float = Field(
-        default=2.0, gt=0, description="once known: a pause at a habitual step may last this x its usual"
-    )
-    window: int = Field(
-        default=256, ge=8, le=MAX_WINDOW, description="recent step intervals kept for the p99"
-    )
-    startup: Duration = Field(default=2700.0, description="allowance from a (re)start to the first step")
-    restore_factor: float = Field(
-        default=2.0, gt=0, description="after one restore: allowance = this x it (the extra shrinks as 1/n)"
-    )
-    pause_factor: float = Field(
-        default=1.5, gt=0, description="until known: allowance = this x the longest recurring pause"
-    )
-    max_pause: Duration = Field(default=3600.0, description="cap on the learned pause allowance")
-    restart_counter: str | None = Field(
-        default="restarts_total", description="a counter whose increase means the process restarted"
-    )
 
 
 @register
