@@ -30,7 +30,7 @@ _bucket_row = attrgetter(*BUCKET_ROW)  # a bucket's row as a tuple, in C (no dic
 _meta_row = attrgetter(*META_ROW)
 
 
-@dataclass
+@dataclass(slots=True)  # one per run and metric: no __dict__ each
 class _Series:
     run_id: str
     metric: str
