@@ -73,17 +73,25 @@ def measure(url: str, args: argparse.Namespace) -> None:
             profiler.disable()
 
     for i in range(args.polls):
-        last = args.profile and i == args.polls - 1  # the steady state: every run known, its state warm
+        last = i == args.polls - 1  # the steady state: every run known, its state warm
         if last:
-            engine.batches._write = profiled_write
+            if args.profile:
+                engine.batches._write = profiled_write
             cpu0 = time.process_time()
+            gc0 = list(service.gc_policy.seconds), list(service.gc_policy.pauses)
         for name in engine.watches:
             engine.poll(name)
         if last:
             engine.batches._write = real_write
             cpu = time.process_time() - cpu0
+            how = "cProfile'd writer included" if args.profile else "the process, not profiled"
+            print(f"  the last round: {1000 * cpu / args.runs:.2f} ms of CPU a run ({how})")
+            gc_s = [b - a for a, b in zip(gc0[0], service.gc_policy.seconds, strict=True)]
+            gc_n = [b - a for a, b in zip(gc0[1], service.gc_policy.pauses, strict=True)]
+            each = " / ".join(f"{n} in {1000 * t:.0f} ms" for n, t in zip(gc_n, gc_s, strict=True))
             print(
-                f"  the last round: {1000 * cpu / args.runs:.2f} ms of CPU a run (cProfile'd writer included)"
+                f"  of it in garbage collections: {1000 * sum(gc_s) / args.runs:.2f} ms a run"
+                f" ({each}, gen 0/1/2)"
             )
         clock.advance(args.interval)
         print(
