@@ -139,10 +139,15 @@ class SeriesTails:
             for p in points:
                 x0 = floor(p.x / w) * w
                 b = tail.get(x0)
-                if b is None:
-                    b = tail[x0] = _Bucket(run_id, metric, x0)
-                    ser.buckets += 1
                 v = p.value  # as series._fold
+                if b is None:  # a new bucket (most points: a step's own): made with its first point
+                    if isfinite(v):
+                        b = _Bucket(run_id, metric, x0, v, v, 0.0 + v, 1, 0, v, p.t)
+                    else:
+                        b = _Bucket(run_id, metric, x0, None, None, 0.0, 0, 1, None, p.t)
+                    tail[x0] = buckets[(run_id, metric, x0)] = b
+                    ser.buckets += 1
+                    continue
                 if isfinite(v):
                     b.min = v if b.min is None or v < b.min else b.min
                     b.max = v if b.max is None or v > b.max else b.max
