@@ -82,17 +82,13 @@ def flight_cost(ranks: int, entries: int) -> tuple[float, int, int]:
 def hang_to_page() -> tuple[float, float]:
     from tests.live.sources_support import source_stack
     from tests.live.support import wait_for
-    from tests.live.test_stacks_live import PUSH, RULES, stop, wrapper
+    from tests.live.test_stacks_live import PUSH, RULES, nodes, stop
 
     with tempfile.TemporaryDirectory() as tmp, source_stack(Path(tmp)) as stack:
         hw = stack.serve(stack.write_config(PUSH, RULES))
         env, procs = stack.env(), []
         try:
-            for n in range(8):
-                job = ["--ranks", "8", "--base", str(8 * n), "--read", "17"]
-                if n == 0:
-                    job += ["--steps", "25", "--run", "bench", "--url", hw.url]
-                procs.append(wrapper(hw.url, "bench", f"node-{n}", *job, env=env))
+            procs += nodes(hw.url, "bench", 8, 8, 17, env)
             last_step = None
             while last_step is None:
                 try:

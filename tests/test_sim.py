@@ -177,7 +177,7 @@ def test_the_demos_past_week_ends_with_its_runs_finished_and_nothing_left_firing
     try:
         ends = T_PAST + 7 * HOUR + 50 * 60  # in the second loop's throughput drop, its alert firing
         half_a_day = make(T_PAST, ends, zone("UTC"))
-        demo_history.play(parse_config(text, "demo.yaml"), Settings(database_url=db), week=half_a_day)
+        demo_history.play(parse_config(text, "demo.yaml"), Settings(database_url=db), period=half_a_day)
     finally:
         demo_history.PAUSE = saved
     engine = create_engine(db)

@@ -284,7 +284,7 @@ def demo(
     service.dispatcher.notifiers["console"] = ConsoleNotifier(time_note=demo_text.clock_note(speed))
     person = demo_people.issue(service, f"http://{host}:{port}")  # acks that carry a person's name
     typer.echo(demo_text.intro(cfg, speed, f"http://{host}:{port}", login) + "\n" + person, err=True)
-    demo_history.start(cfg, settings)  # last week's runs, for /reports, played in the background
+    demo_history.start(cfg, settings, clock.time())  # the runs' past, for /reports, played in the background
     _serve(service, settings, host, port)
 
 

@@ -15,6 +15,8 @@ LEVANTER = register(
             "stanford-crfm/levanter: src/levanter/callbacks/_metrics.py "
             "(log_step_info, log_performance_stats)",
             "stanford-crfm/levanter: src/levanter/callbacks/watch.py (grad/norm/total)",
+            "stanford-crfm/levanter: the training loop (throughput/loading_time: seconds the step's batch "
+            "took to load)",
         ),
         keys={
             name: name
@@ -26,6 +28,7 @@ LEVANTER = register(
                 "throughput/tokens_per_second",
                 "throughput/mfu",
                 "throughput/duration",
+                "throughput/loading_time",
                 "eval/loss",
                 "eval/paloma/macro_loss",
                 "moe/drop_fraction",
@@ -56,7 +59,10 @@ MEGATRON = register(
         trainer="Megatron-LM",
         sources=(
             "NVIDIA/Megatron-LM: megatron/training/training.py (training_log, evaluate_and_print_results)",
-            "NVIDIA/Megatron-LM: pretrain_gpt.py (loss_func: the 'lm loss' key)",
+            "NVIDIA/Megatron-LM: pretrain_gpt.py (loss_func: the 'lm loss' key; forward_step: the "
+            "'batch-generator' timer)",
+            "NVIDIA/Megatron-LM: megatron/core/timers.py (Timers.write: '<timer>-time', seconds per "
+            "iteration, the max over ranks)",
         ),
         keys={
             "lm loss": "train/loss",
@@ -66,6 +72,7 @@ MEGATRON = register(
             "iteration-time": "throughput/duration",
             "throughput": "throughput/tflops_per_device",
             "lm loss validation": "eval/loss",
+            "batch-generator-time": "throughput/loading_time",
         },
         markers=frozenset(
             {
@@ -83,7 +90,9 @@ MEGATRON = register(
         ),
         notes=(
             "'throughput' is model TFLOP/s per GPU (with --log-throughput and --log-timers-to-tensorboard), "
-            "not tokens/s: it maps to throughput/tflops_per_device, watched by the hero pack's flops_drop."
+            "not tokens/s: it maps to throughput/tflops_per_device, watched by the hero pack's flops_drop. "
+            "'batch-generator-time' (TensorBoard, with --log-timers-to-tensorboard and --timing-log-level 2) "
+            "is the seconds an iteration spent fetching its batches: goodput's data loading."
         ),
     )
 )
@@ -138,8 +147,11 @@ TORCHTITAN = register(
             "tflops": "throughput/tflops_per_device",
             "mfu(%)": "throughput/mfu",
             "time_metrics/end_to_end(s)": "throughput/duration",
+            "time_metrics/data_loading(s)": "throughput/loading_time",
+            "time_metrics/data_loading(%)": "throughput/loading_fraction",
             "validation_metrics/loss": "eval/loss",
         },
+        scale={"time_metrics/data_loading(%)": 0.01},
         markers=frozenset(
             {
                 "loss_metrics/global_avg_loss",
@@ -153,6 +165,8 @@ TORCHTITAN = register(
                 "memory/num_ooms",
             }
         ),
-        notes="throughput(tps) is per device; time_metrics/end_to_end(s) is seconds per step.",
+        notes="throughput(tps) is per device; time_metrics/end_to_end(s) is seconds per step; "
+        "time_metrics/data_loading(s) the mean seconds a step waited for data since the last log, "
+        "data_loading(%) their share of that time (goodput's data loading).",
     )
 )

@@ -28,6 +28,8 @@ CANONICAL: dict[str, str] = {
     "throughput/tflops_per_device": "model TFLOP/s per accelerator",
     "throughput/mfu": "model FLOPs utilisation, percent",
     "throughput/duration": "seconds per step",
+    "throughput/loading_time": "seconds a step waited for its batch (goodput's data loading)",
+    "throughput/loading_fraction": "share of the time since the last logged step spent loading data, 0..1",
     "eval/loss": "validation loss",
     "eval/paloma/macro_loss": "Paloma macro-averaged loss",
     "moe/drop_fraction": "share of tokens dropped by MoE capacity",

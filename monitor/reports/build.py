@@ -77,7 +77,7 @@ def _ongoing(runs: list[Run], p: Period, now: float, gpus: dict[str, int]) -> li
         data = (run.stats or {}).get("goodput")
         if not data or p.end < now - 60:
             continue  # a past period: its incidents ended (or show as open at its end via the ledger)
-        _, _, ongoing = Goodput.from_dict(data).open_stretch(min(now, run.last_polled_at or now))
+        _, _, ongoing, _ = Goodput.from_dict(data).open_stretch(min(now, run.last_polled_at or now))
         if ongoing is None:
             continue
         lost = ongoing["seconds_lost"]

@@ -48,11 +48,11 @@ def open_seconds(run: Run, p: Period, now: float) -> dict[str, float]:
         return {}
     g = Goodput.from_dict(data)
     upto = min(now, run.last_polled_at or now)
-    acct, add, _ = g.open_stretch(upto)
+    acct, add, _, holes = g.open_stretch(upto)
     if acct is None or upto <= acct:
         return {}
     led = Ledger()
-    led.account(acct, upto, add)
+    led.account(acct, upto, add, holes)
     slots, _ = led.drain()
     out: dict[str, float] = {}
     for (slot, bucket), sec in slots.items():

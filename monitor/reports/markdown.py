@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.reports import words as w
-from monitor.reports.model import BADPUT, Report
+from monitor.reports.model import LOST_TIME, Report
 
 MAX_PAGES = 60  # rows (incidents) of the page table; the rest are counted
 PAGES_NOTE = (
@@ -23,7 +23,12 @@ def summary_lines(r: Report) -> list[str]:
     """The headline: goodput, GPU-hours lost and to what, the costliest incident, the noisiest rule."""
     t, g = r.totals, r.gpu_totals
     lines = [f"Goodput {w.pct(t.ratio())} of {w.hours(t.total())} watched over {len(r.runs)} run(s)."]
-    lost = sorted(((getattr(t, b), b) for b in BADPUT), reverse=True)
+    if t.source_blind > 0:
+        lines[0] = lines[0][:-1] + (
+            f"; herowatch could not see {w.hours(t.source_blind)} of it (source blind), "
+            "left out of the goodput."
+        )
+    lost = sorted(((getattr(t, b), b) for b in LOST_TIME), reverse=True)
     parts = [f"{w.BUCKET_WORDS[b]} {w.hours(h)}" for h, b in lost if h > 0]
     if g is not None:
         lines.append(f"Lost {w.gpu_hours(g.badput())}: " + ", ".join(parts) + ".")
@@ -131,7 +136,7 @@ def render(r: Report) -> str:
             f"| {_cell(q.rule)} | {q.pages} | {w.pct(q.acked_share)} | {w.pct(q.noise_share)} | "
             f"{w.dur(q.median_detect_seconds)} |"
         )
-    out += ["", "## Blind time", ""]
+    out += ["", "## What herowatch could not see", "", w.BLIND_NOTE, ""]
     out += [
         f"- {_cell(r.name_of(b.run))}: {_cell(b.input)} unseen for {w.hours(b.hours)}" for b in r.blind
     ] or ["None."]

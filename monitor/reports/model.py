@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from monitor.runs.goodput import BUCKETS
 
 BADPUT = BUCKETS[1:]
+LOST_TIME = tuple(b for b in BADPUT if b != "source_blind")  # badput: what the run lost (blind is unknown)
 GpuBasis = Literal["setting", "fleet", "none"]
 
 
@@ -23,6 +24,7 @@ class Hours(BaseModel):
     a bucket existed reads it as 0."""
 
     productive: float = 0.0
+    data_loading: float = Field(default=0.0, description="steps waiting for their batch (where logged)")
     checkpoint: float = Field(default=0.0, description="checkpoint saves")
     evaluation: float = Field(default=0.0, description="evaluations")
     paused: float = Field(default=0.0, description="other pauses (unexplained overhead)")
@@ -31,15 +33,20 @@ class Hours(BaseModel):
     restarting: float = Field(default=0.0, description="exit of a process to the start of the next")
     down: float = Field(default=0.0, description="not running: crashed, killed, preempted")
     rework: float = Field(default=0.0, description="redone steps: work lost to a rewind")
+    source_blind: float = Field(
+        default=0.0, description="herowatch could not read the run's source, and no step accounts for it"
+    )
 
     def total(self) -> float:
         return sum(getattr(self, b) for b in BUCKETS)
 
     def badput(self) -> float:
-        return sum(getattr(self, b) for b in BADPUT)
+        """What the runs lost (source blind is not counted: what the run did then is unknown)."""
+        return sum(getattr(self, b) for b in LOST_TIME)
 
     def ratio(self) -> float | None:
-        t = self.total()
+        """Productive share of the time herowatch could see (ETTR; source blind left out)."""
+        t = self.total() - self.source_blind
         return self.productive / t if t > 0 else None
 
     def times(self, k: float) -> Hours:
@@ -51,7 +58,7 @@ class RunReport(BaseModel):
     name: str | None
     watch: str
     watched_hours: float = Field(description="wall time herowatch accounted in the period")
-    goodput: float | None = Field(description="productive share of watched time (ETTR)")
+    goodput: float | None = Field(description="productive share of the watched time it could see (ETTR)")
     hours: Hours
     gpus: int | None = Field(description="GPUs the GPU-hours are counted with; None: hours only")
     gpus_from: GpuBasis = Field(description="setting: the watch's gpus:, fleet: fleet members, none")

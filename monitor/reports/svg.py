@@ -10,6 +10,7 @@ from monitor.reports import words as w
 from monitor.reports.model import BUCKETS, Incident, Report
 
 MAX_LANES = 40
+GAP_FACTOR = 3.0  # a gap between points longer than this x their median spacing breaks a line
 LEFT = 180
 
 
@@ -111,7 +112,8 @@ def loss_curve(
     width: int = 900,
     label: str = "loss",
 ) -> Markup:
-    """The run's headline metric (``label``) against time, the incidents shaded."""
+    """The run's headline metric (``label``) against time, the incidents shaded; the line is broken
+    where nothing was stored (``segments``), never drawn straight across a hang."""
     height, top, bottom = 220, 20, 190
     span = width - 70 - 20
     body: list[str] = []
@@ -134,8 +136,18 @@ def loss_curve(
             return bottom - (bottom - top) * (v - lo) / (hi - lo)
 
         step = max(1, len(points) // 1500)
-        path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points[::step])
-        body.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="1.2"/>')
+        for part in segments([t for t, _ in points], incidents):
+            pts = [points[i] for i in part[::step]]
+            if pts[-1] != points[part[-1]]:
+                pts.append(points[part[-1]])  # a thinned segment still ends where the data did
+            if len(pts) == 1:
+                t, v = pts[0]
+                body.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="1.5" fill="#1f77b4"/>')
+                continue
+            path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
+            body.append(
+                f'<polyline class="metric" points="{path}" fill="none" stroke="#1f77b4" stroke-width="1.2"/>'
+            )
         body.append(f'<text x="64" y="{top + 10}" text-anchor="end">{hi:.3g}</text>')
         body.append(f'<text x="64" y="{bottom}" text-anchor="end">{lo:.3g}</text>')
     else:
@@ -191,7 +203,8 @@ def incident_curve(
             body.append(
                 f'<line x1="{x(t):.1f}" y1="{y(mn):.1f}" x2="{x(t):.1f}" y2="{y(mx):.1f}" stroke="#aec7e8"/>'
             )
-        for part in _runs_of(buckets, inc):
+        for idx in segments([b[0] for b in buckets], [inc]):
+            part = [buckets[i] for i in idx]
             pts = " ".join(f"{x(t):.1f},{y(m):.1f}" for t, _, m, _ in part)
             if len(part) == 1:
                 t, _, m, _ = part[0]
@@ -217,20 +230,22 @@ def incident_curve(
     return _svg(width, height, body, title)
 
 
-def _runs_of(
-    buckets: list[tuple[float, float, float, float]], inc: Incident
-) -> list[list[tuple[float, float, float, float]]]:
-    """The buckets split where the line must not be drawn: across the incident (nothing was logged
-    there, or what was is its own), and across a gap wider than 3x the median spacing of the buckets."""
-    gaps = sorted(b[0] - a[0] for a, b in zip(buckets, buckets[1:], strict=False))
-    limit = 3 * gaps[len(gaps) // 2] if gaps else 0.0
-    out: list[list[tuple[float, float, float, float]]] = []
-    for bk in buckets:
+def segments(times: list[float], incidents: list[Incident]) -> list[list[int]]:
+    """The indices of ``times`` (sorted) split where a line must not be drawn: across an incident at
+    least one spacing long (nothing was logged during it, or what was is its own), and across a gap
+    longer than ``GAP_FACTOR`` x the median spacing of the points (the run's own step or bucket
+    interval: a hang herowatch saw no incident for, an outage, a stretch whose buckets were dropped)."""
+    gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
+    usual = gaps[len(gaps) // 2] if gaps else 0.0
+    limit = GAP_FACTOR * usual
+    wide = [inc for inc in incidents if inc.end - inc.start >= usual]
+    out: list[list[int]] = []
+    for i, t in enumerate(times):
         if out:
-            prev = out[-1][-1][0]
-            crosses = prev < inc.start and bk[0] > inc.end
-            if not (crosses or (limit > 0 and bk[0] - prev > limit)):
-                out[-1].append(bk)
+            prev = times[out[-1][-1]]
+            crosses = any(prev < inc.start and t > inc.end for inc in wide)
+            if not (crosses or (limit > 0 and t - prev > limit)):
+                out[-1].append(i)
                 continue
-        out.append([bk])
+        out.append([i])
     return out

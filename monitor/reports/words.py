@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 BUCKET_WORDS = {  # Google's ml-goodput-measurement badput names where they fit (docs/reports.md)
     "productive": "goodput",
+    "data_loading": "data loading",
     "checkpoint": "checkpoint saves",
     "evaluation": "evaluation",
     "paused": "other pauses",
@@ -22,9 +23,16 @@ BUCKET_WORDS = {  # Google's ml-goodput-measurement badput names where they fit 
     "restarting": "restarting",
     "down": "down",
     "rework": "redone steps",
+    "source_blind": "source blind",
 }
+BLIND_NOTE = (
+    "How long herowatch's own source_unavailable (the run's source could not be read) and watching_blind "
+    "(an input a rule needs never came) alerts were firing. Of the time a run's own source could not be "
+    "read, what no step accounts for is the goodput table's source blind."
+)
 COLORS = {
     "productive": "#2ca02c",
+    "data_loading": "#bcbd22",
     "checkpoint": "#17becf",
     "evaluation": "#1f77b4",
     "paused": "#c7c7c7",
@@ -33,6 +41,7 @@ COLORS = {
     "restarting": "#ff7f0e",
     "down": "#7f7f7f",
     "rework": "#9467bd",
+    "source_blind": "#393b79",
     "restart": "#ff7f0e",
     "stall": "#d62728",
 }
@@ -72,7 +81,8 @@ BEFORE_HEADER = "goodput: period before → this one"
 
 def before_note(start: float, end: float, tz: str) -> str:
     return (
-        f"{BEFORE_HEADER}: each run's goodput (productive ÷ watched) in the period before, "
+        f"{BEFORE_HEADER}: each run's goodput (productive ÷ watched, source blind left out) in the period "
+        "before, "
         f"{when(start, tz)} to {when(end, tz)}, then in this period, and the change in percentage points."
     )
 

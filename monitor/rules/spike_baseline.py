@@ -270,24 +270,28 @@ class SpikeBaseline(SpikeBatch):
     def _roll(self, b: float, t: float, y: float) -> None:
         """A value opens a new bucket: close the open one, move old buckets on to the baseline."""
         closed, cmins = self._closed, self._cmins
-        if self._on:
-            closed.append((self._ob, self._ot, self._olast, self._on, self._omin, self._ofirst))
-            self._count += self._on
-            while cmins and cmins[-1][1] >= self._omin:
+        count, on = self._count, self._on
+        if on:
+            ob, omin = self._ob, self._omin
+            closed.append((ob, self._ot, self._olast, on, omin, self._ofirst))
+            count += on
+            while cmins and cmins[-1][1] >= omin:
                 cmins.pop()
-            cmins.append((self._ob, self._omin))
+            cmins.append((ob, omin))
         horizon = t - self.floor_window
-        frozen = self.floor_raised
         admitted = False
-        while closed and closed[0][2] < horizon and self._count - closed[0][3] >= self._keep:
-            idx, first_t, _, n, _, first = closed.popleft()
-            self._count -= n
-            if cmins and cmins[0][0] == idx:
-                cmins.popleft()
-            if frozen or first_t - self._admitted_at < self._stride:
-                continue  # frozen while the floor is raised; or thinned
-            self._admit(first_t, first)
-            admitted = True
+        if closed and closed[0][2] < horizon:
+            frozen, keep = self.floor_raised, self._keep
+            while closed and closed[0][2] < horizon and count - closed[0][3] >= keep:
+                idx, first_t, _, n, _, first = closed.popleft()
+                count -= n
+                if cmins and cmins[0][0] == idx:
+                    cmins.popleft()
+                if frozen or first_t - self._admitted_at < self._stride:
+                    continue  # frozen while the floor is raised; or thinned
+                self._admit(first_t, first)
+                admitted = True
+        self._count = count
         if admitted:
             fifo, values = self._fifo, self.base.values
             oldest = (closed[0][1] if closed else t) - self.span
@@ -312,7 +316,7 @@ class SpikeBaseline(SpikeBatch):
         self._ob, self._ot, self._olast, self._on, self._omin, self._ofirst = b, t, t, 1, y, y
         first_t = closed[0][1] if closed else t
         self._floor_ready = (
-            self.ready and self._count + 1 >= self.floor_points and t - first_t >= self.floor_window * 0.5
+            self.ready and count + 1 >= self.floor_points and t - first_t >= self.floor_window * 0.5
         )
 
     def _admit(self, t: float, y: float) -> None:

@@ -56,9 +56,12 @@ class SpikeBatch:
         gate = self._gate
         sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
         quiet = not self.streak and not raised  # no values in a row beyond the bar, the floor not raised
-        while i < end:
-            s = samples[i]
-            i += 1
+        # the open bucket's end: a value before it is in the open bucket (the samples are in time order,
+        # none before the open bucket's first); one at or after it is checked by its index (the product
+        # may round down to a time still in the open bucket)
+        edge = (ob + 1.0) * width
+        for k in range(i, end):
+            s = samples[k]
             v = s.metrics.get(m)
             if v is None or v - v:  # missing, NaN or Inf: observe takes nothing
                 if point and spike or floor and raised:
@@ -83,8 +86,7 @@ class SpikeBatch:
                 else:
                     y = v * sign
                 t = s.t
-                b = t // width
-                if b == ob:
+                if t < edge or t // width == ob:
                     if quiet and y < gate:  # the common case: into the open bucket
                         on += 1
                         olast = t
@@ -96,8 +98,9 @@ class SpikeBatch:
                 else:  # a new bucket: observe's roll, then the common case or observe's verdict
                     self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
                     self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
-                    self._roll(b, t, y)
+                    self._roll(t // width, t, y)
                     ob, on, olast, omin, gate = self._ob, self._on, self._olast, self._omin, self._gate
+                    edge = (ob + 1.0) * width
                     if quiet and y < gate:
                         sample, y_now, spike = s, y, False
                         continue
@@ -105,17 +108,20 @@ class SpikeBatch:
                     sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
                     quiet = not self.streak and not raised
                     if point and spike or floor and raised:
-                        return i
+                        return k + 1
                     continue
             self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
             self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
             self.observe(s)
             last_step, ob, on, olast, omin = self._last_step, self._ob, self._on, self._olast, self._omin
             gate = self._gate
+            edge = (ob + 1.0) * width
             sample, y_now, spike, raised = self._sample, self._y, self.is_spike, self.floor_raised
             quiet = not self.streak and not raised
             if point and spike or floor and raised:
-                return i
+                return k + 1
+        else:
+            k = end - 1
         self._last_step, self._on, self._olast, self._omin = last_step, on, olast, omin
         self._sample, self._y, self.is_spike, self.floor_raised = sample, y_now, spike, raised
-        return i
+        return k + 1

@@ -127,9 +127,8 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         m, above, below, after = self.metric, self._above, self._below, self._after
         last = None
         if not self._windowed:
-            while i < end:
-                s = samples[i]
-                i += 1
+            for k in range(i, end):
+                s = samples[k]
                 v = s.metrics.get(m)
                 if v is None or v - v or after and s.step is not None and s.step < after:
                     continue
@@ -138,70 +137,82 @@ class ThresholdDetector(Detector[ThresholdSpec]):
                     self._sample, self.figure = s, v
                     self.cond = self.hot = True
                     self._since = (s.t, s.step)
-                    return self._stop(samples, i, end)
+                    return self._stop(samples, k + 1, end)
             if last is not None:
                 self._sample, self.figure = last, last.metrics[m]
                 self.cond = self.hot = False
-            return i, RAN_OUT
+            return end, RAN_OUT
         width = self._width
         ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
-        while i < end:
-            s = samples[i]
-            i += 1
+        # the open bucket's end: a sample before it is in the open bucket (the samples are in time order,
+        # none before the open bucket's first); one at or after it is checked by its index (the product
+        # may round down to a time still in the open bucket)
+        edge = (ob + 1.0) * width
+        for k in range(i, end):
+            s = samples[k]
             v = s.metrics.get(m)
             if v is None or v - v or after and s.step is not None and s.step < after:
                 continue
             last = s
-            b = s.t // width
-            if b == ob:  # the common case: accumulate
+            t = s.t
+            if t < edge or t // width == ob:  # the common case: accumulate
                 bn += 1
                 bsum += v
                 if v > above or v < below:
                     beyond += 1
                 continue
             self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
-            self._roll(b, s.t, v)
+            self._roll(t // width, t, v)
             ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
+            edge = (ob + 1.0) * width
             if self.hot:
                 self._sample = s
-                return self._stop(samples, i, end)
+                return self._stop(samples, k + 1, end)
         self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
+        i = end
         if last is not None:
             self._sample = last
         return i, RAN_OUT
 
     def _roll(self, b: float, t: float, v: float) -> None:
         """A sample opens a new bucket: close the open one, drop old ones, judge the window."""
-        buckets = self._buckets
-        if self._bn:
-            buckets.append((self._b, self._bt, self._bn, self._bsum, self._bbeyond))
-            self._n += self._bn
-            self._sum += self._bsum
-            self._beyond += self._bbeyond
-        oldest, need = b - BUCKETS, self.rule.min_samples - 1  # the new value counts too
-        stale = t - max(self.rule.window, self.rule.stale_after or INF)  # never reach back further
-        while (
-            buckets and buckets[0][0] < oldest and (self._n - buckets[0][2] >= need or buckets[0][1] < stale)
-        ):
-            _, _, n, total, beyond = buckets.popleft()
-            self._n -= n
-            self._sum -= total
-            self._beyond -= beyond
+        buckets, rule = self._buckets, self.rule
+        total_n, total_sum, total_beyond = self._n, self._sum, self._beyond
+        bn = self._bn
+        if bn:
+            buckets.append((self._b, self._bt, bn, self._bsum, self._bbeyond))
+            total_n += bn
+            total_sum += self._bsum
+            total_beyond += self._bbeyond
+        oldest = b - BUCKETS
+        if buckets and buckets[0][0] < oldest:
+            need = rule.min_samples - 1  # the new value counts too
+            stale = t - max(rule.window, rule.stale_after or INF)  # never reach back further
+            while (
+                buckets
+                and buckets[0][0] < oldest
+                and (total_n - buckets[0][2] >= need or buckets[0][1] < stale)
+            ):
+                _, _, n, total, beyond = buckets.popleft()
+                total_n -= n
+                total_sum -= total
+                total_beyond -= beyond
         if not buckets:
-            self._n, self._sum, self._beyond = 0, 0.0, 0  # no drift from float sums
+            total_n, total_sum, total_beyond = 0, 0.0, 0  # no drift from float sums
+        self._n, self._sum, self._beyond = total_n, total_sum, total_beyond
         self._b, self._bt, self._bn, self._bsum = b, t, 1, v
-        self._bbeyond = 1 if v > self._above or v < self._below else 0
-        n = self._n + 1
+        self._bbeyond = bbeyond = 1 if v > self._above or v < self._below else 0
+        n = total_n + 1
         first = buckets[0][1] if buckets else t
-        self.span = t - first
+        self.span = span = t - first
         cond = False
-        if n >= self.rule.min_samples and t - first >= self.rule.min_span:
+        if n >= rule.min_samples and span >= rule.min_span:
             if self._mean:
-                mean = self.figure = (self._sum + v) / n
+                mean = self.figure = (total_sum + v) / n
                 cond = mean > self._above or mean < self._below
             else:
-                share = self.figure = (self._beyond + self._bbeyond) / n
-                cond = share > self.rule.fraction
+                share = self.figure = (total_beyond + bbeyond) / n
+                cond = share > rule.fraction
         else:
             self.figure = None
         self.cond = self.hot = cond

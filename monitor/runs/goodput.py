@@ -9,6 +9,8 @@ Every second of wall time lands in exactly one bucket, so the buckets add up to 
 names of Google's ml-goodput-measurement badput types in brackets):
 
 - ``productive``: step intervals at the run's normal cadence, less the work later redone;
+- ``data_loading`` (data loading): the part of those intervals the steps waited for data, where the run
+  logs it (goodput_book.py);
 - ``checkpoint`` (checkpoint save), ``evaluation`` (eval), ``paused`` (other overhead): a gap between
   steps longer than ``SLOW_FACTOR`` x the cadence (the median step interval) that cost less than
   ``STALL_AFTER``, booked by what the run shows of it (goodput_pauses.py);
@@ -23,7 +25,9 @@ names of Google's ml-goodput-measurement badput types in brackets):
 - ``down``: not running (crashed, failed, killed, preempted) until it runs again; counted from the
   last step before it went down, or from the end of the hang it went down from;
 - ``rework`` (wasted progress from disruption): the steps redone after a rewind (steps x the
-  cadence), moved out of ``productive``.
+  cadence), moved out of ``productive``;
+- ``source_blind``: of the time no step accounts for, the part herowatch could not read the run's source
+  (goodput_book.py): booked as that instead of any of the above.
 
 Of an abnormal gap one cadence's worth counts as productive (the step that ended it did compute).
 The clock starts at the first step or run state herowatch sees (a run first seen running, with no step
@@ -45,7 +49,7 @@ from collections import deque
 from collections.abc import Collection
 from typing import Any, Literal
 
-from monitor.runs.goodput_ledger import Ledger
+from monitor.runs.goodput_book import BUCKETS, LOST, MAX_INCIDENTS, Book, DataWait, Span, r3
 from monitor.runs.goodput_pauses import PauseKinds, marks_of
 from monitor.samples import DOWN_STATES, ENDED_STATES, RunState
 
@@ -54,45 +58,28 @@ STALL_AFTER = 300.0  # seconds lost in one gap: below, a pause (overhead); above
 MIN_INCIDENT = 60.0  # a startup is listed as an incident only when it lost at least this
 MIN_INTERVALS = 4  # step intervals needed before the cadence is trusted
 WINDOW = 128  # recent per-step intervals kept for the median
-MAX_INCIDENTS = 50  # closed incidents kept (totals and counts cover all of them)
 
 UPTIME_KEY = "_runtime"  # seconds since the process that logged a row started (W&B's key; the sim's)
-# fmt: off
-BUCKETS = ("productive", "checkpoint", "evaluation", "paused", "startup", "stalled", "restarting", "down",
-           "rework")
-# fmt: on
-LOST = BUCKETS[1:]
+__all__ = ["BUCKETS", "LOST", "MAX_INCIDENTS", "Goodput"]
 _PLAIN = ("start", "acct", "mode", "since", "ended_at", "last_step", "last_step_t", "steps_redone")
 Mode = Literal["init", "running", "restarting", "down", "ended"]  # where the account of a run is
 
 
-def _r(x: float) -> float:
-    return round(x, 3)
-
-
-class Goodput:
+class Goodput(Book):
     def __init__(self) -> None:
+        super().__init__()
         self.start: float | None = None  # first observation
-        self.acct: float | None = None  # wall time is classified up to here
         self.mode: Mode = "init"
         self.since: float | None = None  # start of the current restart or down incident
         self.ended_at: float | None = None
-        self.last_step: int | None = None
         self.last_step_t: float | None = None
         self.intervals: deque[float] = deque(maxlen=WINDOW)  # seconds per step, normal gaps
-        self.totals = dict.fromkeys(BUCKETS, 0.0)
-        self.incidents: list[dict[str, Any]] = []
-        self.counts: dict[str, int] = {}
         self.steps_redone = 0
         self.last_marks: frozenset[str] = frozenset()  # what the last step logged (an eval, a save) ...
         self._unread: list[Collection[str]] = []  # ... once these keys of its rows are read (when needed)
         self.pauses = PauseKinds()  # the run's save cadence, learned from its pauses
         self._median: float | None = None
         self._stale = 0
-        # What the engine writes durably after each poll (``drain``): where each second went, slot by
-        # slot, and every incident (the in-memory list above keeps only the newest).
-        self.ledger = Ledger()
-        self._mark: tuple[float | None, dict[str, float]] = (None, dict(self.totals))
 
     # ---- the cadence -------------------------------------------------------------------------
     def cadence(self) -> float | None:
@@ -109,24 +96,6 @@ class Goodput:
         if len(self.intervals) <= MIN_INTERVALS:
             self._median = None
 
-    # ---- incidents ---------------------------------------------------------------------------
-    def _incident(
-        self, kind: str, start: float, end: float, lost: float, step: int | None, redone: int = 0
-    ) -> None:
-        self.counts[kind] = self.counts.get(kind, 0) + 1
-        self.incidents.append(
-            {
-                "kind": kind,
-                "start": _r(start),
-                "end": _r(end),
-                "seconds_lost": _r(lost),
-                "step": step,
-                "steps_redone": redone,
-            }
-        )
-        del self.incidents[:-MAX_INCIDENTS]
-        self.ledger.incident(self.incidents[-1], self.last_step)
-
     # ---- observations ------------------------------------------------------------------------
     def observe(
         self,
@@ -135,26 +104,32 @@ class Goodput:
         state: RunState | None = None,
         started: float | None = None,
         keys: Collection[str] = (),
+        wait: DataWait | None = None,
     ) -> None:
         """``started``: when the process that logged this step started, where the source says;
-        ``keys``: the metrics the step's row logged (what they show happened at it: goodput_pauses)."""
+        ``keys``: the metrics the step's row logged (what they show happened at it: goodput_pauses);
+        ``wait``: what it logged of the time its steps waited for data (goodput_book.py)."""
         if self.start is None:
             if step is None and state is None:
                 return  # a metric read from far back (Prometheus) is not the start: a step or a state is
             self.start = self.acct = t
         t = max(t, self.acct)  # a late observation is taken as happening now
         self._mark = (self.acct, dict(self.totals))
-        self._observe(t, step, state, started, keys)
+        self._observe(t, step, state, started, keys, wait)
         self._book()
 
-    def _book(self) -> None:
-        """Hand the ledger the stretch classified since the last mark, with the seconds of each bucket."""
-        acct, before = self._mark
-        self.ledger.account(acct, self.acct, {k: self.totals[k] - before[k] for k in BUCKETS})
-        self._mark = (self.acct, dict(self.totals))
+    def blind(self, since: float) -> None:
+        if self.start is not None and self.mode != "ended":  # an ended run has nothing left to see
+            super().blind(since)
 
     def _observe(
-        self, t: float, step: int | None, state: RunState | None, started: float | None, keys: Collection[str]
+        self,
+        t: float,
+        step: int | None,
+        state: RunState | None,
+        started: float | None,
+        keys: Collection[str],
+        wait: DataWait | None,
     ) -> None:
         if state in DOWN_STATES:
             self._go_down(t)
@@ -163,7 +138,7 @@ class Goodput:
         elif state == RunState.RUNNING and self.mode in ("down", "ended"):
             self._back_up(t)
         if step is not None:
-            self._step(t, step, started, keys)
+            self._step(t, step, started, keys, wait)
 
     def _hung_until(self, t: float) -> None:
         """The process ended at ``t``: a hang seen as one (no step for longer than ``STALL_AFTER`` past
@@ -174,11 +149,11 @@ class Goodput:
         gap = t - self.acct
         worked = min(gap, self.cadence() or 0.0)
         lost = gap - worked
-        if lost <= STALL_AFTER:
+        if lost - self.blind_of(self.acct, lost) <= STALL_AFTER:
             return
+        seen = self._lose("stalled", self.acct, lost)
         self.totals["productive"] += worked
-        self.totals["stalled"] += lost
-        self._incident("stall", self.acct, t, lost, self.last_step)
+        self._incident("stall", self.acct, t, seen, self.last_step)
         self.acct = t
         self._book()
 
@@ -189,15 +164,14 @@ class Goodput:
         if self.mode == "restarting":  # the restore itself failed: it ends, the downtime begins
             self._close_restart(t, None)
         elif self.mode == "ended":
-            self.totals["down"] += t - self.acct
+            self._lose("down", self.acct, t - self.acct)
             self.acct = t
         self.mode, self.since = "down", self.acct  # down since the last progress
 
     def _back_up(self, t: float) -> None:
         since = self.since if self.mode == "down" else self.acct
-        lost = t - since
-        self.totals["down"] += lost
-        self._incident("down", since, t, lost, self.last_step)
+        seen = self._lose("down", since, t - since)
+        self._incident("down", since, t, seen, self.last_step)
         self.mode, self.since, self.acct, self.ended_at = "restarting", t, t, None
 
     def _end(self, t: float) -> None:
@@ -205,24 +179,25 @@ class Goodput:
             return
         if self.mode == "down":
             since = self.since if self.since is not None else self.acct
-            self.totals["down"] += t - since
-            self._incident("down", since, t, t - since, self.last_step)
+            seen = self._lose("down", since, t - since)
+            self._incident("down", since, t, seen, self.last_step)
         elif self.mode == "restarting":
             self._close_restart(t, None)
         elif self.mode == "running":
             self._gap(t, 1, None)
         elif self.mode == "init":
-            self.totals["startup"] += t - self.acct
+            self._lose("startup", self.acct, t - self.acct)
         self.mode, self.acct, self.ended_at = "ended", t, t
 
-    def _step(self, t: float, step: int, started: float | None, keys: Collection[str]) -> None:
+    def _step(
+        self, t: float, step: int, started: float | None, keys: Collection[str], wait: DataWait | None
+    ) -> None:
         if self.mode in ("down", "ended"):  # a step while reported down: the state was stale
             self._back_up(t)
         if self.mode == "init":
-            lost = t - self.acct
-            self.totals["startup"] += lost
-            if lost >= MIN_INCIDENT:
-                self._incident("startup", self.acct, t, lost, step)
+            seen = self._lose("startup", self.acct, t - self.acct)
+            if seen >= MIN_INCIDENT:
+                self._incident("startup", self.acct, t, seen, step)
         elif self.mode == "restarting":
             self._close_restart(t, step, started)
         elif step == self.last_step:
@@ -237,7 +212,7 @@ class Goodput:
             self.since = self.acct  # restarted since the exit (or the last step, after a short gap)
             self._close_restart(t, step, started if seen else None)
         else:
-            self._gap(t, step - (self.last_step or 0), self.last_step, keys)
+            self._gap(t, step - (self.last_step or 0), self.last_step, keys, wait)
         self.mode, self.last_step, self.last_step_t, self.acct = "running", step, t, t
         self.last_marks, self._unread = frozenset(), [keys] if keys else []
 
@@ -248,20 +223,31 @@ class Goodput:
             self._unread = []
         return self.last_marks
 
-    def _gap(self, t: float, steps: int, at_step: int | None, keys: Collection[str] = ()) -> None:
+    def _gap(
+        self,
+        t: float,
+        steps: int,
+        at_step: int | None,
+        keys: Collection[str] = (),
+        wait: DataWait | None = None,
+    ) -> None:
         gap = t - self.acct
         m = self.cadence()
         expected = steps * m if m is not None else None
         if expected is None or gap <= SLOW_FACTOR * expected:
-            self.totals["productive"] += gap
+            self._worked(gap, steps, gap, wait)
             if steps > 0 and gap > 0:
                 self._interval(gap / steps)
             return
         lost = gap - expected
-        self.totals["productive"] += expected
-        if lost > STALL_AFTER:
-            self.totals["stalled"] += lost
-            self._incident("stall", self.acct, t, lost, at_step)
+        self._worked(expected, steps, gap, wait)
+        blind = self.blind_of(self.acct, lost)
+        if lost - blind > STALL_AFTER:
+            seen = self._lose("stalled", self.acct, lost)
+            self._incident("stall", self.acct, t, seen, at_step)
+        elif blind > 0:  # partly unseen: what the pause was is not known, and it teaches nothing
+            kind = self.pauses.peek(at_step, self.acct, steps, m * steps, marks_of(keys) | self._marks())
+            self._lose(kind, self.acct, lost)
         else:
             slack = m * steps
             for bucket, sec in self.pauses.split(
@@ -281,8 +267,9 @@ class Goodput:
         lost = gap - worked
         waiting = lost if started is None else min(lost, max(0.0, started - since))
         self.totals["productive"] += worked
-        self.totals["restarting"] += waiting
-        self.totals["startup"] += lost - waiting
+        seen = self._lose("restarting", since, waiting) + self._lose(
+            "startup", since + waiting, lost - waiting
+        )
         redone, rework = 0, 0.0
         if step is not None and self.last_step is not None and step <= self.last_step:
             redone = self.last_step - step + 1
@@ -290,67 +277,63 @@ class Goodput:
             self.totals["productive"] -= rework
             self.totals["rework"] += rework
             self.steps_redone += redone
-        self._incident("restart", since, t, lost + rework, step, redone)
+        self._incident("restart", since, t, seen + rework, step, redone)
         self.mode, self.since, self.acct = "running", None, t
 
     # ---- the report --------------------------------------------------------------------------
-    def open_stretch(self, now: float) -> tuple[float | None, dict[str, float], dict[str, Any] | None]:
-        """Not accounted yet: (from when, seconds per bucket up to ``now``, the ongoing incident)."""
-        add, ongoing = self._open(now)
-        return self.acct, add, ongoing
+    def open_stretch(
+        self, now: float
+    ) -> tuple[float | None, dict[str, float], dict[str, Any] | None, list[Span]]:
+        """Not accounted yet: (from when, seconds per bucket up to ``now``, the ongoing incident, the
+        spans of it herowatch could not see)."""
+        add, ongoing, holes = self._open(now)
+        return self.acct, add, ongoing, holes
 
-    def _open(self, now: float) -> tuple[dict[str, float], dict[str, Any] | None]:
+    def _open(self, now: float) -> tuple[dict[str, float], dict[str, Any] | None, list[Span]]:
         """The still-open stretch [acct, now], classified without changing anything."""
-        add = dict.fromkeys(BUCKETS, 0.0)
+        add, holes = dict.fromkeys(BUCKETS, 0.0), []
         if self.acct is None or self.mode == "ended" or now <= self.acct:
-            return add, None
+            return add, None, holes
         tail = now - self.acct
         if self.mode in ("down", "restarting"):
             since = self.since if self.since is not None else self.acct
             bucket = "down" if self.mode == "down" else "restarting"
-            add[bucket] = tail
+            seen = self.split(bucket, self.acct, tail, add, holes)
             kind = "down" if self.mode == "down" else "restart"
-            return add, self._ongoing(kind, since, now - since)
+            return add, self._ongoing(kind, since, seen + (self.acct - since)), holes
         if self.mode == "init":
-            add["startup"] = tail
-            return add, self._ongoing("startup", self.acct, tail) if tail >= MIN_INCIDENT else None
+            seen = self.split("startup", self.acct, tail, add, holes)
+            return add, self._ongoing("startup", self.acct, seen) if seen >= MIN_INCIDENT else None, holes
         m = self.cadence()
         if m is None or tail <= SLOW_FACTOR * m:
             add["productive"] = tail
-            return add, None
+            return add, None, holes
         add["productive"] = m
         lost = tail - m
-        if lost > STALL_AFTER:
-            add["stalled"] = lost
-            return add, self._ongoing("stall", self.acct, lost)
-        add[self.pauses.peek(self.last_step, self.acct, 1.0, m, self._marks())] = lost
-        return add, None
-
-    def _ongoing(self, kind: str, start: float, lost: float) -> dict[str, Any]:
-        return {
-            "kind": kind,
-            "start": _r(start),
-            "end": None,
-            "seconds_lost": _r(lost),
-            "step": self.last_step,
-            "steps_redone": 0,
-        }
+        if lost - self.blind_of(self.acct, lost) > STALL_AFTER:
+            seen = self.split("stalled", self.acct, lost, add, holes)
+            return add, self._ongoing("stall", self.acct, seen), holes
+        self.split(
+            self.pauses.peek(self.last_step, self.acct, 1.0, m, self._marks()), self.acct, lost, add, holes
+        )
+        return add, None, holes
 
     def report(self, now: float) -> dict[str, Any]:
         """Where the wall time from the first sight of the run to ``now`` (or its end) went."""
-        add, ongoing = self._open(now)
+        add, ongoing, _ = self._open(now)
         totals = {k: self.totals[k] + add[k] for k in BUCKETS}
         wall = sum(totals.values())
+        seen = wall - totals["source_blind"]  # the ratio is of the time herowatch could see
         incidents = [dict(i, ongoing=False) for i in self.incidents]
         counts = dict(self.counts)
         if ongoing is not None:
             incidents.append(dict(ongoing, ongoing=True))
             counts[ongoing["kind"]] = counts.get(ongoing["kind"], 0) + 1
         return {
-            "ratio": (totals["productive"] / wall) if wall > 0 else None,
-            "wall_seconds": _r(wall),
-            "productive_seconds": _r(totals["productive"]),
-            "lost_seconds": {k: _r(totals[k]) for k in LOST},
+            "ratio": (totals["productive"] / seen) if seen > 0 else None,
+            "wall_seconds": r3(wall),
+            "productive_seconds": r3(totals["productive"]),
+            "lost_seconds": {k: r3(totals[k]) for k in LOST},
             "steps_redone": self.steps_redone,
             "median_step_seconds": self.cadence(),
             "incident_counts": counts,
@@ -364,12 +347,13 @@ class Goodput:
         return {
             "v": 1,
             **{k: getattr(self, k) for k in _PLAIN},
-            "intervals": [_r(x) for x in self.intervals],
-            "totals": {k: _r(v) for k, v in self.totals.items()},
+            "intervals": [r3(x) for x in self.intervals],
+            "totals": {k: r3(v) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
             "last_marks": sorted(self._marks()),
             "pauses": self.pauses.to_dict(),
+            "unseen": self.unseen_dict(),
         }
 
     @classmethod
@@ -386,4 +370,5 @@ class Goodput:
         g.counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}
         g.last_marks = frozenset(str(x) for x in data.get("last_marks", ()))
         g.pauses = PauseKinds.from_dict(data.get("pauses"))
+        g.load_unseen(data.get("unseen"))
         return g

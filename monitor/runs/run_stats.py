@@ -13,10 +13,22 @@ from collections import deque
 from typing import Any
 
 from monitor.runs.goodput import UPTIME_KEY, Goodput
+from monitor.runs.goodput_book import DataWait
 
 LATEST = ("train/loss", "throughput/tokens_per_second", "throughput/mfu", "grad/norm/total", "eval/loss")
 RATE_WINDOW = 64  # steps over which the step rate is measured
 STALE_GAPS = 3  # a value is stale once this many of its usual gaps have passed without a new one
+DATA_WAIT = ("throughput/loading_time", "throughput/loading_fraction")  # canonical names (profiles)
+
+
+def _data_wait(metrics: dict[str, float]) -> DataWait | None:
+    """What a row logged of the time its steps waited for data: (seconds per step, share of the time)."""
+    per_step, share = metrics.get(DATA_WAIT[0]), metrics.get(DATA_WAIT[1])
+    if per_step is None and share is None:
+        return None
+    per_step = per_step if per_step is not None and math.isfinite(per_step) and per_step >= 0 else None
+    share = share if share is not None and math.isfinite(share) and 0 <= share <= 1 else None
+    return None if per_step is None and share is None else (per_step, share)
 
 
 def stale_ages(stats: dict[str, Any], now: float, at_least: float) -> dict[str, float]:
@@ -56,7 +68,8 @@ class RunStats:
     ) -> None:
         uptime = metrics.get(UPTIME_KEY) if step is not None else None
         started = t - uptime if uptime is not None and math.isfinite(uptime) and uptime >= 0 else None
-        self.goodput.observe(t, step, state, started, metrics.keys() if step is not None else ())
+        keys, wait = (metrics.keys(), _data_wait(metrics)) if step is not None else ((), None)
+        self.goodput.observe(t, step, state, started, keys, wait)
         if self.first_seen is None:
             self.first_seen = t
         if step is not None:
@@ -85,9 +98,14 @@ class RunStats:
         return (s1 - s0) / (t1 - t0) if t1 > t0 and s1 > s0 else None
 
     def snapshot(self, now: float, known_until: float | None = None) -> dict[str, Any]:
-        """``known_until``: when the run's own source last answered (``now`` unless it failed since);
-        goodput is reported up to then: a source outage is not time the run spent paused."""
+        """``known_until``: when the run's own source last answered (``now`` unless it failed since):
+        from then on herowatch could not see the run, which its goodput books as source blind (not as
+        the run pausing), until the source answers again."""
         known = now if known_until is None else min(now, known_until)
+        if known < now:
+            self.goodput.blind(known)
+        else:
+            self.goodput.sight(now)
         rate = self.steps_per_second()
         eta = None
         if rate and self.target_step and self.last_step is not None and self.target_step > self.last_step:
@@ -102,7 +120,7 @@ class RunStats:
             "first_seen": self.first_seen,
             "recent": [list(x) for x in self.recent],
             "goodput": self.goodput.to_dict(),
-            "goodput_ratio": self.goodput.report(known)["ratio"],
+            "goodput_ratio": self.goodput.report(now)["ratio"],
             "known_until": known,
             "seen": sorted(self.seen),
         }

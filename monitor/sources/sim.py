@@ -210,6 +210,8 @@ class SimRun:
         }
         for i in range(cfg.extra_metrics):
             metrics[f"extra/m{i}"] = 1.0 + 0.1 * self.rng.random()
+        if cfg.data_wait > 0:
+            metrics["throughput/loading_time"] = min(cfg.data_wait, duration)
         if s % cfg.eval_every == 0:
             metrics["eval/loss"] = base * 1.03
         return Sample(t=t, run=self.run_id, step=s, metrics=metrics, state=RunState.RUNNING, source="sim")

@@ -76,6 +76,12 @@ class SimTarget(SourceTarget):
         "seeds seed, seed+1, ...); for load tests",
     )
     step_time: Duration = 10.0
+    data_wait: Duration = Field(
+        default=0.0,
+        ge=0,
+        description="seconds of each step spent waiting for its batch (part of step_time), logged as "
+        "throughput/loading_time; 0: not logged",
+    )
     jitter: float = Field(default=0.03, ge=0, le=0.5)
     tokens_per_step: int = Field(default=4_194_304, gt=0)
     mfu: float = Field(default=42.0, gt=0, le=100, description="percent")

@@ -61,12 +61,15 @@ class Incident(BaseModel):
 
 
 class GoodputSummary(BaseModel):
-    ratio: float | None = Field(description="productive share of the wall time since first seen (ETTR)")
+    ratio: float | None = Field(
+        description="productive share of the wall time since first seen that herowatch could see (ETTR)"
+    )
     wall_seconds: float
     productive_seconds: float
     lost_seconds: dict[str, float] = Field(
-        description="checkpoint, evaluation, paused (other pauses), startup, stalled (hung), restarting, "
-        "down, rework (redone steps); see docs/reports.md"
+        description="data_loading, checkpoint, evaluation, paused (other pauses), startup, stalled (hung), "
+        "restarting, down, rework (redone steps), source_blind (herowatch could not read the run's "
+        "source); see docs/reports.md"
     )
     steps_redone: int
     median_step_seconds: float | None

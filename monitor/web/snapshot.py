@@ -34,6 +34,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from monitor import run_ids
+from monitor.runs import backfill
 from monitor.storage import views
 from monitor.web import status
 from monitor.web.context import DEFAULT_POLL_INTERVAL, ApiContext
@@ -84,6 +85,7 @@ class Snapshot:
     runs: list[RunOut]  # every run, by id
     alerts: list[AlertOut]  # pending and firing, newest first (as /api/alerts lists them)
     api_titles: dict[str, str]  # run id -> its title as /api/alerts gives it (runs_repo.titles)
+    backfill: dict[str, float] = field(default_factory=dict)  # watch -> share of its past played (left out)
     _memo: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -131,12 +133,19 @@ def build(ctx: ApiContext, s: Session, version: int) -> Snapshot:
     """Every run with its health and every active alert: a few queries whatever the number of runs."""
     now = ctx.now()
     silences = views.active_silence_specs(s, now, ctx.silences)
-    rows = views.all_runs(s, with_stats=False)
+    playing = backfill.in_play()  # their runs are a week in the past until played: left out
+    every = views.all_runs(s, with_stats=False)
+    hidden = {r.id for r in every if r.watch in playing} | set(playing)  # a watch's own alerts carry its name
+    rows = [r for r in every if r.id not in hidden]
     shared = run_ids.ambiguous_names(r.display_name for r in rows)
     titles = {
         r.id: run_ids.title(r.display_name, r.name or r.id, r.project, r.display_name in shared) for r in rows
     }
-    active = [status.alert_out(a, silences, now, titles) for a in views.find_alerts(s, state="active")]
+    active = [
+        status.alert_out(a, silences, now, titles)
+        for a in views.find_alerts(s, state="active")
+        if a.run_id not in hidden
+    ]
     by_run: dict[str, list[AlertOut]] = {}
     for a in sorted(active, key=lambda a: a.id):  # as views.active_alerts lists them
         by_run.setdefault(a.run, []).append(a)
@@ -148,7 +157,7 @@ def build(ctx: ApiContext, s: Session, version: int) -> Snapshot:
     api_titles = {
         r.id: run_ids.title(r.display_name, r.name, r.project, r.display_name in shared) for r in rows
     }
-    return Snapshot(version, now, time.monotonic(), runs, active, api_titles)
+    return Snapshot(version, now, time.monotonic(), runs, active, api_titles, backfill=playing)
 
 
 class SnapshotStore:

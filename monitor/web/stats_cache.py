@@ -35,11 +35,8 @@ def key_of(run: Run) -> Key:
 
 
 def as_of(run: Run, stats: dict[str, Any], now: float) -> float:
-    """Data about a run is known up to the last poll its source answered: goodput is reported up to
-    then, not beyond (a source outage is not time the run spent paused)."""
-    known = stats.get("known_until")
-    if isinstance(known, int | float):
-        return min(now, float(known))
+    """Goodput is reported up to the run's last poll (a source outage since the source's last answer is
+    booked source blind, not as the run pausing: monitor.runs.goodput_book)."""
     return min(now, run.last_polled_at) if run.last_polled_at is not None else now
 
 

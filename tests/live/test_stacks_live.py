@@ -64,6 +64,20 @@ def wrapper(url: str, run: str, node: str, *job: str, env: dict, extra: tuple = 
     )
 
 
+def nodes(
+    url: str, run: str, count: int, ranks: int, read: int, env: dict, *more: str
+) -> list[subprocess.Popen]:
+    """``count`` nodes of ``ranks`` ranks each, under a wrapper each, whose rank ``read`` hangs in a read;
+    node 0's rank 0 logs the steps (25 of them) to herowatch as run ``run``."""
+    procs = []
+    for n in range(count):
+        job = ["--ranks", str(ranks), "--base", str(ranks * n), "--read", str(read), *more]
+        if n == 0:
+            job += ["--steps", "25", "--run", run, "--url", url]
+        procs.append(wrapper(url, run, f"node-{n}", *job, env=env))
+    return procs
+
+
 def stop(procs: list[subprocess.Popen]) -> None:
     for p in procs:
         if p.poll() is None:
@@ -81,11 +95,7 @@ def test_64_ranks_on_8_nodes_the_first_hang_page_names_both_odd_groups(tmp_path)
         env = stack.env()
         procs = []
         try:
-            for n in range(8):
-                job = ["--ranks", "8", "--base", str(8 * n), "--read", "17", "--load", "40,41"]
-                if n == 0:
-                    job += ["--steps", "25", "--run", "job-64", "--url", hw.url]
-                procs.append(wrapper(hw.url, "job-64", f"node-{n}", *job, env=env))
+            procs += nodes(hw.url, "job-64", 8, 8, 17, env, "--load", "40,41")
             # ---- a wrapper without the permission to read its processes (py-spy as nobody) -------------
             nobody = f"runuser -u nobody -- {PY_SPY}"
             procs.append(

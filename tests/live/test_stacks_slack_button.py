@@ -21,7 +21,7 @@ import httpx
 
 from tests.live.sources_support import source_stack
 from tests.live.support import CHANNEL, wait_for
-from tests.live.test_stacks_live import PUSH, RULES, stop, wrapper
+from tests.live.test_stacks_live import PUSH, RULES, nodes, stop
 from tests.test_slack_interactions import SECRET, body_of, click, signed
 
 STACKS = "herowatch_stacks"
@@ -57,11 +57,7 @@ def test_capture_stacks_from_the_slack_message_answers_in_the_thread(tmp_path):
         env = stack.env()
         procs = []
         try:
-            for n in range(2):
-                job = ["--ranks", "4", "--base", str(4 * n), "--read", "2"]
-                if n == 0:
-                    job += ["--steps", "25", "--run", "job-btn", "--url", hw.url]
-                procs.append(wrapper(hw.url, "job-btn", f"node-{n}", *job, env=env))
+            procs += nodes(hw.url, "job-btn", 2, 4, 2, env)
             first = wait_for(lambda: stack.pages("job-btn"), 90, "the hang page", seen=stack.pages)[0]
             assert "rank 2 on node-0 is in `read_chunk`" in first, first
             [root] = [m for m in stack.slack.roots(CHANNEL) if "job-btn" in m.text]

@@ -131,8 +131,9 @@ def test_the_week_before_is_side_by_side_and_a_week_without_data_is_said(week):
     before = f"{r.runs[0].previous_goodput * 100:.1f}% of only 2.0 h watched → {r.runs[0].goodput * 100:.1f}%"
     assert before in row, f"the week before's goodput says it rests on 2 h, not a week: {row}"
     assert (
-        "goodput: period before → this one: each run's goodput (productive ÷ watched) in the period "
-        "before, Mon 16 Nov 00:00 to Mon 23 Nov 00:00, then in this period" in markdown.render(r)
+        "goodput: period before → this one: each run's goodput (productive ÷ watched, source blind left "
+        "out) in the period before, Mon 16 Nov 00:00 to Mon 23 Nov 00:00, then in this period"
+        in markdown.render(r)
     )
     with Session(engine) as s:
         empty = build_report(s, week_of(rw.WEEK0 - 30 * rw.DAY, zone("UTC")), now=rw.WEEK0)

@@ -41,19 +41,8 @@ def test_an_acknowledged_loss_spike_says_how_long_it_has_been_raised_as_of_the_a
     monkeypatch.setenv("SLACK_BOT_TOKEN", DEFAULT_TOKEN)
     clock = ManualClock(1_780_000_000.0)
     with SlackStandin(channels=[CHANNEL]) as slack:
-        cfg = parse_config(
-            _config(slack, "{kind: loss_spike, at: 40m, duration: 2h, magnitude: 1.0}"), "t.yaml"
-        )
-        settings = Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}")
-        service = build_service(cfg, settings, clock, auto_migrate=True)
-        service.engine.resume()
-
-        def minutes(n: int) -> None:
-            for _ in range(n):
-                clock.advance(60)
-                service.engine.poll("hero-a")
-                service.dispatcher.run_once()
-
+        incident = "{kind: loss_spike, at: 40m, duration: 2h, magnitude: 1.0}"
+        service, minutes = _service(tmp_path, slack, clock, incident)
         minutes(50)
         [root] = slack.roots(CHANNEL)
         assert "loss_spike" in root.text and _minutes(root.text) <= 8, root.text
@@ -71,15 +60,8 @@ def test_a_stall_resolution_names_the_last_step_and_its_age_apart(tmp_path: Path
     monkeypatch.setenv("SLACK_BOT_TOKEN", DEFAULT_TOKEN)
     clock = ManualClock(1_780_000_000.0)
     with SlackStandin(channels=[CHANNEL]) as slack:
-        cfg = parse_config(_config(slack, "{kind: stall, at: 5m, duration: 30m}"), "t.yaml")
-        service = build_service(
-            cfg, Settings(database_url=f"sqlite:///{tmp_path / 'hw.db'}"), clock, auto_migrate=True
-        )
-        service.engine.resume()
-        for _ in range(45):
-            clock.advance(60)
-            service.engine.poll("hero-a")
-            service.dispatcher.run_once()
+        _, minutes = _service(tmp_path, slack, clock, "{kind: stall, at: 5m, duration: 30m}")
+        minutes(45)
         [root] = slack.roots(CHANNEL)
         assert "RESOLVED" in root.text, root.text
         assert re.search(r"Now: last step \d+, \d+s ago, within the limit", str(root.blocks)), root.blocks

@@ -221,10 +221,14 @@ class HerowatchCollector(Collector):
         yield active
         families = {k: GaugeMetricFamily(name, doc, labels=RUN) for k, (name, doc) in PER_RUN.items()}
         goodput = GaugeMetricFamily(
-            "herowatch_run_goodput_ratio", "Productive share of wall time (ETTR)", labels=RUN
+            "herowatch_run_goodput_ratio",
+            "Productive share of the wall time herowatch could see (ETTR)",
+            labels=RUN,
         )
         lost = GaugeMetricFamily(
-            "herowatch_run_lost_seconds", "Wall time lost, by where it went", labels=[*RUN, "kind"]
+            "herowatch_run_lost_seconds",
+            "Wall time not productive, by where it went (source_blind: herowatch could not see)",
+            labels=[*RUN, "kind"],
         )
         alerts = GaugeMetricFamily(
             "herowatch_run_alerts",

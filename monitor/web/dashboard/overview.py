@@ -55,6 +55,7 @@ def overview_values(request: Request, ctx: ApiContext, snap: Snapshot, kind: str
         "kinds": [(k, counts[k]) for k in known],
         "total": sum(counts.values()),
         "refresh": REFRESH_SECONDS,
+        "backfill": sorted(snap.backfill.items()),  # watches whose past is being played, left out
     }
 
 

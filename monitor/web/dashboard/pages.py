@@ -123,6 +123,7 @@ def story(run: RunDetail) -> list[dict[str, Any]]:
 
 GOODPUT_LABELS = {  # in the order of monitor.runs.goodput.BUCKETS
     "productive": "Productive training",
+    "data_loading": "Data loading (steps waiting for their batch)",
     "checkpoint": "Checkpoint saves",
     "evaluation": "Evaluation",
     "paused": "Other pauses (slow steps, unexplained)",
@@ -131,6 +132,7 @@ GOODPUT_LABELS = {  # in the order of monitor.runs.goodput.BUCKETS
     "restarting": "Restarting (exit to the new process)",
     "down": "Down (crashed, killed, preempted)",
     "rework": "Redone steps (lost after a rewind)",
+    "source_blind": "Source blind (herowatch could not read the run's source)",
 }
 
 
