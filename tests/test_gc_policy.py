@@ -1,6 +1,7 @@
 """The service's garbage-collector policy: what survives a full collection is frozen (later full
 collections do not examine the runs' long-lived state again), and the periodic full collection
-still reclaims a reference cycle that died while frozen; the service installs it while it runs."""
+still reclaims a reference cycle that died while frozen; young collections come every 50,000
+allocations, not 700; the service installs it while it runs and leaves the collector as it was."""
 
 from __future__ import annotations
 
@@ -42,10 +43,13 @@ def test_the_service_runs_with_the_policy_and_leaves_the_collector_as_it_found_i
     service, _ = make_service(
         f"sqlite:///{tmp_path / 'hw.db'}", clock, "watch:\n  - name: a\n    sim: {seed: 1}\n"
     )
+    before = gc.get_threshold()
     service.start()
     try:
         assert service.gc_policy._on_gc in gc.callbacks
+        assert gc.get_threshold()[0] > before[0], "young collections are fewer than CPython's default"
         assert "gc" in {j.id for j in service.scheduler.get_jobs()}
     finally:
         service.stop()
     assert service.gc_policy._on_gc not in gc.callbacks and gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before

@@ -224,6 +224,10 @@ class Plan:
 
     inputs: tuple[tuple[str, str, float], ...]  # (name, expect, for_)
     rules: tuple[tuple[str, str, str, tuple[int, ...]], ...]  # (name, kind, severity, indices into inputs)
+    # the distinct sets of inputs of the rules (most rules share theirs: the step clock, the state, the
+    # loss), each judged once a poll; per rule, its set's position
+    groups: tuple[tuple[int, ...], ...] = ()
+    group_of: tuple[int, ...] = ()
 
 
 def plan(
@@ -247,7 +251,9 @@ def plan(
                 expect = "optional"
             idx.append(inputs.setdefault((name, expect, spec.for_), len(inputs)))
         out.append((spec.name, spec.kind, spec.severity.value, tuple(idx)))
-    return Plan(tuple(inputs), tuple(out))
+    groups: dict[tuple[int, ...], int] = {}
+    group_of = tuple(groups.setdefault(r[3], len(groups)) for r in out)
+    return Plan(tuple(inputs), tuple(out), tuple(groups), group_of)
 
 
 def judge(
@@ -282,8 +288,8 @@ def judge(
         for name, expect, for_ in p.inputs
     ]
     order = ORDER.__getitem__
-    out = []
-    for name, kind, severity, idx in p.rules:
+    worst_of = []  # per group of inputs: (its worst state, its input states)
+    for idx in p.groups:
         if len(idx) == 1:
             states = (judged[idx[0]],)
             worst = states[0].state
@@ -292,7 +298,11 @@ def judge(
             worst = min((s.state for s in states), key=order)
             if worst == "unused" and any(s.state == "covered" for s in states):
                 worst = "covered"
-        out.append(RuleState(name, kind, severity, worst, states))
+        worst_of.append((worst, states))
+    out = [
+        RuleState(name, kind, severity, *worst_of[g])
+        for (name, kind, severity, _), g in zip(p.rules, p.group_of, strict=True)
+    ]
     counted = [r.state for r in out if r.state not in ("unused",)]
     state = min(counted, key=order) if counted else "unused"
     return RunCoverage(run, now, state, tuple(out))

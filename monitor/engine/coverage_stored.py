@@ -26,18 +26,21 @@ def stored(cov: RunCoverage) -> dict[str, Any]:
     """The compact form of ``cov`` (without summary, gaps and keys, which the caller adds)."""
     inputs: list[list] = []
     index: dict[int, int] = {}  # id of an InputState -> its position (``judge`` shares them)
+    groups: dict[int, list[int]] = {}  # id of a rule's inputs -> their positions (rules share them too)
     rules = []
     for r in cov.rules:
-        refs = []
-        for i in r.inputs:
-            at = index.get(id(i))
-            if at is None:
-                at = index[id(i)] = len(inputs)
-                row = [i.name, i.state, i.last_at, i.count]
-                if i.said is not None and i.said != _said(i.state, i.last_at, cov.now):
-                    row.append(i.said)
-                inputs.append(row)
-            refs.append(at)
+        refs = groups.get(id(r.inputs))
+        if refs is None:
+            refs = groups[id(r.inputs)] = []
+            for i in r.inputs:
+                at = index.get(id(i))
+                if at is None:
+                    at = index[id(i)] = len(inputs)
+                    row = [i.name, i.state, i.last_at, i.count]
+                    if i.said is not None and i.said != _said(i.state, i.last_at, cov.now):
+                        row.append(i.said)
+                    inputs.append(row)
+                refs.append(at)
         rules.append([r.rule, r.kind, r.severity, r.state, refs])
     return {"v": VERSION, "state": cov.state, "at": cov.now, "inputs": inputs, "rules": rules}
 

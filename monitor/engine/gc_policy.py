@@ -11,6 +11,12 @@ collections' way; they are still freed by reference counting when they die). A c
 that became garbage after being frozen would stay until the next thaw: every ``thaw_every``
 seconds (``full_collection``) the frozen objects are thawed, collected once and frozen again, so
 such garbage is bounded by what a few hours make. ``gc_pauses`` counts the pauses for /metrics.
+
+The young generation is collected every ``YOUNG`` allocations rather than CPython's 700: the writer
+makes and drops many short-lived containers a poll (rows, snapshots, coverage), and at 700 most of
+what a young collection examines is about to die anyway, or gets promoted and examined again by the
+older collections. Measured at 1,000 runs (bench/scale_memory.py): the collector's CPU 0.19-0.28 ->
+0.11 ms a run and poll, young pauses of ~0.1 s instead of many short ones.
 """
 
 from __future__ import annotations
@@ -21,11 +27,14 @@ import time
 from typing import Any
 
 THAW_EVERY = 6 * 3600.0  # seconds between full collections of everything (frozen objects included)
+THRESHOLDS = (50_000, 20, 10)  # gc.set_threshold while installed: allocations a young collection, ...
 
 
 class GcPolicy:
-    def __init__(self, thaw_every: float = THAW_EVERY) -> None:
+    def __init__(self, thaw_every: float = THAW_EVERY, thresholds: tuple[int, ...] = THRESHOLDS) -> None:
         self.thaw_every = thaw_every
+        self.thresholds = thresholds
+        self._before: tuple[int, ...] | None = None  # the thresholds to restore at uninstall
         self.pauses = [0, 0, 0]  # collections per generation since installed
         self.seconds = [0.0, 0.0, 0.0]  # their total pause
         self._t0 = 0.0
@@ -36,12 +45,16 @@ class GcPolicy:
         with self._lock:
             if not self._installed:
                 gc.callbacks.append(self._on_gc)
+                self._before = gc.get_threshold()
+                gc.set_threshold(*self.thresholds)
                 self._installed = True
 
     def uninstall(self) -> None:
         with self._lock:
             if self._installed:
                 gc.callbacks.remove(self._on_gc)
+                if self._before is not None:
+                    gc.set_threshold(*self._before)
                 self._installed = False
         gc.unfreeze()
 

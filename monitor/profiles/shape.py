@@ -19,7 +19,7 @@ LEARN = 32  # values looked at per key
 COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
 
 
-@dataclass
+@dataclass(slots=True)  # one per run and key: no __dict__ each
 class Shape:
     """A summary of a key's first values."""
 

@@ -30,7 +30,7 @@ _bucket_row = attrgetter(*BUCKET_ROW)  # a bucket's row as a tuple, in C (no dic
 _meta_row = attrgetter(*META_ROW)
 
 
-@dataclass
+@dataclass(slots=True)  # one per run and metric: no __dict__ each
 class _Series:
     run_id: str
     metric: str
@@ -139,10 +139,15 @@ class SeriesTails:
             for p in points:
                 x0 = floor(p.x / w) * w
                 b = tail.get(x0)
-                if b is None:
-                    b = tail[x0] = _Bucket(run_id, metric, x0)
-                    ser.buckets += 1
                 v = p.value  # as series._fold
+                if b is None:  # a new bucket (most points: a step's own): made with its first point
+                    if isfinite(v):
+                        b = _Bucket(run_id, metric, x0, v, v, 0.0 + v, 1, 0, v, p.t)
+                    else:
+                        b = _Bucket(run_id, metric, x0, None, None, 0.0, 0, 1, None, p.t)
+                    tail[x0] = buckets[(run_id, metric, x0)] = b
+                    ser.buckets += 1
+                    continue
                 if isfinite(v):
                     b.min = v if b.min is None or v < b.min else b.min
                     b.max = v if b.max is None or v > b.max else b.max

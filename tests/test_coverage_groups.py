@@ -1,0 +1,60 @@
+"""Rules that share their inputs (most do: the step clock, the state, the loss) are judged alike, each
+under its own name, and the stored coverage keeps the shared inputs once: the same coverage as when
+each rule's inputs were judged on their own (they are judged once a poll per distinct set)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from monitor.engine.arrivals import Arrivals
+from monitor.engine.coverage import judge
+from monitor.engine.coverage_stored import expand, stored
+from monitor.rules.base import STEP
+
+T0 = 1_780_000_000.0
+
+
+def spec(name: str, kind: str = "threshold", expect: str | None = None) -> SimpleNamespace:
+    return SimpleNamespace(
+        name=name,
+        kind=kind,
+        severity=SimpleNamespace(value="warning"),
+        importance={"train/loss": "essential"},
+        expect=expect,
+        for_kind=None,
+        for_=0.0,
+    )
+
+
+def test_rules_sharing_inputs_are_judged_alike_under_their_own_names():
+    arrivals = Arrivals(frozenset({"train/loss", "grad/norm", "extra/m0"}))
+    for i in range(40):  # the loss and steps come; the grad norm never does
+        arrivals.observe(T0 + 10 * i, ("train/loss",), i, None)
+    rules = [
+        (spec("loss_spike", "spike"), frozenset({"train/loss"})),
+        (spec("loss_high"), frozenset({"train/loss"})),
+        (spec("grad_high", expect="always"), frozenset({"grad/norm"})),
+        (spec("both"), frozenset({"train/loss", "grad/norm"})),
+        (spec("grad_too", expect="always"), frozenset({"grad/norm"})),
+        (spec("optional"), frozenset({"extra/m0"})),
+        (spec("optional_and_loss"), frozenset({"extra/m0", "train/loss"})),
+    ]
+    cov = judge("r", rules, arrivals, T0 + 400, promised=frozenset({STEP}), plans={})
+    states = {r.rule: (r.kind, r.state, [(i.name, i.state) for i in r.inputs]) for r in cov.rules}
+    assert states == {
+        "loss_spike": ("spike", "covered", [("train/loss", "covered")]),
+        "loss_high": ("threshold", "covered", [("train/loss", "covered")]),
+        "grad_high": ("threshold", "blind", [("grad/norm", "blind")]),
+        "both": ("threshold", "covered", [("grad/norm", "unused"), ("train/loss", "covered")]),
+        "grad_too": ("threshold", "blind", [("grad/norm", "blind")]),
+        "optional": ("threshold", "unused", [("extra/m0", "unused")]),
+        # an unused optional input beside a covered one: covered
+        "optional_and_loss": ("threshold", "covered", [("extra/m0", "unused"), ("train/loss", "covered")]),
+    }
+    assert cov.state == "blind"
+    back = expand({**stored(cov), "summary": None, "gaps": {}, "keys": []})
+    assert [(r["rule"], r["state"], [i["name"] for i in r["inputs"]]) for r in back["rules"]] == [
+        (r.rule, r.state, [i.name for i in r.inputs]) for r in cov.rules
+    ]
+    # train/loss, grad/norm (expected always, and optional), extra/m0: once each
+    assert len(stored(cov)["inputs"]) == 4
