@@ -153,7 +153,7 @@ def test_the_run_page_draws_charts_with_markers_goodput_and_timeline(live, page,
         "1"
     )
     rows = page.locator("table.goodput-table tbody tr")
-    expect(rows).to_have_count(9)
+    expect(rows).to_have_count(11)  # productive and the ten kinds of badput
     expect(page.locator("table.goodput-table")).to_contain_text("Start-up and restore")
     expect(page.locator(".run-story")).to_contain_text("steps redone")
     expect(page.locator("ol.timeline li.ev-incident-restart")).to_have_count(1)
