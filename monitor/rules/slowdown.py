@@ -1,17 +1,17 @@
 """``slowdown``: a small sustained slowdown, found by a CUSUM on the run's step time (or a throughput
 metric) against the run's own baseline.
 
-The step time of each logged step (seconds between two rows over the steps between them) or the
-value of ``metric`` is taken on a log scale, so a change is relative. Pauses are left out (a step
-time over 5x the usual: saves and evals), and values are summarised per ``bucket`` by their median
-(one slow step moves nothing; a bucket holds at least ``min_points`` values, so a slow run's are
-longer). The baseline is the interquartile mean of the buckets of the trailing
-``baseline`` period, except the newest ``lag`` (a drop must not become normal before it is caught);
-its noise is their MAD, scaled up for a run whose speed wanders slowly (lag-1 autocorrelation). The
-baseline is ready after ``warmup`` and ``warmup_steps`` step times (an hour is 36 steps at 100 s a
-step: too few to have seen the run's own slow wander, which follows its data and schedule, in steps)
-once it has settled (its first and last thirds within shift/4): a baseline still on the move is part
-of a slow swing, not a level. Each bucket then adds its excess
+The step time of each logged step (seconds between two rows over the steps between them) or the value of
+``metric`` is taken on a log scale, so a change is relative. Pauses are left out (a step time over 5x
+the usual: saves and evals), and values are summarised per ``bucket`` by their median (one slow step
+moves nothing; a bucket holds at least ``min_points`` values, so a slow run's are longer; a fast run's
+are narrower, about 30 steps, at least a minute: slowdown_width.py). The baseline is the interquartile
+mean of the buckets of the trailing ``baseline`` period, except the newest ``lag`` (a drop must not
+become normal before it is caught); its noise is their MAD, scaled up for a run whose speed wanders
+slowly (lag-1 autocorrelation). The baseline is ready after ``warmup`` and ``warmup_steps`` step times
+(an hour is 36 steps at 100 s a step: too few to have seen the run's own slow wander, which follows its
+data and schedule, in steps) once it has settled (its first and last thirds within shift/4): a baseline
+still on the move is part of a slow swing, not a level. Each bucket then adds its excess
 over baseline + ``shift``/2 to the CUSUM, weighted by its evidence w (its values over a usual
 bucket's, at most 1: a bucket shortened by a pause counts for the steps it holds)
 
@@ -49,6 +49,7 @@ from monitor.rules.slowdown_restart import SlowdownRestart
 from monitor.rules.slowdown_season import Season
 from monitor.rules.slowdown_stats import came_back, level
 from monitor.rules.slowdown_verdict import SlowdownVerdict
+from monitor.rules.slowdown_width import SlowdownWidth
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import MAX_WINDOW, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
@@ -79,7 +80,7 @@ class SlowdownSpec(RuleSpec):
 
 @register
 class SlowdownDetector(
-    SlowdownBatch, SlowdownThresholds, SlowdownRestart, SlowdownVerdict, Detector[SlowdownSpec]
+    SlowdownBatch, SlowdownThresholds, SlowdownRestart, SlowdownVerdict, SlowdownWidth, Detector[SlowdownSpec]
 ):
     kind = "slowdown"
     spec_model = SlowdownSpec
@@ -124,6 +125,9 @@ class SlowdownDetector(
         self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
         self.rewarm: list[list[float]] | None = None  # after a restart: the buckets waiting to be checked
         self.level = LevelWatch()  # the level CUSUM, while the rule judges against the run's cycle
+        self.sized = False  # the bucket width decided for this baseline (slowdown_width.py)
+        self._scale = 1.0  # ... a bucket's evidence, its share of ``bucket``
+        self.base_since = self.base_to = 0.0  # the first and newest baseline buckets' starts
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
@@ -179,6 +183,8 @@ class SlowdownDetector(
             and len(self.values) >= self._min_points
             or len(self.values) >= MAX_WINDOW
         ):
+            if not self.sized:
+                self._decide_width(t)
             self._close()
             self.bucket_start, self.pos_open = [t, step], self.pos - delta
         self.values.append(value)
@@ -206,6 +212,7 @@ class SlowdownDetector(
         self.mu, self.sigma, self._pause, self.drift = None, 0.0, math.inf, 0.0
         self.base_n.clear()
         self.ref_n = None
+        self.sized = False  # the width is decided again, for the new baseline
         resolved = self.season.resolved  # the swings learned are kept: the run's data wander as before
         self.season.clear()
         self.season.resolved = resolved
@@ -229,7 +236,7 @@ class SlowdownDetector(
         if self._sign > 0:  # a step time 5x the usual is a pause
             self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
         admitted = False
-        while len(self.recent) > self._lagged:
+        while self.recent and not self._lagging(b):
             old = self.recent.popleft()
             if self.firing:  # a slowdown that fired must not become the new normal (yet)
                 self.held.append(old)
@@ -238,12 +245,14 @@ class SlowdownDetector(
                 admitted = True
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
-        if admitted and len(self.base) >= self._need:
+        if admitted and self._warm():
             mu, self.sigma, self.drift = level(self.base)
             n = len(self.base)
-            weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [1.0] * n
+            weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [self._scale] * n
             self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
-            if self.season.refresh(self._need):  # the run's cycle found (or lost): judge afresh against it
+            # the run's cycle found (or lost): judge afresh against it (narrow buckets: from half the
+            # residuals, their cycle shows in the level's noise until it is found)
+            if self.season.refresh(self._need if self._scale >= 1 else self._need // 2):
                 self.s, self.began, self.excess, self.climb, self.peak = 0.0, None, [0.0, 0], 0.0, 0.0
                 self.level.clear()
             if self.mu is None:
@@ -257,6 +266,9 @@ class SlowdownDetector(
             self._cusum(b)
 
     def _admit(self, b: list[float]) -> None:
+        if not self.base:
+            self.base_since = b[0]
+        self.base_to = b[0]
         self.base.append(b[2])
         if len(b) > 3:
             self.base_n.append(int(b[3]))
@@ -284,8 +296,8 @@ class SlowdownDetector(
         one, as a log-likelihood ratio does; a long one counts as one: a bucket's noise is mostly the
         run's slow wander, which more steps in it do not average out (the real jitter: 5-minute medians
         wander as much as 1-minute ones)."""
-        ref = self.ref_n
-        return 1.0 if n is None or not ref else min(1.0, n / ref)
+        ref, scale = self.ref_n, self._scale  # (a bucket narrower than ``bucket`` counts for its share)
+        return scale if n is None or not ref else scale * min(1.0, n / ref)
 
     def _peek(self) -> None:
         """Judge the open bucket as it stands, for its evidence so far, so that a slowdown is not held

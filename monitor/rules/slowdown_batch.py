@@ -20,8 +20,9 @@ class SlowdownBatch:
         common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""
         if self._metric is not None:
             return Detector.observe_many(self, samples, i, end)
-        counter, width, min_points = self._counter, self._width, self._min_points
+        counter, min_points = self._counter, self._min_points
         while i < end:
+            width = self._width  # (decided when the baseline's first bucket closes)
             if not (self.hot or self.bucket_start is None or self.prev_step is None):
                 prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
                 peek_at, pos = self.peek_at, self.pos

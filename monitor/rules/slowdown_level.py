@@ -60,5 +60,5 @@ class SlowdownThresholds:
     def _sustained(self, weight: float) -> bool:
         """Against the run's cycle, an excursion fires only once it holds SUSTAINED buckets of evidence: the
         cycle's finer shape (a few slow steps) falls in one bucket or the next, and one bucket off is its
-        phase, not a slowdown."""
-        return self.season.period is None or weight >= SUSTAINED
+        phase, not a slowdown (buckets of the width in use: a narrower bucket knows the phase finer)."""
+        return self.season.period is None or weight >= SUSTAINED * self._scale

@@ -116,6 +116,12 @@ class Season:
         self.ws.clear()
         self.period, self.sigma, self.drift, self.n, self.added, self.gap = None, 0.0, 0.0, 0, 0, 0.0
 
+    def resize(self, maxlen: int) -> None:
+        """Hold up to ``maxlen`` buckets (the newest of those held are kept)."""
+        self.pos = deque(self.pos, maxlen=maxlen)
+        self.xs = deque(self.xs, maxlen=maxlen)
+        self.ws = deque(self.ws, maxlen=maxlen)
+
     def add(self, pos: float, x: float, w: float) -> None:
         if self.pos and pos <= self.pos[-1]:
             return  # positions only grow (a bucket without one is left out)
@@ -133,13 +139,17 @@ class Season:
         if period is None or not self.pos:
             return None
         total = count = 0
-        first, pos_, xs, half = self.pos[0], self.pos, self.xs, self.gap * ENVELOPE
-        for c in range(1, CYCLES + 1):
+        first, last, pos_, xs, half = self.pos[0], self.pos[-1], self.pos, self.xs, self.gap * ENVELOPE
+        c = (
+            math.floor((pos - last) / period) + 1 if pos > last else 1
+        )  # the newest cycle held (the lag's not)
+        while count < CYCLES:
             q = pos - c * period
             if q < first:
                 break
             total += max(_interp(pos_, xs, q - half), _interp(pos_, xs, q), _interp(pos_, xs, q + half))
             count += 1
+            c += 1
         return total / count if count else None
 
     def refresh(self, need: int) -> bool:
