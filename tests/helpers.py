@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from alerts.clock import Clock
@@ -79,3 +80,11 @@ watch:
         - {{kind: stall, at: 10m, duration: 40m}}   # a rank hangs ...
         - {{kind: restart, at: 50m}}                # ... until the job is killed and restarts
 """
+
+
+def page_seconds(html: str, bucket: str) -> float:
+    """The time a run page's goodput table gives a bucket (as it reads: "39m50s", "1h2m"), in seconds."""
+    m = re.search(rf'class="key gp-{bucket}"></span>[^<]*</td><td>([^<]*)</td>', html)
+    assert m, html[:2000]
+    parts = dict((u, float(n)) for n, u in re.findall(r"([0-9.]+)([dhms])", m.group(1)))
+    return sum(parts.get(u, 0.0) * k for u, k in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)))

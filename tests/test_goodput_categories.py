@@ -5,7 +5,6 @@ existed still loads."""
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import quote
 
 import pytest
@@ -16,7 +15,7 @@ from monitor.runs.goodput import BUCKETS, Goodput
 from monitor.runs.goodput_pauses import marks_of
 from monitor.runs.run_stats import RunStats
 from tests.dashboard.support import build, client
-from tests.helpers import sim_id, tick
+from tests.helpers import page_seconds, sim_id, tick
 
 M = 60.0
 
@@ -148,13 +147,6 @@ watch:
       incidents:
         - {{kind: restart, at: 100m}}
 """
-
-
-def page_seconds(html: str, bucket: str) -> float:
-    m = re.search(rf'class="key gp-{bucket}"></span>[^<]*</td><td>([^<]*)</td>', html)
-    assert m, html[:2000]
-    parts = dict((u, float(n)) for n, u in re.findall(r"([0-9.]+)([dhms])", m.group(1)))
-    return sum(parts.get(u, 0.0) * k for u, k in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)))
 
 
 def test_saves_evals_and_restore_in_the_api_the_run_page_and_the_report(db_url):

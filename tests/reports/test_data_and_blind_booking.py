@@ -6,7 +6,6 @@ the buckets still add up to wall-clock x GPUs for every period."""
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 import pytest
@@ -16,7 +15,7 @@ from monitor.reports import words as w
 from monitor.reports.model import Report
 from monitor.reports.slack_post import post
 from tests.dashboard.support import build, client
-from tests.helpers import sim_id, tick
+from tests.helpers import page_seconds, sim_id, tick
 
 M = 60.0
 GPUS = 4
@@ -36,13 +35,6 @@ watch:
         - {{kind: stall, at: 20m, duration: 30m}}    # no step from 20m to 50m ...
         - {{kind: outage, at: 30m, duration: 10m}}   # ... and the source unreadable from 30m to 40m
 """
-
-
-def page_seconds(html: str, bucket: str) -> float:
-    m = re.search(rf'class="key gp-{bucket}"></span>[^<]*</td><td>([^<]*)</td>', html)
-    assert m, html[:2000]
-    parts = dict((u, float(n)) for n, u in re.findall(r"([0-9.]+)([dhms])", m.group(1)))
-    return sum(parts.get(u, 0.0) * k for u, k in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)))
 
 
 @pytest.fixture

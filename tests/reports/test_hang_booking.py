@@ -14,6 +14,7 @@ import pytest
 from alerts.clock import ManualClock
 from tests.dashboard.support import build, client
 from tests.helpers import hang_then_restart_config, sim_id, tick
+from tests.helpers import page_seconds as shown_seconds
 
 M = 60.0
 GPUS = 8
@@ -26,12 +27,8 @@ def goodput(api) -> dict:
 
 
 def page_seconds(api, bucket: str) -> float:
-    """The time the run page's goodput table gives a bucket (as it reads: "39m50s", "1h2m")."""
-    html = api.get("/runs/" + quote(RUN, safe="")).text
-    m = re.search(rf'class="key gp-{bucket}"></span>[^<]*</td><td>([^<]*)</td>', html)
-    assert m, html[:2000]
-    parts = dict((u, float(n)) for n, u in re.findall(r"([0-9.]+)([dhms])", m.group(1)))
-    return sum(parts.get(u, 0.0) * k for u, k in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)))
+    """The time the run page's goodput table gives a bucket."""
+    return shown_seconds(api.get("/runs/" + quote(RUN, safe="")).text, bucket)
 
 
 @pytest.fixture
