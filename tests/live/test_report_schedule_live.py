@@ -16,12 +16,14 @@ from tests.live.support import wait_for
 
 def test_two_replicas_post_the_due_report_once_and_not_again_after_restarts(tmp_path, pg_url):
     now = time.time()
-    week = last_full_week(now, zone("UTC"))
+    fire = datetime.fromtimestamp(now + 45, UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
+    # the week the report due at ``fire`` covers (run just before Monday 00:00, that is the week now
+    # ending: the week before it is then the one a start-up catches up on, and it must hold no data)
+    week = last_full_week(fire.timestamp(), zone("UTC"))
     db = make_engine(pg_url)
     with make_sessionmaker(db)() as s:
         rw.build(s, week0=week.start, lead=0.0)  # the week before it had no data: nothing older is due
     db.dispose()
-    fire = datetime.fromtimestamp(now + 45, UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
     every = fire.strftime("%a %H:%M").lower()
     with slack_stack(tmp_path, pg_url) as it:
         cfg = tmp_path / "herowatch.yaml"
