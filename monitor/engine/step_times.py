@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import statistics
-from collections import deque
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
@@ -53,10 +53,10 @@ def skew_rule(bound: float) -> ClockSkewSpec:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _Source:
     previous_poll: float | None = None
-    lags: deque[float] = field(default_factory=lambda: deque(maxlen=LAGS_KEPT))
+    lags: array = field(default_factory=lambda: array("d"))  # the last LAGS_KEPT (8 bytes each)
 
 
 @dataclass
@@ -83,6 +83,8 @@ class StepTimes:
             src = self._seen.get(run, {}).get(source)
             if src is not None and src.previous_poll is not None:  # a first read may be old history
                 src.lags.append(seen_at - t)
+                if len(src.lags) > LAGS_KEPT:
+                    del src.lags[0]
         for run, source in {(s.run, s.source) for s in out if s.source is not None}:
             self._seen.setdefault(run, {}).setdefault(source, _Source()).previous_poll = seen_at
         return out

@@ -13,7 +13,6 @@ least that many steps, so "3 in 15 minutes" means as much at 100 s a step (9 ste
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
@@ -23,6 +22,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -48,7 +48,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         self.metric = rule.metric
         self._cumulative = rule.cumulative
         self.prev: float | None = None
-        self.events: deque[tuple[float, float, int | None]] = deque()  # (t, increase, step)
+        self.events: list[tuple[float, float, int | None]] = []  # (t, increase, step), oldest first
         self.total = 0.0  # increase within the window
         self.resets = 0
         self.last_step: int | None = None
@@ -116,7 +116,7 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
     def _expire(self, now: float) -> None:
         events, horizon = self.events, now - self.rule.window
         while events and events[0][0] <= horizon and self._steps_behind(events[0][2]):
-            self.total -= events.popleft()[1]
+            self.total -= take_first(events)[1]
         if not events:
             self.total = 0.0  # no drift from float sums
 

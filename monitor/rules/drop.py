@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
@@ -30,7 +29,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAX_WINDOW, SortedValues
+from monitor.rules.windows import MAX_WINDOW, SortedValues, take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -65,9 +64,9 @@ class DropDetector(Detector[DropSpec]):
         self._sum = 0.0
         self._count = 0
         self.recent = SortedValues()
-        self._recent: deque[tuple[int, float]] = deque()  # (bucket, mean)
+        self._recent: list[tuple[int, float]] = []  # (bucket, mean), oldest first (windows.take_first)
         self.base = SortedValues()
-        self._base: deque[tuple[int, float]] = deque()
+        self._base: list[tuple[int, float]] = []
         self.cond = False
         self._sample: Sample | None = None  # the newest sample with a usable value
         self._reset_gap = rule.reset_gap
@@ -160,18 +159,18 @@ class DropDetector(Detector[DropSpec]):
         frozen = self.cond
         first_recent = now_bucket - RECENT_BUCKETS
         while rq and rq[0][0] < first_recent and len(rq) > RECENT_BUCKETS:  # a slow run's newest 10
-            old_b, old = rq.popleft()
+            old_b, old = take_first(rq)
             del rvals[bisect_left(rvals, old)]
             if frozen:
                 continue  # a dropped level must not become the new normal
             insort(bvals, old)
             bq.append((old_b, old))
             if len(bq) > r.max_points:
-                del bvals[bisect_left(bvals, bq.popleft()[1])]
+                del bvals[bisect_left(bvals, take_first(bq)[1])]
         if not frozen:
             first_base = first_recent - self._baseline_buckets
             while bq and bq[0][0] < first_base and len(bq) > r.min_baseline_points:
-                del bvals[bisect_left(bvals, bq.popleft()[1])]
+                del bvals[bisect_left(bvals, take_first(bq)[1])]
         cond = False
         if len(bq) >= r.min_baseline_points:  # the onset: the first of the buckets below it since
             below = mean <= self._keep_factor * self.base.median()

@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Literal
 
@@ -28,8 +27,10 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, last_step, register
 from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import keep_last
 from monitor.samples import RunState, Sample
 
+OOMS_KEPT = 8  # recent OOM kills remembered
 FINAL = frozenset({RunState.FAILED, RunState.KILLED})  # no grace: these do not flicker
 MEANING = {
     RunState.CRASHED: "the tracker lost its heartbeats",
@@ -64,7 +65,7 @@ class EndSignals:
         self.since: float | None = None  # when the current state was first reported
         self.step: int | None = None
         self.oom: float | None = None  # the counter's latest value
-        self.ooms: deque[list[float]] = deque(maxlen=8)  # [t, increase] of recent OOM kills
+        self.ooms: list[list[float]] = []  # [t, increase] of recent OOM kills, the last OOMS_KEPT
         self.code: list[float] | None = None  # [t, exit code] of the latest exit code
         self.news = False  # the latest sample changed the state or a cause
 
@@ -79,6 +80,7 @@ class EndSignals:
                 v = metrics[name]
                 if self.oom is not None and v > self.oom:
                     self.ooms.append([sample.t, v - self.oom])
+                    keep_last(self.ooms, OOMS_KEPT)
                     self.news = True
                 self.oom = v
             name = self.exit_code

@@ -19,7 +19,6 @@ drop its first restart as its third arrives, and the alert would flap).
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Hashable, Sequence
 from typing import Literal
 
@@ -29,6 +28,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import Detector, register
 from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import take_first
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 
@@ -111,7 +111,7 @@ class RestartsDetector(Detector[RestartsSpec]):
         self.hot = False
         self.signals = RestartSignals(rule.counter)
         self._follower = False
-        self.times: deque[float] = deque()  # restarts that count, in the window
+        self.times: list[float] = []  # restarts that count, in the window, oldest first
 
     def inputs(self) -> frozenset[str] | None:
         return None
@@ -179,7 +179,7 @@ class RestartsDetector(Detector[RestartsSpec]):
                 times.clear()  # no restart for a window: the loop is over
             return
         while times and times[0] <= horizon:
-            times.popleft()
+            take_first(times)
 
     def holds_until(self) -> float:
         if not self.times:

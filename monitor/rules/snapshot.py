@@ -212,4 +212,9 @@ def restore_attrs(obj: Any, attrs: dict[str, Any], depth: int = 0) -> None:
     if not isinstance(attrs, dict):
         raise SnapshotError("unreadable state")
     for name, value in attrs.items():
-        setattr(obj, name, decode(value, depth))
+        try:
+            setattr(obj, name, decode(value, depth))
+        except AttributeError:
+            if hasattr(obj, "__dict__"):
+                raise
+            # a field of an older version on a class with ``__slots__`` now: unused, as it was in a __dict__

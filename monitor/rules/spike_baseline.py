@@ -39,11 +39,10 @@ from __future__ import annotations
 import copy
 import math
 from bisect import bisect_left, insort
-from collections import deque
 from typing import Any
 
 from monitor.rules.spike_batch import SpikeBatch
-from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad
+from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad, take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -56,6 +55,66 @@ _Bucket = tuple[float, float, float, int, float, float]
 
 
 class SpikeBaseline(SpikeBatch):
+    # slots, in the order __init__ sets them (a snapshot lists them so): ~55 fields in a dict of their own
+    # cost ~1 KB a baseline
+    __slots__ = (
+        "metric",
+        "z",
+        "min_rise",
+        "window",
+        "span",
+        "_stride",
+        "min_points",
+        "floor_window",
+        "floor_points",
+        "_keep",
+        "_width",
+        "reset_on_rewind",
+        "of_progress",
+        "against_max",
+        "track_floor",
+        "floor_steps",
+        "streak",
+        "streak_t",
+        "streak_step",
+        "streak_min",
+        "streak_before",
+        "longest_recovered",
+        "calm",
+        "calm_t",
+        "hot_t",
+        "log",
+        "sign",
+        "_last_step",
+        "_sample",
+        "_y",
+        "is_spike",
+        "floor_raised",
+        "spikes",
+        "resets",
+        "last_spike",
+        "base",
+        "_fifo",
+        "_diffs",
+        "_sigma",
+        "_fresh",
+        "_admitted_at",
+        "ready",
+        "_med",
+        "_worst",
+        "_gate",
+        "_closed",
+        "_cmins",
+        "_count",
+        "_ob",
+        "_ot",
+        "_olast",
+        "_on",
+        "_omin",
+        "_ofirst",
+        "_floor_ready",
+    )
+
     def __init__(self, spec: Any) -> None:
         self.metric: str = spec.metric
         self.z: float = spec.z
@@ -97,8 +156,9 @@ class SpikeBaseline(SpikeBatch):
 
     def _clear(self) -> None:
         self.base.clear()
-        self._fifo: deque[tuple[float, float]] = deque()  # (t, y) of the baseline values, oldest first
-        self._diffs: deque[float] = deque()  # differences of consecutive baseline values
+        # the windows are lists (oldest first; ``windows.take_first``): an empty deque costs 624 bytes
+        self._fifo: list[tuple[float, float]] = []  # (t, y) of the baseline values, oldest first
+        self._diffs: list[float] = []  # differences of consecutive baseline values
         self._sigma: float | None = None
         self._fresh = 0  # baseline values added since the noise was estimated
         self._admitted_at = -INF
@@ -106,8 +166,8 @@ class SpikeBaseline(SpikeBatch):
         self._med = 0.0
         self._worst = -INF  # the worst median since the start (or the last reset): progress is from here
         self._gate = INF  # median + min_rise: nothing below it can be a spike
-        self._closed: deque[_Bucket] = deque()
-        self._cmins: deque[tuple[float, float]] = deque()  # monotonic minima of the closed buckets
+        self._closed: list[_Bucket] = []
+        self._cmins: list[tuple[float, float]] = []  # monotonic minima of the closed buckets
         self._count = 0  # values in the closed buckets
         self._ob = -INF  # the open bucket: index, first t, last t, count, minimum, first value
         self._ot = self._olast = 0.0
@@ -131,8 +191,8 @@ class SpikeBaseline(SpikeBatch):
         twin.last_spike = dict(self.last_spike) if self.last_spike is not None else None
         twin.base = SortedValues()
         twin.base.values = list(self.base.values)
-        twin._fifo, twin._diffs = deque(self._fifo), deque(self._diffs)
-        twin._closed, twin._cmins = deque(self._closed), deque(self._cmins)
+        twin._fifo, twin._diffs = list(self._fifo), list(self._diffs)
+        twin._closed, twin._cmins = list(self._closed), list(self._cmins)
         return twin
 
     def reset(self) -> None:
@@ -283,10 +343,10 @@ class SpikeBaseline(SpikeBatch):
         if closed and closed[0][2] < horizon:
             frozen, keep = self.floor_raised, self._keep
             while closed and closed[0][2] < horizon and count - closed[0][3] >= keep:
-                idx, first_t, _, n, _, first = closed.popleft()
+                idx, first_t, _, n, _, first = take_first(closed)
                 count -= n
                 if cmins and cmins[0][0] == idx:
-                    cmins.popleft()
+                    take_first(cmins)
                 if frozen or first_t - self._admitted_at < self._stride:
                     continue  # frozen while the floor is raised; or thinned
                 self._admit(first_t, first)
@@ -297,9 +357,9 @@ class SpikeBaseline(SpikeBatch):
             oldest = (closed[0][1] if closed else t) - self.span
             # at least min_points values, however old: a run stepping every 10 minutes has 6 in an hour
             while fifo and fifo[0][0] < oldest and len(fifo) > self.min_points:
-                del values[bisect_left(values, fifo.popleft()[1])]
+                del values[bisect_left(values, take_first(fifo)[1])]
                 if self._diffs:
-                    self._diffs.popleft()
+                    take_first(self._diffs)
             n = len(values)
             self.ready = n >= self.min_points
             if n:
@@ -328,8 +388,8 @@ class SpikeBaseline(SpikeBatch):
         fifo.append((t, y))
         self._fresh += 1
         if len(fifo) > self.window:
-            del values[bisect_left(values, fifo.popleft()[1])]
-            self._diffs.popleft()
+            del values[bisect_left(values, take_first(fifo)[1])]
+            take_first(self._diffs)
 
     # ---- figures ---------------------------------------------------------------------------
     @property

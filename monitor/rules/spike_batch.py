@@ -22,6 +22,8 @@ class SpikeBatch:
     """The batched loop of ``SpikeBaseline``. Its fields are the baseline's (``SpikeBaseline.__init__``
     and ``_clear`` set them all); the ones the loop reads or writes are declared here."""
 
+    __slots__ = ()  # the baseline's fields are its slots
+
     metric: str
     log: bool
     sign: float

@@ -18,7 +18,6 @@ window's edge, and the moment a change is noticed, are exact to 1/60 of the wind
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,6 +27,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
+from monitor.rules.windows import take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -73,9 +73,8 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._mean = rule.mode == "mean"
         self._after = rule.after_step
         self._width = rule.window / BUCKETS
-        self._buckets: deque[tuple[float, float, int, float, int]] = (
-            deque()
-        )  # closed: (index, first t, n, sum, beyond)
+        # closed: (index, first t, n, sum, beyond), oldest first (a list: an empty deque costs 624 bytes)
+        self._buckets: list[tuple[float, float, int, float, int]] = []
         self._b = -INF  # the open bucket: index, first t, count, sum, beyond
         self._bt = 0.0
         self._bn = 0
@@ -194,7 +193,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
                 and buckets[0][0] < oldest
                 and (total_n - buckets[0][2] >= need or buckets[0][1] < stale)
             ):
-                _, _, n, total, beyond = buckets.popleft()
+                _, _, n, total, beyond = take_first(buckets)
                 total_n -= n
                 total_sum -= total
                 total_beyond -= beyond

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable
+from typing import Any
 
 MAD_TO_SIGMA = 1.4826  # MAD x this estimates the standard deviation of a normal distribution
 MAX_WINDOW = 4096  # cap on the values of any window: at extreme sample rates it then spans less time
@@ -68,3 +69,18 @@ def mad(values: Iterable[float]) -> float:
         return 0.0
     mid = median_of_sorted(ordered)
     return median_of_sorted(sorted(abs(x - mid) for x in ordered))
+
+
+def take_first(q: list[Any]) -> Any:
+    """Remove and return a window's oldest item. The windows are lists (an empty ``deque`` costs 624
+    bytes, a list 56); snapshots written before hold them as deques, which this serves just the same."""
+    v = q[0]
+    del q[0]
+    return v
+
+
+def keep_last(q: list[Any], n: int) -> None:
+    """Drop a bounded window's oldest items beyond ``n`` (a list in place of a ``deque(maxlen=n)``;
+    a deque restored from an older snapshot already holds at most ``n``)."""
+    while len(q) > n:
+        del q[0]

@@ -1,0 +1,106 @@
+"""Detector windows are lists now (an empty ``deque`` cost 624 bytes, a list 56): snapshots written
+before, which hold them as deques (``{"$q": [...], "n": ...}``), still read back, and the restored
+detector goes on exactly as one that never restarted (and as one restored from the new form)."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from typing import Any
+
+import pytest
+
+from monitor.rules.base import DETECTORS
+from monitor.rules.loader import load_pack
+from monitor.samples import RunState, Sample
+from tests.rules.real_scenarios import Scenario
+from tests.rules.test_observe_many import with_throughput
+from tests.rules.test_replay_batched import plain
+
+# the windows that were deques: name -> their maxlen then
+WINDOWS = {
+    "_buckets": None,  # threshold
+    "_recent": None,  # drop
+    "_base": None,
+    "events": None,  # counter_increase
+    "times": None,  # restarts
+    "ooms": 8,  # ended
+    "_fifo": None,  # a spike baseline
+    "_diffs": None,
+    "_closed": None,
+    "_cmins": None,
+}
+
+
+def old_form(attrs: dict[str, Any]) -> int:
+    """Rewrite a snapshot's attributes (and a nested object's) as the code before wrote them: the
+    windows as deques. Returns how many of them held values."""
+    n = 0
+    for name, value in attrs.items():
+        if name in WINDOWS and isinstance(value, list):
+            attrs[name] = {"$q": value, "n": WINDOWS[name]}
+            n += bool(value)
+        elif isinstance(value, dict) and "$o" in value:
+            n += old_form(value["a"])
+    return n
+
+
+def deques(obj: Any, depth: int = 0) -> int:
+    """The deques a restored detector (and the objects it is made of) holds."""
+    if isinstance(obj, deque):
+        return 1
+    if depth > 3 or not type(obj).__module__.startswith("monitor.rules"):
+        return 0
+    names = [
+        *getattr(obj, "__dict__", ()),
+        *(n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ())),
+    ]
+    return sum(deques(getattr(obj, n), depth + 1) for n in names if n != "rule" and hasattr(obj, n))
+
+
+def events(n: int = 900) -> list[Sample]:
+    """A run that OOMs and restarts now and then (steps rewind, the state flips), for the counter,
+    restart and end rules."""
+    out, step, kills, t0 = [], 0, 0.0, 1_700_000_000.0
+    for i in range(n):
+        t = t0 + 30.0 * i
+        if i % 40 == 20:
+            kills += 1
+        state = RunState.RUNNING
+        if i % 150 == 149:
+            state, step = RunState.CRASHED, max(0, step - 25)
+        step += 1
+        metrics = {"oom_kills_total": kills, "optim/skipped_step": float(i // 60), "xid_errors_total": 0.0}
+        out.append(Sample(t, "r", step, metrics, state=state))
+    return out
+
+
+CASES = ["grad_norm_high", "throughput_drop", "loss_spike", "loss_jump"]
+EVENTS = ["oom_kills", "skipped_steps", "run_crashed", "crash_loop", "run_restarted"]
+
+
+@pytest.mark.parametrize("name", CASES + EVENTS)
+def test_an_old_snapshot_with_deques_reads_back_and_goes_on_alike(name):
+    spec = {r.name: r for r in load_pack("hero")}[name]
+    if name in EVENTS:
+        samples = events()
+        cut = len(samples) * 2 // 3
+    else:
+        sc = Scenario(loss_shift=lambda step: 1.0 if 4000 <= step < 4400 else 0.0, last_step=6000)
+        samples = with_throughput(plain(sc.build()))
+        cut = next(i for i, s in enumerate(samples) if s.step is not None and s.step >= 4100)
+    kind = DETECTORS[spec.kind]
+    old, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
+    out: dict[int, list] = {id(d): [] for d in (old, new, kept)}
+    for k, s in enumerate(samples):
+        if k == cut:
+            saved = json.loads(json.dumps(kept.export_state()))
+            assert new.import_state(json.loads(json.dumps(saved)))
+            assert old_form(saved["state"]) > 0  # the form before: deques, with values in them
+            assert old.import_state(saved)
+            assert deques(old) > 0 and deques(new) == 0
+        for d in (old, new, kept):
+            d.observe(s)
+            f = d.evaluate(s.t)
+            out[id(d)].append((d.hot, f.active, f.value, f.reason, f.onset))
+    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
