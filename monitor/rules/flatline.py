@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections import deque
 from typing import Literal
 
 from pydantic import Field
@@ -29,7 +28,7 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import Detector, fmt_value, register
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAX_WINDOW, SortedValues
+from monitor.rules.windows import MAX_WINDOW, SortedValues, take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -62,11 +61,12 @@ class FlatlineDetector(Detector[FlatlineSpec]):
 
     def _reset(self) -> None:
         self.hot = self.cond = False
-        self._win: deque[tuple[float, float, float | None]] = deque()  # (t, value, change from the previous)
-        self._hi: deque[tuple[float, float]] = deque()  # monotonic: the window's maximum first
-        self._lo: deque[tuple[float, float]] = deque()  # monotonic: the window's minimum first
+        # the windows are lists, oldest first (``windows.take_first``): an empty deque costs 624 bytes
+        self._win: list[tuple[float, float, float | None]] = []  # (t, value, change from the previous)
+        self._hi: list[tuple[float, float]] = []  # monotonic: the window's maximum first
+        self._lo: list[tuple[float, float]] = []  # monotonic: the window's minimum first
         self._base = SortedValues()  # the baseline's changes
-        self._baseq: deque[tuple[float, float]] = deque()  # (t, change), oldest first
+        self._baseq: list[tuple[float, float]] = []  # (t, change), oldest first
         self._prev: float | None = None
 
     # ---- samples ---------------------------------------------------------------------------
@@ -98,20 +98,20 @@ class FlatlineDetector(Detector[FlatlineSpec]):
         edge = t - r.window
         frozen = self.cond
         while win[0][0] < edge and len(win) > r.min_points:  # a slow run's window keeps min_points
-            t0, _, change = win.popleft()
+            t0, _, change = take_first(win)
             if change is not None and not frozen:
                 insort(values, change)
                 self._baseq.append((t0, change))
         first = win[0][0]
         for q in (self._hi, self._lo):
             while q[0][0] < first:
-                q.popleft()
+                del q[0]
         if frozen:
             return
         oldest = edge - r.baseline
         q = self._baseq
         while q and (q[0][0] < oldest or len(q) > r.max_points):
-            del values[bisect_left(values, q.popleft()[1])]
+            del values[bisect_left(values, take_first(q)[1])]
 
     def _usual(self) -> float | None:
         return self._base.median() if len(self._base) >= self.rule.min_baseline else None

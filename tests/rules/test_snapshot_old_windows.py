@@ -29,6 +29,10 @@ WINDOWS = {
     "_diffs": None,
     "_closed": None,
     "_cmins": None,
+    "_win": None,  # flatline
+    "_hi": None,
+    "_lo": None,
+    "_baseq": None,
 }
 
 
@@ -104,3 +108,24 @@ def test_an_old_snapshot_with_deques_reads_back_and_goes_on_alike(name):
             f = d.evaluate(s.t)
             out[id(d)].append((d.hot, f.active, f.value, f.reason, f.onset))
     assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
+
+
+def test_an_old_flatline_snapshot_with_deques_reads_back_and_goes_on_alike():
+    spec = {r.name: r for r in load_pack("rl")}["rl_reward_flatline"]
+    kind = DETECTORS[spec.kind]
+    old, kept = kind(spec, "r"), kind(spec, "r")
+    samples = [
+        Sample(1_700_000_000.0 + 60 * i, "r", i, {spec.metric: 0.5 + (0.01 * (i % 7) if i < 150 else 0.0)})
+        for i in range(300)
+    ]
+    for k, s in enumerate(samples):
+        if k == 120:
+            saved = json.loads(json.dumps(kept.export_state()))
+            assert old_form(saved["state"]) >= 4
+            assert old.import_state(saved) and deques(old) == 4
+        if k >= 120:
+            old.observe(s)
+        kept.observe(s)
+        if k >= 120:
+            assert (old.hot, old.evaluate(s.t)) == (kept.hot, kept.evaluate(s.t))
+    assert kept.hot  # flat since sample 150
