@@ -22,10 +22,10 @@ evals) would have shown itself by then.
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from monitor.durations import format_duration
+from monitor.rules.windows import keep_last
 
 MEMORY = 16  # long pauses remembered
 HABITS = 6  # habits kept (the least recently seen goes first)
@@ -43,7 +43,8 @@ class PauseSchedule:
     """Marks and habits. ``add`` a finished pause; ``match`` an ongoing one."""
 
     def __init__(self) -> None:
-        self.marks: deque[list[Any]] = deque(maxlen=MEMORY)  # [step, t, duration, explained]
+        # [step, t, duration, explained], the last MEMORY (a list: an empty deque costs 624 bytes)
+        self.marks: list[list[Any]] = []
         self.habits: list[dict[str, Any]] = []  # {"by", "period", "anchor", "durations", "seen", "last"}
         self.unexplained = 0  # remembered marks no habit explains
 
@@ -84,9 +85,11 @@ class PauseSchedule:
         if h is not None:
             self._seen(h, step, t, duration)
             self.marks.append([step, t, duration, True])
+            keep_last(self.marks, MEMORY)
         else:
             mark = [step, t, duration, False]
             self.marks.append(mark)
+            keep_last(self.marks, MEMORY)
             h = self._progression(mark, stride, slack)
             if h is not None:
                 self.habits.append(h)

@@ -10,7 +10,7 @@ from collections import deque
 
 import pytest
 
-from monitor.rules.schedule import PauseSchedule
+from monitor.rules.schedule import MEMORY, PauseSchedule
 from monitor.rules.stall import StallDetector
 from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, above_info, hero
@@ -141,7 +141,7 @@ def test_the_detector_state_is_bounded_plain_data():
     det = StallDetector(next(r for r in hero() if r.name == "progress_stalled"), sc.run)
     for s in sc.build():
         det.observe(s)
-    assert len(det.schedule.habits) == 1 and len(det.schedule.marks) == det.schedule.marks.maxlen
+    assert len(det.schedule.habits) == 1 and len(det.schedule.marks) == MEMORY
     state = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det).items() if k != "rule"}
     state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det.schedule).items()}
     json.dumps(state)
