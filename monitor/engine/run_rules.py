@@ -50,6 +50,32 @@ def _shared_coverage(slots: list[Slot]) -> tuple[list, dict]:
     return held
 
 
+# (id of each rule, its inputs) -> (the specs, kept so their ids stay theirs; slots fed every sample;
+# metric -> slots fed the samples that carry it): one routing table for the runs of a watch
+_ROUTES: dict[tuple, tuple[list, tuple[int, ...], dict[str, tuple[int, ...]]]] = {}
+
+
+def _shared_routes(slots: list[Slot], wanted: list[frozenset[str] | None]) -> tuple:
+    """Which slots each metric's samples go to, by slot index: the same for every run with these
+    rules, so one table (a dict of ~20 metrics) serves them all instead of one per run."""
+    key = tuple((id(slot.rule), wants) for slot, wants in zip(slots, wanted, strict=True))
+    held = _ROUTES.get(key)
+    if held is None:
+        every: list[int] = []
+        by_metric: dict[str, list[int]] = {}
+        for slot, wants in zip(slots, wanted, strict=True):
+            if wants is None or len(wants) > 1:  # several metrics: fed every sample, observed once
+                every.append(slot.index)
+            else:
+                for name in wants:
+                    by_metric.setdefault(name, []).append(slot.index)
+        if len(_ROUTES) >= SHARED_MAX:
+            _ROUTES.clear()
+        rules = [slot.rule for slot in slots]
+        held = _ROUTES[key] = (rules, tuple(every), {k: tuple(v) for k, v in by_metric.items()})
+    return held
+
+
 NOTHING_OPEN: frozenset[str] = frozenset()  # ``Slot.open`` until its first alert (most never have one)
 
 
@@ -84,8 +110,9 @@ Settling = Mapping[str, float] | None  # sources that answer again -> since when
 @dataclass(eq=False)
 class RunRules:
     slots: list[Slot]
-    every: list[Feed]  # detectors fed every sample
-    by_metric: dict[str, list[Feed]]  # metric -> detectors fed samples that carry it
+    feeds: list[Feed]  # a slot's feed, by its index
+    every: tuple[int, ...]  # slots fed every sample (shared by the runs with the same rules)
+    by_metric: dict[str, tuple[int, ...]]  # metric -> slots fed samples that carry it (shared too)
     clocked: list[Slot]
     dirty: list[Slot] = field(default_factory=list)
     live: dict[int, Slot] = field(default_factory=dict)  # slots with open alerts, by index
@@ -107,18 +134,12 @@ class RunRules:
         for i, spec in enumerate(rules):
             det = DETECTORS[spec.kind](spec, run)
             slots.append(Slot(i, spec, det, interned(det.feeds())))
-        every: list[Feed] = []
-        by_metric: dict[str, list[Feed]] = {}
+        feeds: list[Feed] = [(slot.det.observe, slot.det, slot) for slot in slots]
+        wanted = [None if (w := slot.det.inputs()) is None else frozenset(w) for slot in slots]
+        _, every, by_metric = _shared_routes(slots, wanted)
         clocked: list[Slot] = []
         groups: dict[Hashable, list[Slot]] = {}
         for slot in slots:
-            wants = slot.det.inputs()
-            feed = (slot.det.observe, slot.det, slot)
-            if wants is None or len(wants) > 1:  # several metrics: fed every sample, observed once
-                every.append(feed)
-            else:
-                for name in wants:
-                    by_metric.setdefault(name, []).append(feed)
             if slot.det.clocked:
                 clocked.append(slot)
             share = slot.det.share_key()
@@ -137,7 +158,7 @@ class RunRules:
             for slot in followers:  # fed after its leader: same list, later index
                 slot.leader = leader
                 slot.det.share_with(leader)
-        rr = cls(slots, every, by_metric, clocked)
+        rr = cls(slots, feeds, every, by_metric, clocked)
         rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
         rr.coverage_rules, rr.coverage_plans = _shared_coverage(slots)
@@ -155,11 +176,12 @@ class RunRules:
         plan = self.plans.get(names)
         if plan is not None:
             return plan
-        feeds = {id(f): f for f in self.every}
+        chosen = set(self.every)
+        by_metric = self.by_metric
         for name in names:
-            for f in self.by_metric.get(name, ()):
-                feeds[id(f)] = f
-        plan = sorted(feeds.values(), key=lambda f: f[2].index)
+            chosen.update(by_metric.get(name, ()))
+        feeds = self.feeds
+        plan = [feeds[i] for i in sorted(chosen)]
         for f in plan:
             f[2].fed = True
         if len(self.plans) >= MAX_PLANS:
