@@ -4,11 +4,10 @@ each rule's inputs were judged on their own (they are judged once a poll per dis
 
 from __future__ import annotations
 
-from dataclasses import replace
 from types import SimpleNamespace
 
 from monitor.engine.arrivals import Arrivals
-from monitor.engine.coverage import judge
+from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.coverage_stored import expand, stored
 from monitor.rules.base import STEP
 
@@ -78,7 +77,7 @@ def test_the_stored_form_from_the_plan_is_the_walk_over_the_rules_and_reads_back
     for now in (T0 + 400, T0 + 500):  # the second poll reuses the plan and its rule table
         cov = judge("r", rules, arrivals, now, promised=frozenset({STEP}), plans=plans)
         fast = stored(cov)
-        walked = stored(replace(cov, plan=None, judged=()))
+        walked = stored(RunCoverage(cov.run, cov.now, cov.state, cov.rules))
         assert fast == walked and isinstance(fast["rules"], str) and fast["v"] == 3
         back = expand({**fast, "summary": None, "gaps": {}, "keys": []})
         assert [

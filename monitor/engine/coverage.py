@@ -78,16 +78,51 @@ class RuleState(NamedTuple):
     inputs: tuple[InputState, ...]
 
 
-@dataclass(frozen=True)
 class RunCoverage:
-    run: str
-    now: float
-    state: str  # the worst over its rules: blind, warming, unknown, covered (or ended)
-    rules: tuple[RuleState, ...]
-    # what ``judge`` judged it from (the stored form is written from them): its plan, and its inputs'
-    # states in the plan's order
-    plan: Plan | None = field(default=None, compare=False, repr=False)
-    judged: tuple[InputState, ...] = field(default=(), compare=False, repr=False)
+    """A run's coverage at ``now``. ``judge`` makes one every poll and the engine mostly stores it (from
+    ``plan`` and ``judged``): its rules' states are made when first asked."""
+
+    __slots__ = ("run", "now", "state", "plan", "judged", "_rules", "_groups")
+
+    def __init__(
+        self,
+        run: str,
+        now: float,
+        state: str,  # the worst over its rules: blind, warming, unknown, covered (or ended)
+        rules: tuple[RuleState, ...] | None = None,
+        plan: Plan | None = None,  # what ``judge`` judged it from: its plan,
+        judged: tuple[InputState, ...] = (),  # its inputs' states in the plan's order
+        groups: list[tuple[str, tuple[InputState, ...]]] | None = None,  # per group: its state, inputs
+    ) -> None:
+        self.run, self.now, self.state = run, now, state
+        self.plan, self.judged = plan, judged
+        self._rules, self._groups = rules, groups
+
+    @property
+    def rules(self) -> tuple[RuleState, ...]:
+        if self._rules is None:
+            p, worst_of = self.plan, self._groups or []
+            rules = p.rules if p is not None else ()
+            group_of = p.group_of if p is not None else ()
+            self._rules = tuple(
+                [RuleState(n, k, s, *worst_of[g]) for (n, k, s, _), g in zip(rules, group_of, strict=True)]
+            )
+        return self._rules
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunCoverage):
+            return NotImplemented
+        return (self.run, self.now, self.state, self.rules) == (
+            other.run,
+            other.now,
+            other.state,
+            other.rules,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RunCoverage(run={self.run!r}, now={self.now!r}, state={self.state!r}, rules={self.rules!r})"
 
     def blind(self) -> list[RuleState]:
         return [r for r in self.rules if r.state == "blind"]
@@ -315,7 +350,7 @@ def judge(
             plans[key] = p
     cx = _Context(arrivals, merged, now, unavailable_feeds)
     judged = tuple(
-        _input_state(name, expect, arrivals, cx, for_, look_grace) for name, expect, for_ in p.inputs
+        [_input_state(name, expect, arrivals, cx, for_, look_grace) for name, expect, for_ in p.inputs]
     )
     worst_of = []  # per group of inputs: (its worst state, its input states)
     for idx in p.groups:
@@ -323,15 +358,11 @@ def judge(
             states = (judged[idx[0]],)
             worst_of.append((states[0].state, states))
         else:
-            states = tuple(judged[i] for i in idx)
+            states = tuple([judged[i] for i in idx])
             worst_of.append((group_state([s.state for s in states]), states))
-    out = tuple(
-        RuleState(name, kind, severity, *worst_of[g])
-        for (name, kind, severity, _), g in zip(p.rules, p.group_of, strict=True)
-    )
-    counted = [r.state for r in out if r.state != "unused"]
+    counted = [w for w, _ in worst_of if w != "unused"]  # every group is some rule's
     state = min(counted, key=ORDER.__getitem__) if counted else "unused"
-    return RunCoverage(run, now, state, out, p, judged)
+    return RunCoverage(run, now, state, None, p, judged, worst_of)
 
 
 def group_state(states: list[str]) -> str:
