@@ -9,12 +9,13 @@ input's "last value 4s ago", an unused one's) and each rule's state, which its i
 the runs of a watch: they are one string (``name kind severity 0,1;...``), made once per plan::
 
     {"v": 3, "state", "at", "inputs": [[name, state, last_at, count(, why)], ...],
-     "rules": "rule kind severity 2,5;...", "summary", "gaps", "keys"}
+     "table": "rule kind severity 2,5;...", "summary", "gaps", "keys"}
 
-(``rules`` is a list of ``[rule, kind, severity, state, [input positions]]`` instead when a name does
-not fit the string, as in version 2.) ``expand`` turns it, or an earlier form (version 2, or rules each
-with their inputs written out, still held by runs not polled since), into that earlier form, which is
-what the API and the pages read.
+(The table is not under ``rules``: a replica of the version before, during a rolling upgrade, reads a
+coverage without rules rather than failing on a string. When a name does not fit the string, the
+coverage is stored in version 2: ``"rules": [[rule, kind, severity, state, [input positions]], ...]``.)
+``expand`` turns it, or an earlier form (version 2, or rules each with their inputs written out, still
+held by runs not polled since), into that earlier form, which is what the API and the pages read.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def stored(cov: RunCoverage) -> dict[str, Any]:
         if table is None:
             table = p.memo["stored_rules"] = _table([(n, k, s, idx) for n, k, s, idx in p.rules])
         if isinstance(table, str):
-            return {"v": VERSION, "state": cov.state, "at": now, "inputs": inputs, "rules": table}
+            return {"v": VERSION, "state": cov.state, "at": now, "inputs": inputs, "table": table}
     return _stored_walk(cov)
 
 
@@ -82,7 +83,7 @@ def _stored_walk(cov: RunCoverage) -> dict[str, Any]:
     derived = table is not None and all(r[3] == group_state([inputs[k][1] for k in r[4]]) for r in rows)
     if not derived:
         return {"v": LISTED, "state": cov.state, "at": cov.now, "inputs": inputs, "rules": rows}
-    return {"v": VERSION, "state": cov.state, "at": cov.now, "inputs": inputs, "rules": table}
+    return {"v": VERSION, "state": cov.state, "at": cov.now, "inputs": inputs, "table": table}
 
 
 def expand(data: Any) -> dict[str, Any] | None:
@@ -103,8 +104,8 @@ def expand(data: Any) -> dict[str, Any] | None:
         for i in data.get("inputs") or ()
         if isinstance(i, list | tuple) and len(i) in (4, 5)
     ]
-    table = data.get("rules")
-    listed = _parse(table) if isinstance(table, str) else table or ()
+    table = data.get("table")
+    listed = _parse(table) if isinstance(table, str) else data.get("rules") or ()
     rules = []
     for r in listed:
         if not (isinstance(r, list | tuple) and len(r) == 5):
@@ -112,7 +113,7 @@ def expand(data: Any) -> dict[str, Any] | None:
         refs = [inputs[k] for k in r[4] if isinstance(k, int) and 0 <= k < len(inputs)]
         state = r[3] if r[3] is not None else _state_of([i["state"] for i in refs])
         rules.append({"rule": r[0], "kind": r[1], "severity": r[2], "state": state, "inputs": refs})
-    out = {k: v for k, v in data.items() if k not in ("v", "inputs")}
+    out = {k: v for k, v in data.items() if k not in ("v", "inputs", "table")}
     out["rules"] = rules
     return out
 
