@@ -116,3 +116,30 @@ def test_whole_lists_fold_as_point_by_point(monkeypatch):
 
     for seed in range(60):
         assert run(1, seed) == run(10**9, seed), seed
+
+
+def test_many_buckets_at_once_as_stored_by_ingest(migrated_url):
+    """A batch of more than ``bulk.COPY_FROM`` chart rows (PostgreSQL: binary ``COPY``, the rows as they
+    are) stores what ``ingest_run`` stores."""
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    with sessions.begin() as s:
+        s.add_all([Run(id=r, watch="w", source="sim", first_seen_at=1.78e9) for r in ("tails", "plain")])
+    losses, t = real_losses(), 1_780_000_000.0
+    for first in (0, 100):
+        poll = {
+            "train/loss": ("step", [Point(float(i), losses[i], t + i) for i in range(first, first + 100)]),
+            "gpu/util": (
+                "step",
+                [Point(float(i), math.nan if i % 7 == 0 else 50.0, t + i) for i in range(first, first + 100)],
+            ),
+        }
+        with sessions.begin() as s:
+            out = SeriesWrites()
+            tails = SeriesTails()
+            tails.fold(s, "tails", poll, out)
+            out.flush(s)
+            ingest_run(s, "plain", poll)
+    with sessions() as s:
+        for metric in ("train/loss", "gpu/util"):
+            got, want = buckets(s, "tails", metric), buckets(s, "plain", metric)
+            assert got == want and len(want) == 200, metric
