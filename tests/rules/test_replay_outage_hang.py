@@ -103,3 +103,14 @@ def test_held_only_a_silence_the_outage_can_explain():
     assert held(20 * MIN, 100.0, back) is False and held(22 * MIN, 100.0, back), "5 steps at 100 s a step"
     assert held(20 * MIN, None, back), "no cadence known: waits as for any outage"
     assert held(20 * MIN, 10.0, [*back, Settle(40 * MIN, 15 * MIN)]) is False, "the feed's latest start"
+
+
+def test_a_stall_pending_when_the_outage_began_keeps_its_clock_through_it():
+    """With ``for: 10m`` the hang of minute 12 is pending from 27 (the 15-minute limit) and due at 37,
+    inside the outage: it fires at the first clean answer, its pending time counted through the outage."""
+    rules = hero(progress_stalled={"for": "10m"})
+    result = replay(trace(hang_at=12 * MIN), rules)
+    (pending,) = events_of(result, "progress_stalled", "pending")
+    (fired,) = events_of(result, "progress_stalled")
+    assert (pending.t - T0) / MIN == pytest.approx(27, abs=0.5)
+    assert (fired.t - T0) / MIN == 40.0  # was 50, once the outage had settled
