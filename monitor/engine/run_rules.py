@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from alerts.model import Finding
 from monitor.engine.arrivals import Arrivals
-from monitor.engine.source_health import Settle, held
+from monitor.engine.source_health import Settle, waits_for_backlog
 from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
@@ -199,7 +199,7 @@ class RunRules:
         """Is the slot a silence rule (a stall) whose every source of a feed answers again only since a
         time (``settling``: source -> since) that the run's newest step has not reached yet? Then the
         backlog of steps may still be on its way: the run's progress is not judged yet (unless its
-        silence began clearly before the outage: ``source_health.held``, by the run's step cadence)."""
+        silence began clearly before the outage, by the run's step cadence: ``waits_for_backlog``)."""
         if not slot.det.silence:
             return False
         shapes = self.arrivals.shapes.items()
@@ -207,7 +207,7 @@ class RunRules:
         for feed in slot.feeds:
             sources = self.providers.get(feed)
             if sources and sources <= settling.keys():
-                if held(stepped, self.arrivals.step_cadence(), (settling[s] for s in sources)):
+                if waits_for_backlog(stepped, self.arrivals.step_cadence(), (settling[s] for s in sources)):
                     return True
         return False
 

@@ -17,7 +17,7 @@ own timestamps inside the outage are progress then (``settling(now)``: source ->
 and when the outage began). Only a silence the outage can explain is held so: one that began clearly
 before the outage (the run's newest step older than the outage's start by ``MARGIN_STEPS`` of its step
 times, at least ``MIN_MARGIN``) was seen while the source answered, and is judged as soon as the source
-answers again (``held``): a hang older than the outage pages then, not after the settling.
+answers again (``waits_for_backlog``): a hang older than the outage pages then, not after the settling.
 
 Escalation: an outage that has *failed* for ``page_after`` (never read counts) is also ``source_down``,
 critical (``down_finding``); the settling does not count towards it, and once due it ends with
@@ -110,7 +110,7 @@ class Settle(NamedTuple):
     began: float  # the outage began: its last clean answer before it failed (else its first failure)
 
 
-def held(stepped: float, cadence: float | None, settles: Iterable[Settle]) -> bool:
+def waits_for_backlog(stepped: float, cadence: float | None, settles: Iterable[Settle]) -> bool:
     """Does a silence rule wait for these sources (all of a feed's) to settle, for a run whose newest
     step came at ``stepped``, ``cadence`` its usual step interval (None: not known)? While the run has not
     stepped since they answer again its backlog may still be on its way, unless its silence began clearly

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.engine.source_health import MIN_MARGIN, Settle, SourceHealth, held
+from monitor.engine.source_health import MIN_MARGIN, Settle, SourceHealth, waits_for_backlog
 from monitor.samples import Sample
 from monitor.traces.replay import replay
 from tests.rules.helpers_rules import T0, hero
@@ -94,15 +94,17 @@ def test_the_outage_carries_its_start_the_last_clean_answer_before_it():
     assert health.settling(81 * MIN) == {"wandb": Settle(81 * MIN, 79 * MIN)}
 
 
-def test_held_only_a_silence_the_outage_can_explain():
+def test_waits_for_backlog_only_a_silence_the_outage_can_explain():
     back = [Settle(40 * MIN, 29 * MIN)]
-    assert not held(41 * MIN, 10.0, back), "stepped since the source answers: judged"
-    assert held(28 * MIN, 10.0, back), "stepped a minute before the outage: its backlog may come"
-    assert held(29 * MIN - MIN_MARGIN, 10.0, back)
-    assert not held(20 * MIN, 10.0, back), "silent 9 minutes before the outage: not the outage's"
-    assert held(20 * MIN, 100.0, back) is False and held(22 * MIN, 100.0, back), "5 steps at 100 s a step"
-    assert held(20 * MIN, None, back), "no cadence known: waits as for any outage"
-    assert held(20 * MIN, 10.0, [*back, Settle(40 * MIN, 15 * MIN)]) is False, "the feed's latest start"
+    assert not waits_for_backlog(41 * MIN, 10.0, back), "stepped since the source answers: judged"
+    assert waits_for_backlog(28 * MIN, 10.0, back), "stepped a minute before the outage: its backlog may come"
+    assert waits_for_backlog(29 * MIN - MIN_MARGIN, 10.0, back)
+    assert not waits_for_backlog(20 * MIN, 10.0, back), "silent 9 minutes before the outage: not the outage's"
+    assert not waits_for_backlog(20 * MIN, 100.0, back), "5 steps at 100 s a step: 8m20s"
+    assert waits_for_backlog(22 * MIN, 100.0, back), "5 steps at 100 s a step: 8m20s"
+    assert waits_for_backlog(20 * MIN, None, back), "no cadence known: waits as for any outage"
+    both = [*back, Settle(40 * MIN, 15 * MIN)]
+    assert not waits_for_backlog(20 * MIN, 10.0, both), "a feed's sources: the latest start"
 
 
 def test_a_stall_pending_when_the_outage_began_keeps_its_clock_through_it():
