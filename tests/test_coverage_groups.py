@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from monitor.engine.arrivals import Arrivals
-from monitor.engine.coverage import judge
+from monitor.engine.coverage import RunCoverage, judge
 from monitor.engine.coverage_stored import expand, stored
 from monitor.rules.base import STEP
 
@@ -58,3 +58,34 @@ def test_rules_sharing_inputs_are_judged_alike_under_their_own_names():
     ]
     # train/loss, grad/norm (expected always, and optional), extra/m0: once each
     assert len(stored(cov)["inputs"]) == 4
+
+
+def test_the_stored_form_from_the_plan_is_the_walk_over_the_rules_and_reads_back_their_states():
+    """``stored`` writes a judged coverage from its plan (the rule table once per plan, a string): the same
+    as walking its rules, and each rule's state reads back from its inputs."""
+    arrivals = Arrivals(frozenset({"train/loss", "grad/norm", "extra/m0"}))
+    for i in range(40):
+        arrivals.observe(T0 + 10 * i, ("train/loss",), i, None)
+    rules = [
+        (spec("loss_spike", "spike"), frozenset({"train/loss"})),
+        (spec("grad_high", expect="always"), frozenset({"grad/norm"})),
+        (spec("both"), frozenset({"train/loss", "grad/norm"})),
+        (spec("optional"), frozenset({"extra/m0"})),
+        (spec("optional_and_loss"), frozenset({"extra/m0", "train/loss"})),
+    ]
+    plans: dict = {}
+    for now in (T0 + 400, T0 + 500):  # the second poll reuses the plan and its rule table
+        cov = judge("r", rules, arrivals, now, promised=frozenset({STEP}), plans=plans)
+        fast = stored(cov)
+        walked = stored(RunCoverage(cov.run, cov.now, cov.state, cov.rules))
+        assert fast == walked and isinstance(fast["table"], str) and "rules" not in fast and fast["v"] == 3
+        back = expand({**fast, "summary": None, "gaps": {}, "keys": []})
+        assert [
+            (r["rule"], r["kind"], r["state"], [i["name"] for i in r["inputs"]]) for r in back["rules"]
+        ] == [(r.rule, r.kind, r.state, [i.name for i in r.inputs]) for r in cov.rules]
+    # a name that does not fit the string: the rules are stored as lists, with their states
+    odd = [(spec("loss spike"), frozenset({"train/loss"}))]
+    cov = judge("r", odd, arrivals, T0 + 400, promised=frozenset({STEP}), plans={})
+    kept = stored(cov)
+    assert kept["v"] == 2 and kept["rules"] == [["loss spike", "threshold", "warning", "covered", [0]]]
+    assert expand(kept)["rules"][0]["state"] == "covered"

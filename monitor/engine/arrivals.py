@@ -129,6 +129,14 @@ class Arrivals:
             if name not in self.looked and len(self.looked) < 256:
                 self.looked[name] = now
 
+    def step_cadence(self) -> float | None:
+        """The run's usual interval between rows with a step (the shortest of its shapes' medians, each
+        over ``MIN_GAPS`` gaps at least); None while not known."""
+        known = [
+            seen.gaps for (_, stepped), seen in self.shapes.items() if stepped and len(seen.gaps) >= MIN_GAPS
+        ]
+        return min(statistics.median(gaps) for gaps in known) if known else None
+
     def seen(self) -> dict[str, Seen]:
         """Per input (metric, ``STEP``, ``STATE``, ``ANY``): its arrivals, merged over the shapes."""
         parts: dict[str, list[Seen]] = {}

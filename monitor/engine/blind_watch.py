@@ -92,11 +92,14 @@ class BlindWatch:
         cov = self.evaluator.coverage(run, now, unavailable, self.promised(watch), kind, grace)
         keys = self.keys(run)
         gaps = self.gaps(run)
-        renames = self.vocabulary.renames(run)
-        shapes = self.vocabulary.shapes(run)
-        silenced = absent_watched(self.evaluator.detectors(run))
-        blind = describe(cov, keys, gaps, renames, silenced, shapes)
-        by_cause = self._blind[run] = causes(cov, keys, gaps, renames, silenced, shapes)
+        blind, by_cause = None, []
+        if cov.state == "blind":  # else no input is blind (a blind input makes its rules and the run blind)
+            renames = self.vocabulary.renames(run)
+            shapes = self.vocabulary.shapes(run)
+            silenced = absent_watched(self.evaluator.detectors(run))
+            blind = describe(cov, keys, gaps, renames, silenced, shapes)
+            by_cause = causes(cov, keys, gaps, renames, silenced, shapes)
+        self._blind[run] = by_cause
         findings = self._findings[run] = run_findings(by_cause, watch.name, open_causes(self.evaluator, run))
         events = apply(self.evaluator, run, findings, now)
         stored = {

@@ -30,9 +30,10 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from monitor.durations import format_duration
 from monitor.engine.arrivals import Arrivals, Seen
@@ -51,8 +52,9 @@ ORDER = {"blind": 0, "warming": 1, "unknown": 2, "covered": 3, "unused": 4, "end
 
 
 # ---- judging ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class InputState:
+class InputState(NamedTuple):
+    """One input of a run, judged (a tuple: ``judge`` makes ~20 a run and poll)."""
+
     name: str
     state: str
     last_at: float | None
@@ -68,8 +70,7 @@ class InputState:
         return self.said if self.said is not None else covered_why(self.idle)
 
 
-@dataclass(frozen=True)
-class RuleState:
+class RuleState(NamedTuple):
     rule: str
     kind: str
     severity: str
@@ -77,12 +78,51 @@ class RuleState:
     inputs: tuple[InputState, ...]
 
 
-@dataclass(frozen=True)
 class RunCoverage:
-    run: str
-    now: float
-    state: str  # the worst over its rules: blind, warming, unknown, covered (or ended)
-    rules: tuple[RuleState, ...]
+    """A run's coverage at ``now``. ``judge`` makes one every poll and the engine mostly stores it (from
+    ``plan`` and ``judged``): its rules' states are made when first asked."""
+
+    __slots__ = ("run", "now", "state", "plan", "judged", "_rules", "_groups")
+
+    def __init__(
+        self,
+        run: str,
+        now: float,
+        state: str,  # the worst over its rules: blind, warming, unknown, covered (or ended)
+        rules: tuple[RuleState, ...] | None = None,
+        plan: Plan | None = None,  # what ``judge`` judged it from: its plan,
+        judged: tuple[InputState, ...] = (),  # its inputs' states in the plan's order
+        groups: list[tuple[str, tuple[InputState, ...]]] | None = None,  # per group: its state, inputs
+    ) -> None:
+        self.run, self.now, self.state = run, now, state
+        self.plan, self.judged = plan, judged
+        self._rules, self._groups = rules, groups
+
+    @property
+    def rules(self) -> tuple[RuleState, ...]:
+        if self._rules is None:
+            p, worst_of = self.plan, self._groups or []
+            rules = p.rules if p is not None else ()
+            group_of = p.group_of if p is not None else ()
+            self._rules = tuple(
+                [RuleState(n, k, s, *worst_of[g]) for (n, k, s, _), g in zip(rules, group_of, strict=True)]
+            )
+        return self._rules
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunCoverage):
+            return NotImplemented
+        return (self.run, self.now, self.state, self.rules) == (
+            other.run,
+            other.now,
+            other.state,
+            other.rules,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"RunCoverage(run={self.run!r}, now={self.now!r}, state={self.state!r}, rules={self.rules!r})"
 
     def blind(self) -> list[RuleState]:
         return [r for r in self.rules if r.state == "blind"]
@@ -155,31 +195,55 @@ def _expected(
     return "periodic" if expect == "periodic" else "optional"
 
 
+class _Context:
+    """What every input of one ``judge`` call is judged against, worked out once: the run's reference
+    arrivals (steps, else any row) and each ``Seen``'s silence limit (most inputs share one: a run's rows
+    mostly have one shape)."""
+
+    __slots__ = ("merged", "now", "ended", "unavailable", "ref", "ref_gap", "_limits")
+
+    def __init__(
+        self, arrivals: Arrivals, merged: Mapping[str, Seen], now: float, unavailable: frozenset[str]
+    ):
+        self.merged, self.now, self.unavailable = merged, now, unavailable
+        self.ended = arrivals.state if arrivals.state in TERMINAL_STATES else None
+        self.ref = ref = merged.get(STEP) or merged.get(ANY)
+        self.ref_gap = 2.0 * max(ref.gaps) if ref is not None and ref.gaps else None
+        self._limits: dict[int, float | None] = {}
+
+    def limit(self, seen: Seen) -> float | None:
+        """``seen.limit()``, widened by the reference's longest recent gap."""
+        key = id(seen)
+        if key in self._limits:
+            return self._limits[key]
+        limit = seen.limit()
+        if limit is not None and self.ref_gap is not None:
+            # a row after a long pause (an eval logged after its own pause) is no sign the others stopped
+            limit = max(limit, self.ref_gap)
+        self._limits[key] = limit
+        return limit
+
+
 def _input_state(
-    name: str,
-    expect: str,
-    arrivals: Arrivals,
-    merged: Mapping[str, Seen],
-    now: float,
-    unavailable_feeds: frozenset[str],
-    for_: float,
-    look_grace: float = LOOK_GRACE,
+    name: str, expect: str, arrivals: Arrivals, cx: _Context, for_: float, look_grace: float = LOOK_GRACE
 ) -> InputState:
-    seen = merged.get(name)
-    last, count = (seen.last, seen.count) if seen is not None else (None, 0)
-    if arrivals.state in TERMINAL_STATES:
-        return InputState(name, "ended", last, count, f"the run is {arrivals.state}")
-    if name in unavailable_feeds:
+    seen = cx.merged.get(name)
+    now = cx.now
+    if cx.ended is not None:
+        last, count = (seen.last, seen.count) if seen is not None else (None, 0)
+        return InputState(name, "ended", last, count, f"the run is {cx.ended}")
+    if name in cx.unavailable:
+        last, count = (seen.last, seen.count) if seen is not None else (None, 0)
         return InputState(name, "unknown", last, count, "its source cannot be read now")
-    ref = merged.get(STEP) or merged.get(ANY)
+    ref = cx.ref
     if seen is None:
         if expect == "optional":
-            return InputState(name, "unused", None, 0, UNUSED_WHY)
+            return _unused(name)
         if expect == "periodic":
             return InputState(name, "warming", None, 0, "expected at evals or saves; none yet")
         if ref is None:
             return InputState(name, "warming", None, 0, "no data from the run yet")
-        what = "steps" if STEP in merged else "rows"
+        what = "steps" if STEP in cx.merged else "rows"
         young = ref.count < MIN_ROWS or now - ref.first < for_
         if young:
             return InputState(name, "warming", None, 0, f"the run is young ({ref.count} {what} logged)")
@@ -192,27 +256,26 @@ def _input_state(
         return InputState(
             name, "blind", None, 0, f"never arrived; {ref.count:,} {what} logged", silent, essential=True
         )
-    limit = seen.limit()
-    if limit is not None and ref is not None and ref.gaps:
-        # a row after a long pause (an eval logged after its own pause) is no sign the others stopped
-        limit = max(limit, 2.0 * max(ref.gaps))
-    idle = now - seen.last
-    if (
-        name not in SPECIAL
-        and limit is not None
-        and idle > limit
-        and ref is not None
-        and ref.last - seen.last > limit
-    ):
-        return InputState(
-            name,
-            "blind",
-            last,
-            count,
-            f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
-            essential=expect == "always",
-        )
-    return InputState(name, "covered", last, count, None, idle=idle)
+    last = seen.last
+    idle = now - last
+    if name not in SPECIAL and ref is not None:
+        limit = cx.limit(seen)
+        if limit is not None and idle > limit and ref.last - last > limit:
+            return InputState(
+                name,
+                "blind",
+                last,
+                seen.count,
+                f"stopped {_ago(idle)} ago (it came every {_ago(seen.cadence() or 0)})",
+                essential=expect == "always",
+            )
+    return InputState(name, "covered", last, seen.count, None, None, idle)
+
+
+@functools.cache
+def _unused(name: str) -> InputState:
+    """An optional input the run never logged (the same every poll)."""
+    return InputState(name, "unused", None, 0, UNUSED_WHY)
 
 
 @dataclass(frozen=True)
@@ -228,6 +291,8 @@ class Plan:
     # loss), each judged once a poll; per rule, its set's position
     groups: tuple[tuple[int, ...], ...] = ()
     group_of: tuple[int, ...] = ()
+    # what is derived from the plan once, not every poll (``coverage_stored``: the stored rule table)
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
 
 def plan(
@@ -283,26 +348,27 @@ def judge(
             if len(plans) >= 8:
                 plans.clear()
             plans[key] = p
-    judged = [
-        _input_state(name, expect, arrivals, merged, now, unavailable_feeds, for_, look_grace)
-        for name, expect, for_ in p.inputs
-    ]
-    order = ORDER.__getitem__
+    cx = _Context(arrivals, merged, now, unavailable_feeds)
+    judged = tuple(
+        [_input_state(name, expect, arrivals, cx, for_, look_grace) for name, expect, for_ in p.inputs]
+    )
     worst_of = []  # per group of inputs: (its worst state, its input states)
     for idx in p.groups:
         if len(idx) == 1:
             states = (judged[idx[0]],)
-            worst = states[0].state
+            worst_of.append((states[0].state, states))
         else:
-            states = tuple(judged[i] for i in idx)
-            worst = min((s.state for s in states), key=order)
-            if worst == "unused" and any(s.state == "covered" for s in states):
-                worst = "covered"
-        worst_of.append((worst, states))
-    out = [
-        RuleState(name, kind, severity, *worst_of[g])
-        for (name, kind, severity, _), g in zip(p.rules, p.group_of, strict=True)
-    ]
-    counted = [r.state for r in out if r.state not in ("unused",)]
-    state = min(counted, key=order) if counted else "unused"
-    return RunCoverage(run, now, state, tuple(out))
+            states = tuple([judged[i] for i in idx])
+            worst_of.append((group_state([s.state for s in states]), states))
+    counted = [w for w, _ in worst_of if w != "unused"]  # every group is some rule's
+    state = min(counted, key=ORDER.__getitem__) if counted else "unused"
+    return RunCoverage(run, now, state, None, p, judged, worst_of)
+
+
+def group_state(states: list[str]) -> str:
+    """The state of a rule whose inputs are in ``states``: the worst, but an unused optional input beside
+    a covered one leaves it covered."""
+    worst = min(states, key=ORDER.__getitem__)
+    if worst == "unused" and "covered" in states:
+        return "covered"
+    return worst

@@ -19,8 +19,9 @@ The hot path is event-driven, so that replaying a million samples stays close to
 
 Outages: ``evaluate(run, now, unavailable)`` leaves alone every rule whose data comes only from an
 unreadable source (its alerts neither fire nor resolve, ``Detector.feeds``); nothing that another
-source delivers changes that. ``settling`` (source -> since when it answers again) holds the silence
-rules too until the run's newest step is that recent (the backlog arrived): ``RunRules.settling``.
+source delivers changes that. ``settling`` (source -> since when it answers again, when its outage began)
+holds the silence rules too until the run's newest step is that recent (the backlog arrived), unless the
+silence began clearly before the outage: ``RunRules.settling``, ``source_health.waits_for_backlog``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from alerts.model import Finding
 from monitor.engine.arrivals import Arrivals
+from monitor.engine.source_health import Settle, waits_for_backlog
 from monitor.rules import snapshot
 from monitor.rules.base import ANY, STATE, STEP, Detector
 from monitor.rules.kinds import DETECTORS
@@ -104,7 +105,7 @@ class Slot:
 
 
 Feed = tuple[Callable[[Sample], None], Detector, Slot]  # (bound observe, detector, slot)
-Settling = Mapping[str, float] | None  # sources that answer again -> since when (source_health)
+Settling = Mapping[str, Settle] | None  # sources that answer again -> since, outage began (source_health)
 
 
 @dataclass(eq=False)
@@ -216,18 +217,20 @@ class RunRules:
                 return True
         return False
 
-    def settling(self, slot: Slot, settling: Mapping[str, float]) -> bool:
+    def settling(self, slot: Slot, settling: Mapping[str, Settle]) -> bool:
         """Is the slot a silence rule (a stall) whose every source of a feed answers again only since a
         time (``settling``: source -> since) that the run's newest step has not reached yet? Then the
-        backlog of steps may still be on its way: the run's progress is not judged yet."""
+        backlog of steps may still be on its way: the run's progress is not judged yet (unless its
+        silence began clearly before the outage, by the run's step cadence: ``waits_for_backlog``)."""
         if not slot.det.silence:
             return False
         shapes = self.arrivals.shapes.items()
         stepped = max((seen.last for (_, step), seen in shapes if step), default=-math.inf)
         for feed in slot.feeds:
             sources = self.providers.get(feed)
-            if sources and sources <= settling.keys() and stepped < min(settling[s] for s in sources):
-                return True
+            if sources and sources <= settling.keys():
+                if waits_for_backlog(stepped, self.arrivals.step_cadence(), (settling[s] for s in sources)):
+                    return True
         return False
 
     def unreadable(self, unavailable: frozenset[str]) -> frozenset[str]:

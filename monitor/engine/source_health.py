@@ -13,7 +13,11 @@ so a flickering source is one alert, one message. While it settles the source is
 is judged) but the silence rules (a stall: ``Detector.silence``) wait, and after it they wait on for
 the backlog: until the run's newest step is as recent as the time the source came back, at most half
 as long as the outage lasted (at least the settling, at most ``MAX_CATCH_UP``). Late steps with their
-own timestamps inside the outage are progress then (``settling(now)``: source -> since when).
+own timestamps inside the outage are progress then (``settling(now)``: source -> ``Settle``, since when,
+and when the outage began). Only a silence the outage can explain is held so: one that began clearly
+before the outage (the run's newest step older than the outage's start by ``MARGIN_STEPS`` of its step
+times, at least ``MIN_MARGIN``) was seen while the source answered, and is judged as soon as the source
+answers again (``waits_for_backlog``): a hang older than the outage pages then, not after the settling.
 
 Escalation: an outage that has *failed* for ``page_after`` (never read counts) is also ``source_down``,
 critical (``down_finding``); the settling does not count towards it, and once due it ends with
@@ -23,9 +27,10 @@ critical (``down_finding``); the settling does not count towards it, and once du
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 from alerts.model import Finding, Severity
 from monitor.durations import format_duration
@@ -35,6 +40,10 @@ DEFAULT_AFTER = 120.0
 DEFAULT_PAGE_AFTER = 600.0  # failing this long (or never read): source_down, critical
 SETTLE_TIMES = 5.0  # an outage settles after clean answers for as long as it failed, up to 5 x ``after``
 MAX_CATCH_UP = 3600.0  # after an outage, the silence rules wait for the backlog at most this long
+# a silence that began this long before the outage did is not the outage's: MARGIN_STEPS of the run's step
+# times, at least MIN_MARGIN (a step read a poll or two before the outage, late as a tracker delivers it)
+MARGIN_STEPS = 5.0
+MIN_MARGIN = 180.0
 SCOPE = {"scope": "watch"}  # the watch carries its sources' alerts (kept apart from a same-named run)
 MAX_LISTED = 10
 
@@ -90,6 +99,29 @@ class _Status:
     clean_since: float | None = None  # answering again since (the outage settles)
     inflight_since: float | None = None
     catch_up: tuple[float, float] | None = None  # after an outage: (answering since, waiting until)
+    answered_at: float | None = None  # the latest clean answer
+    began: float | None = None  # the outage's start: the last clean answer before it (else its first failure)
+
+
+class Settle(NamedTuple):
+    """A source that answers again after an outage whose settling (or backlog) is not over."""
+
+    since: float  # it answers again since
+    began: float  # the outage began: its last clean answer before it failed (else its first failure)
+
+
+def waits_for_backlog(stepped: float, cadence: float | None, settles: Iterable[Settle]) -> bool:
+    """Does a silence rule wait for these sources (all of a feed's) to settle, for a run whose newest
+    step came at ``stepped``, ``cadence`` its usual step interval (None: not known)? While the run has not
+    stepped since they answer again its backlog may still be on its way, unless its silence began clearly
+    before the outage did (the latest start among them, less ``MARGIN_STEPS`` step times, at least
+    ``MIN_MARGIN``): that silence was seen while the source answered, no backlog explains it."""
+    settles = list(settles)
+    if stepped >= min(s.since for s in settles):
+        return False
+    if cadence is None or stepped == -math.inf:
+        return True  # nothing to tell a silence from a cadence by: wait, as for any outage
+    return stepped >= max(s.began for s in settles) - max(MARGIN_STEPS * cadence, MIN_MARGIN)
 
 
 @dataclass
@@ -122,12 +154,20 @@ class SourceHealth:
             st.error, st.last_error, st.failed_at, st.clean_since = error, error, now, None
             if st.failing_since is None:
                 st.failing_since = now
+                st.began = st.answered_at if st.answered_at is not None else now
             return
         self._awaiting.discard(source)
-        st.error = None
+        st.error, st.answered_at = None, now
         if st.failing_since is not None and st.clean_since is None:
             st.clean_since = now
         self._settle(st, now)
+
+    def answered(self, source: str, now: float) -> None:
+        """Data of ``source`` read outside an outage (a replayed trace's rows, which ``polled`` does not
+        see): the next outage begins after it."""
+        st = self._status.get(source)
+        if st is not None and st.failing_since is None:
+            st.answered_at = now
 
     def settle_for(self, st: _Status) -> float:
         """How long the source must answer cleanly before its outage is over: as long as it had failed,
@@ -155,15 +195,17 @@ class SourceHealth:
             or (st.catch_up is not None and now < st.catch_up[1])
         )
 
-    def settling(self, now: float) -> dict[str, float]:
-        """Sources that answer again but whose outage (or its backlog) is not over: -> since when."""
+    def settling(self, now: float) -> dict[str, Settle]:
+        """Sources that answer again but whose outage (or its backlog) is not over: -> since when, and
+        when the outage began."""
         out = {}
         for source, st in self._status.items():
             self._settle(st, now)
+            began = st.began
             if st.error is None and st.clean_since is not None:
-                out[source] = st.clean_since
+                out[source] = Settle(st.clean_since, st.clean_since if began is None else began)
             elif st.error is None and st.catch_up is not None and now < st.catch_up[1]:
-                out[source] = st.catch_up[0]
+                out[source] = Settle(st.catch_up[0], st.catch_up[0] if began is None else began)
         return out
 
     def _hung(self, source: str, st: _Status, now: float) -> bool:

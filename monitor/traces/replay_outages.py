@@ -8,10 +8,10 @@ cannot be read and what is settling (``blind``) and for the ``source_unavailable
 from __future__ import annotations
 
 from monitor.engine.evaluator import AlertEvent, Evaluator
-from monitor.engine.source_health import SourceHealth, source_rule
+from monitor.engine.source_health import Settle, SourceHealth, source_rule
 from monitor.samples import TERMINAL_STATES, Sample
 
-NOTHING: tuple[frozenset[str], dict[str, float]] = (frozenset(), {})
+NOTHING: tuple[frozenset[str], dict[str, Settle]] = (frozenset(), {})
 
 
 class ReplayOutages:
@@ -32,6 +32,8 @@ class ReplayOutages:
         source = sample.source or "unknown"
         health = self.health.get(scope)
         if sample.source_error is None and (health is None or not health.in_outage(source, sample.t)):
+            if health is not None:
+                health.answered(source, sample.t)  # an outage after it begins after this row
             return []
         if health is None:
             health = self.health[scope] = SourceHealth(after=self._after)
@@ -42,8 +44,8 @@ class ReplayOutages:
         """The health of the run's watch, if a source of it was ever in trouble."""
         return self.health.get(self.scope.get(run, "")) if self.health else None
 
-    def blind(self, run: str, now: float) -> tuple[frozenset[str], dict[str, float]]:
-        """(sources that cannot be read, sources settling after an outage -> since) for ``run``."""
+    def blind(self, run: str, now: float) -> tuple[frozenset[str], dict[str, Settle]]:
+        """(sources that cannot be read, sources settling after an outage -> since, began) for ``run``."""
         health = self.troubled(run)
         if health is None:
             return NOTHING
