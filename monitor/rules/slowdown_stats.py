@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
+from itertools import islice
+from operator import mul
 
 from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
 
@@ -25,11 +27,13 @@ def persistence(values: deque[float], mu: float) -> float:
     the lag-1 autocorrelation r of the buckets (-0.8 <= r <= 0.8), as for an AR(1) series. A run whose
     speed wanders slowly needs more evidence than one whose buckets scatter independently; one whose
     buckets alternate (a fast one after a slow one) less."""
-    d = [v - mu for v in values]
-    den = sum(x * x for x in d)
+    d = list(
+        map(float(mu).__rsub__, values)
+    )  # v - mu (in C loops: the same floats, summed in the same order)
+    den = sum(map(mul, d, d))
     if den <= 0:
         return 1.0
-    r = sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
+    r = sum(map(mul, d, islice(d, 1, None))) / den
     r = min(0.8, max(-0.8, r))
     return math.sqrt((1 + r) / (1 - r))
 
@@ -41,11 +45,16 @@ def came_back(values: Sequence[float], weights: Sequence[float], mu: float, k: f
     A run whose speed swings for hours (its data, its schedule) shows here how much evidence a swing of
     its own gathers; the rule then needs more than that."""
     s = peak = largest = 0.0
-    for x, w in zip(values, weights, strict=True):
-        s = max(0.0, s + w * (x - mu - k))
-        peak = max(peak, s)
-        if s == 0.0:
-            largest, peak = max(largest, peak), 0.0
+    for x, w in zip(values, weights, strict=True):  # (max() spelled as compares: called once a bucket)
+        s += w * (x - mu - k)
+        if s > 0.0:
+            if s > peak:
+                peak = s
+        else:  # (a NaN too, as max(0.0, nan) is 0.0)
+            s = 0.0
+            if peak > largest:
+                largest = peak
+            peak = 0.0
     return largest
 
 
@@ -56,5 +65,5 @@ def level(values: deque[float]) -> tuple[float, float, float]:
     n = len(ordered)
     core = ordered[n // 4 : n - n // 4]
     mu = sum(core) / len(core)
-    spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
+    spread = MAD_TO_SIGMA * median_of_sorted(sorted(map(abs, map(float(mu).__rsub__, ordered))))  # |v - mu|
     return mu, spread * persistence(values, mu), drift(values)
