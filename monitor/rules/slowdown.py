@@ -321,7 +321,7 @@ class SlowdownDetector(
         dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
-        fires = s > self.threshold() and self._sustained(self.excess[1] + w)
+        fires = s > 0 and s > self.threshold() and self._sustained(self.excess[1] + w)  # (threshold > 0)
         if self.season.period is not None and not fires and s > 0:  # the level CUSUM beside it
             devl = dev + self._expect(at) - self.mu
             fires = self.level.s + w * (devl - self._k) > self.level_threshold()

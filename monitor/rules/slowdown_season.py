@@ -80,7 +80,7 @@ def resample(pos: Sequence[float], xs: Sequence[float], start: float, g: float, 
 def flat(xs: Sequence[float]) -> bool:
     """Are all the values 0 (a run whose buckets' step time never moves: timestamps in whole seconds, a
     fixed cadence)? Then there is no cycle (``find_period`` finds none: no variance), found in one pass."""
-    return bool(xs) and xs[0] == 0.0 and xs.count(0.0) == len(xs)
+    return bool(xs) and not any(xs)  # (-0.0 is 0 too; a NaN is not)
 
 
 def find_period(pos: Sequence[float], xs: Sequence[float], gap: float | None = None) -> float | None:
