@@ -195,3 +195,29 @@ def test_check_config_explain_names_the_mapping_and_the_rules_a_trainer_cannot_f
     assert "throughput_drop (throughput/tokens_per_second)" in blind and "loss_spike" not in blind
     assert "host_memory_low" not in blind  # the W&B system overlay can feed it
     assert "raw:\n  metric names: used as logged" in out.output
+
+
+def test_shapes_learn_as_each_shape_adds():
+    """``Shapes.add`` (inlined for speed) learns what ``Shape.add`` of each value learns, and stops
+    after ``LEARN`` finite values a key."""
+    import math
+    import random
+
+    from monitor.profiles.shape import LEARN, Shape, Shapes
+
+    rnd = random.Random(3)
+    shapes, want = Shapes(), {}
+    keys = ["loss", "step", "lr", "gpu/mem", "tokens_total"]
+    shapes.learn(keys)
+    for i in range(60):
+        metrics = {
+            k: rnd.choice([math.nan, math.inf, 1.0, 2.0, rnd.random(), -rnd.random(), 7]) for k in keys
+        }
+        metrics["step"] = float(i // 2)  # a counter: whole, never going down
+        shapes.add(metrics)
+        for k, v in metrics.items():
+            shape = want.setdefault(k, Shape())
+            if shape.count < LEARN:
+                shape.add(v)
+    assert dict(shapes.view()) == want
+    assert not shapes.busy

@@ -70,3 +70,76 @@ def test_folded_in_memory_as_stored_by_ingest(migrated_url):
         assert earlier["tails"] == earlier["plain"], "the same earlier attempts moved aside"
         assert 4 <= len(earlier["plain"]["train/loss"]) <= 64 * 2, "the steps the rewinds redid"
         assert "host/mem" not in earlier["plain"], "a time-axis series never goes back"
+
+
+def test_whole_lists_fold_as_point_by_point(monkeypatch):
+    """Many points of a series in one poll fold as whole lists (a bucket each, or all in one bucket):
+    the same floats, counts, last values and memory as one point at a time, through NaNs, infinities,
+    -0.0, equal values, equal times and times going back."""
+    from monitor.storage import series_tails
+
+    def run(bulk: int, seed: int) -> list:
+        monkeypatch.setattr(series_tails, "BULK", bulk)
+        rnd, tails, seen = random.Random(seed), SeriesTails(max_buckets=10**9), []
+        tails._runs["r"] = {}
+        width, step, t = rnd.choice([1.0, 3.0, 64.0]), 0, 1.78e9
+        for i in range(40):
+            n = rnd.randint(1, 14)
+            values = [
+                rnd.choice([math.nan, math.inf, -0.0, 0.0, 1.0, rnd.random(), -rnd.random()])
+                for _ in range(n)
+            ]
+            if rnd.random() < 0.5:
+                values = [rnd.random() for _ in range(n)]  # all finite: the whole-list paths
+            times = [t + j for j in range(n)]  # in time order (the whole-list paths), or not
+            if rnd.random() < 0.3:
+                times = [t + j * rnd.choice([1, 1, 0, -1]) for j in range(n)]
+            poll = {
+                "m": (
+                    "step",
+                    [
+                        Point(float(step + j), v, u)
+                        for j, (v, u) in enumerate(zip(values, times, strict=True))
+                    ],
+                )
+            }
+            out = SeriesWrites()
+            if i == 0:
+                tails._runs["r"]["m"] = series_tails._new_series("r", "m", "step")
+                tails._runs["r"]["m"].width = width
+            tails.fold(None, "r", poll, out)
+            ser = tails._runs["r"]["m"]
+            rows = [repr(series_tails._bucket_row(b)) for b in out.buckets.values()]
+            seen.append((sorted(rows), ser.buckets, ser.points, ser.known_from, sorted(ser.tail)))
+            step, t = step + n, t + n + 5
+        return seen
+
+    for seed in range(60):
+        assert run(1, seed) == run(10**9, seed), seed
+
+
+def test_many_buckets_at_once_as_stored_by_ingest(migrated_url):
+    """A batch of more than ``bulk.COPY_FROM`` chart rows (PostgreSQL: binary ``COPY``, the rows as they
+    are) stores what ``ingest_run`` stores."""
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    with sessions.begin() as s:
+        s.add_all([Run(id=r, watch="w", source="sim", first_seen_at=1.78e9) for r in ("tails", "plain")])
+    losses, t = real_losses(), 1_780_000_000.0
+    for first in (0, 100):
+        poll = {
+            "train/loss": ("step", [Point(float(i), losses[i], t + i) for i in range(first, first + 100)]),
+            "gpu/util": (
+                "step",
+                [Point(float(i), math.nan if i % 7 == 0 else 50.0, t + i) for i in range(first, first + 100)],
+            ),
+        }
+        with sessions.begin() as s:
+            out = SeriesWrites()
+            tails = SeriesTails()
+            tails.fold(s, "tails", poll, out)
+            out.flush(s)
+            ingest_run(s, "plain", poll)
+    with sessions() as s:
+        for metric in ("train/loss", "gpu/util"):
+            got, want = buckets(s, "tails", metric), buckets(s, "plain", metric)
+            assert got == want and len(want) == 200, metric

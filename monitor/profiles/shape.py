@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from math import isfinite
 from typing import Literal
 
 Kind = Literal["counter", "loss", "gauge"]
@@ -88,11 +89,22 @@ class Shapes:
         return bool(self._learning)
 
     def add(self, metrics: Mapping[str, float]) -> None:
-        for key in self._learning & metrics.keys():
-            shape = self._shapes[key]
-            shape.add(metrics[key])
-            if not shape.learning:
-                self._learning.discard(key)
+        """``Shape.add`` of each key still being learned, inlined (every sample of a young run)."""
+        shapes, learning = self._shapes, self._learning
+        for key in learning & metrics.keys():
+            v = metrics[key]
+            if not isfinite(v):
+                continue
+            shape = shapes[key]
+            count = shape.count
+            if count:
+                shape.rising = shape.rising and v >= shape.last
+            shape.whole = shape.whole and float(v).is_integer()
+            shape.positive = shape.positive and v > 0
+            shape.low, shape.high, shape.last = min(shape.low, v), max(shape.high, v), v
+            shape.count = count = count + 1
+            if count >= LEARN:
+                learning.discard(key)
 
     def learn(self, keys: Iterable[str]) -> None:
         """New keys: start learning their shapes."""

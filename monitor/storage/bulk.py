@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -37,12 +38,16 @@ def upsert(
     add: Iterable[str] = (),
     unique: bool = False,
     columns: Sequence[str] | None = None,
+    typed: bool = False,
 ) -> None:
     """Insert ``rows`` into ``table``; a row whose ``keys`` exist already updates its ``update``
     columns instead, and adds its ``add`` columns to the stored ones (counters, seconds). All rows carry
     the same columns; of rows with the same keys the last one wins (sum ``add`` columns beforehand).
     ``unique``: the caller vouches that no two rows have the same keys (rows from a dict by key).
-    ``columns``: the rows are tuples of these columns' values, not dicts (many rows: no dict a row)."""
+    ``columns``: the rows are tuples of these columns' values, not dicts (many rows: no dict a row).
+    ``typed``: the caller vouches that every value is already of its column's Python type (``str`` for
+    text, ``int`` for integers, ``float`` for floats and times): ``COPY`` takes the rows as they are,
+    without a copy and a conversion a row (JSON is still serialised)."""
     if not rows:
         return
     keys, update, add = tuple(keys), tuple(update), tuple(add)
@@ -52,7 +57,7 @@ def upsert(
             columns = tuple(rows[0])
             get = itemgetter(*columns) if len(columns) > 1 else (lambda r, c=columns[0]: (r[c],))
             rows = [get(r) for r in rows]
-        _pg_upsert(conn, table, rows, tuple(columns), keys, update, add, unique)
+        _pg_upsert(conn, table, rows, tuple(columns), keys, update, add, unique, typed)
     else:
         if columns is not None:
             rows = [dict(zip(columns, r, strict=True)) for r in rows]
@@ -104,6 +109,7 @@ def _pg_upsert(
     update: tuple[str, ...],
     add: tuple[str, ...] = (),
     unique: bool = False,
+    typed: bool = False,
 ) -> None:
     """``rows``: tuples of ``columns``' values."""
     if len(rows) > 1 and not unique:  # one row per key: a statement may not update a row twice
@@ -113,7 +119,7 @@ def _pg_upsert(
     if len(rows) < COPY_FROM:
         _unnest(conn, plan, rows)
     else:
-        _copy(conn, plan, rows)
+        _copy(conn, plan, rows, typed)
 
 
 def _unnest(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]]) -> None:
@@ -127,17 +133,23 @@ def _unnest(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]]) -> Non
     conn.exec_driver_sql(plan.unnest_sql, tuple(arrays))
 
 
-def _copy(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]]) -> None:
+_PLAIN = (int, str, bool, float)  # conversions a ``typed`` caller's values need not
+
+
+def _copy(conn: Connection, plan: _Plan, rows: Sequence[Sequence[Any]], typed: bool = False) -> None:
     raw = conn.connection.driver_connection
-    converts = [(i, s.copy_convert) for i, s in enumerate(plan.specs) if s.copy_convert is not None]
+    converts = [
+        (i, c)
+        for i, s in enumerate(plan.specs)
+        if (c := s.copy_convert) is not None and not (typed and c in _PLAIN)
+    ]
     with raw.cursor() as cur:
         cur.execute(plan.scratch_sql)
         with cur.copy(plan.copy_sql) as copy:
             copy.set_types([s.copy_type for s in plan.specs])
             write = copy.write_row
             if not converts:
-                for r in rows:
-                    write(r)
+                deque(map(write, rows), maxlen=0)  # each row as it is, the loop in C
             else:
                 for r in rows:
                     row = list(r)

@@ -118,12 +118,15 @@ def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, li
         for name, value in s.metrics.items():
             if name.startswith("_"):
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
+            if type(value) is float:  # the common case: taken as it is
+                number = value
+            elif isinstance(value, bool) or not isinstance(value, int | float):
                 continue  # a source that sent text or a flag: not a metric value, never a failed poll
-            try:
-                number = float(value)
-            except OverflowError:
-                number = math.inf if value > 0 else -math.inf
+            else:
+                try:
+                    number = float(value)
+                except OverflowError:
+                    number = math.inf if value > 0 else -math.inf
             points = by_metric.get((name, axis))
             if points is None:
                 points = by_metric[(name, axis)] = []

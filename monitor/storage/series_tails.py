@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
+from functools import reduce
+from itertools import islice, repeat
+from math import floor, isfinite
+from operator import add, attrgetter, le, mul, truediv
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
@@ -20,6 +23,7 @@ from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
 from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
 
+BULK = 8  # points of a series in a poll from which they fold as whole lists (``_fold_points``)
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
@@ -28,6 +32,7 @@ BUCKET_ROW = ("run_id", "metric", "x0", *BUCKET_COLUMNS)
 META_ROW = ("run_id", "metric", *META_COLUMNS)
 _bucket_row = attrgetter(*BUCKET_ROW)  # a bucket's row as a tuple, in C (no dict a row: many a batch)
 _meta_row = attrgetter(*META_ROW)
+_x, _value, _t = attrgetter("x"), attrgetter("value"), attrgetter("t")
 
 
 @dataclass(slots=True)  # one per run and metric: no __dict__ each
@@ -58,13 +63,101 @@ class SeriesWrites:
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
         rows = list(map(_bucket_row, self.buckets.values()))  # one per key: ``buckets`` is keyed by it
-        bulk.upsert(s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True, columns=BUCKET_ROW)
+        # typed: str keys, float figures, int counts (points are floats: ``runs_repo.fold_samples``)
+        bulk.upsert(
+            s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True, columns=BUCKET_ROW, typed=True
+        )
         metas = list(map(_meta_row, self.metas.values()))
         bulk.upsert(
-            s, SeriesMeta.__table__, metas, ("run_id", "metric"), META_COLUMNS, unique=True, columns=META_ROW
+            s,
+            SeriesMeta.__table__,
+            metas,
+            ("run_id", "metric"),
+            META_COLUMNS,
+            unique=True,
+            columns=META_ROW,
+            typed=True,
         )
         self.buckets.clear()
         self.metas.clear()
+
+
+def _fold_points(ser: _Series, xs: list[float], points: list[Point], out: dict) -> None:
+    """Fold a poll's points (at or after the buckets ``ser.tail`` holds, their x values ``xs``) into
+    ``ser.tail`` exactly as ``series._fold`` does one by one; the touched buckets go to ``out``. The two
+    common cases over whole lists, in C: every point a bucket of its own (a step's, narrow buckets), or
+    every point in one bucket (wide buckets, points in time order); anything else point by point."""
+    run_id, metric, w, tail = ser.run_id, ser.metric, ser.width, ser.tail
+    n = len(points)
+    x0s = list(map(mul, map(floor, map(truediv, xs, repeat(w, n))), repeat(w, n)))
+    vs = list(map(_value, points))
+    ts = list(map(_t, points))
+    finite = all(map(isfinite, vs))
+    first = x0s[0]
+    if finite and n > 1 and x0s.count(first) == n and all(map(le, ts, islice(ts, 1, None))):
+        b = tail.get(first)
+        if b is None:  # made with its first point, as below
+            v = vs[0]
+            b = tail[first] = _Bucket(run_id, metric, first, v, v, 0.0 + v, 1, 0, v, ts[0])
+            ser.buckets += 1
+            vs, ts = vs[1:], ts[1:]
+        lo, hi = min(vs), max(vs)  # the first of equal ones, as one by one (ties keep the older)
+        b.min = lo if b.min is None or lo < b.min else b.min
+        b.max = hi if b.max is None or hi > b.max else b.max
+        b.sum = reduce(add, vs, b.sum or 0.0)  # in order, one addition at a time: the same float
+        b.count = (b.count or 0) + len(vs)
+        if b.t_last is None or ts[-1] >= b.t_last:  # time order: the last point is the newest
+            b.last, b.t_last = vs[-1], ts[-1]
+        out[(run_id, metric, first)] = b
+        return
+    if finite and len(set(x0s)) == n and tail.keys().isdisjoint(x0s):  # a new bucket each
+        new = list(
+            map(
+                _Bucket,
+                repeat(run_id, n),
+                repeat(metric, n),
+                x0s,
+                vs,
+                vs,
+                map(add, repeat(0.0, n), vs),  # 0.0 + v, as series._fold
+                repeat(1, n),
+                repeat(0, n),
+                vs,
+                ts,
+            )
+        )
+        tail.update(zip(x0s, new, strict=True))
+        out.update(zip(zip(repeat(run_id, n), repeat(metric, n), x0s, strict=True), new, strict=True))
+        ser.buckets += n
+        return
+    _fold_each(ser, points, out)
+
+
+def _fold_each(ser: _Series, points: list[Point], out: dict) -> None:
+    """``_fold_points`` one point at a time (a few points: less work than building the lists)."""
+    run_id, metric, w, tail = ser.run_id, ser.metric, ser.width, ser.tail
+    for p in points:
+        x0 = floor(p.x / w) * w
+        v, t = p.value, p.t
+        b = tail.get(x0)
+        if b is None:  # a new bucket (most points: a step's own): made with its first point
+            if isfinite(v):
+                b = _Bucket(run_id, metric, x0, v, v, 0.0 + v, 1, 0, v, t)
+            else:
+                b = _Bucket(run_id, metric, x0, None, None, 0.0, 0, 1, None, t)
+            tail[x0] = out[(run_id, metric, x0)] = b
+            ser.buckets += 1
+            continue
+        if isfinite(v):
+            b.min = v if b.min is None or v < b.min else b.min
+            b.max = v if b.max is None or v > b.max else b.max
+            b.sum = (b.sum or 0.0) + v
+            b.count = (b.count or 0) + 1
+        else:
+            b.nonfinite = (b.nonfinite or 0) + 1
+        if b.t_last is None or t >= b.t_last:
+            b.last, b.t_last = (v if isfinite(v) else None), t
+        out[(run_id, metric, x0)] = b
 
 
 def _new_series(run_id: str, metric: str, axis: str) -> _Series:
@@ -124,10 +217,9 @@ class SeriesTails:
             ser = known.get(metric)
             if points and ser is not None and ser.buckets:
                 w = ser.width
-                x0 = math.floor(min(p.x for p in points) / w) * w
+                x0 = floor(min(map(_x, points)) / w) * w
                 if x0 < ser.known_from or (ser.tail and x0 < max(ser.tail)):  # older buckets, or a rewind
                     return self._fold_loading(s, run_id, series, out)
-        floor, isfinite, buckets = math.floor, math.isfinite, out.buckets
         grown = []
         for metric, (axis, points) in series.items():
             if not points:
@@ -135,30 +227,21 @@ class SeriesTails:
             ser = known.get(metric)
             if ser is None:
                 ser = known[metric] = _new_series(run_id, metric, axis)
-            w, tail = ser.width, ser.tail
-            for p in points:
-                x0 = floor(p.x / w) * w
-                b = tail.get(x0)
-                v = p.value  # as series._fold
-                if b is None:  # a new bucket (most points: a step's own): made with its first point
-                    if isfinite(v):
-                        b = _Bucket(run_id, metric, x0, v, v, 0.0 + v, 1, 0, v, p.t)
-                    else:
-                        b = _Bucket(run_id, metric, x0, None, None, 0.0, 0, 1, None, p.t)
-                    tail[x0] = buckets[(run_id, metric, x0)] = b
-                    ser.buckets += 1
-                    continue
-                if isfinite(v):
-                    b.min = v if b.min is None or v < b.min else b.min
-                    b.max = v if b.max is None or v > b.max else b.max
-                    b.sum = (b.sum or 0.0) + v
-                    b.count = (b.count or 0) + 1
-                else:
-                    b.nonfinite = (b.nonfinite or 0) + 1
-                if b.t_last is None or p.t >= b.t_last:
-                    b.last, b.t_last = (v if isfinite(v) else None), p.t
-                buckets[(run_id, metric, x0)] = b
-            self._folded(ser, len(points), out)
+            if len(points) < BULK:
+                _fold_each(ser, points, out.buckets)
+            else:
+                _fold_points(ser, list(map(_x, points)), points, out.buckets)
+            # the bookkeeping, the oldest buckets out of memory (usually one: a poll opens one or two)
+            ser.points += len(points)
+            ser.unsaved += 1
+            if ser.unsaved >= META_EVERY:
+                out.add_meta(ser)
+            tail = ser.tail
+            if len(tail) > KEEP:
+                kept = sorted(tail)
+                for x0 in kept[:-KEEP]:
+                    del tail[x0]
+                ser.known_from = max(ser.known_from, kept[-KEEP])
             if ser.buckets > self.max_buckets:
                 grown.append(ser)
         self._compact_grown(s, grown, out)
