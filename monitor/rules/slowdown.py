@@ -247,9 +247,10 @@ class SlowdownDetector(
             self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and self._warm():
             mu, self.sigma, self.drift = level(self.base)
-            n = len(self.base)
-            weights = [self._weight(n) for n in self.base_n] if len(self.base_n) == n else [self._scale] * n
-            self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides out
+            if not max(self.base) - mu - self._k <= 0:  # (else no bucket can climb: came_back's 0)
+                n = len(self.base)
+                weights = self._weights() if len(self.base_n) == n else [self._scale] * n
+                self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides
             # the run's cycle found (or lost): judge afresh against it (narrow buckets: from half the
             # residuals, their cycle shows in the level's noise until it is found)
             if self.season.refresh(self._need if self._scale >= 1 else self._need // 2):
@@ -299,6 +300,14 @@ class SlowdownDetector(
         ref, scale = self.ref_n, self._scale  # (a bucket narrower than ``bucket`` counts for its share)
         return scale if n is None or not ref else scale * min(1.0, n / ref)
 
+    def _weights(self) -> list[float]:
+        """``[self._weight(n) for n in self.base_n]``, in C loops (once a bucket, over the baseline)."""
+        ref, scale, counts = self.ref_n, self._scale, self.base_n
+        if not ref:
+            return [scale] * len(counts)
+        weight = {n: scale * min(1.0, n / ref) for n in set(counts)}  # (a few distinct counts)
+        return list(map(weight.__getitem__, counts))
+
     def _peek(self) -> None:
         """Judge the open bucket as it stands, for its evidence so far, so that a slowdown is not held
         back until its bucket closes. Crossing the threshold fires (the closing bucket then confirms
@@ -312,7 +321,7 @@ class SlowdownDetector(
         dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
-        fires = s > self.threshold() and self._sustained(self.excess[1] + w)
+        fires = s > 0 and s > self.threshold() and self._sustained(self.excess[1] + w)  # (threshold > 0)
         if self.season.period is not None and not fires and s > 0:  # the level CUSUM beside it
             devl = dev + self._expect(at) - self.mu
             fires = self.level.s + w * (devl - self._k) > self.level_threshold()

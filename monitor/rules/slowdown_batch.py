@@ -25,8 +25,9 @@ class SlowdownBatch:
             width = self._width  # (decided when the baseline's first bucket closes)
             if not (self.hot or self.bucket_start is None or self.prev_step is None):
                 prev_t, prev_step, last_step, pause = self.prev_t, self.prev_step, self.last_step, self._pause
-                peek_at, pos = self.peek_at, self.pos
+                peek_at, pos, pos_last = self.peek_at, self.pos, self.pos_last
                 values, start = self.values, self.bucket_start[0]
+                add, n = values.append, len(values)  # (n: the open bucket's values, kept as they come)
                 while i < end:
                     s = samples[i]
                     if s.state is not None or counter in s.metrics:
@@ -39,20 +40,28 @@ class SlowdownBatch:
                         if step != prev_step and t > prev_t:
                             value = (t - prev_t) / (step - prev_step)
                             if value <= pause:
-                                n = len(values)
                                 if t - start >= width and n >= min_points or n >= MAX_WINDOW:
                                     break  # the bucket closes
-                                if n + 1 >= peek_at:
-                                    break  # the open bucket is judged
                                 last_step = step
-                                values.append(value)
+                                add(value)
+                                n += 1
                                 pos += step - prev_step
-                                self.pos_last = pos
+                                pos_last = pos
+                                if n >= peek_at:  # the open bucket is judged (``observe``'s end)
+                                    self.prev_t, self.prev_step, self.last_step = t, step, step
+                                    self.pos = self.pos_last = pos
+                                    self._peek()
+                                    i += 1
+                                    if self.hot:
+                                        return self._stop(samples, i, end)
+                                    prev_t, prev_step, peek_at = t, step, self.peek_at
+                                    continue
                             else:
                                 pos += step - prev_step
                         prev_t, prev_step = t, step
                     i += 1
-                self.prev_t, self.prev_step, self.last_step, self.pos = prev_t, prev_step, last_step, pos
+                self.prev_t, self.prev_step, self.last_step = prev_t, prev_step, last_step
+                self.pos, self.pos_last = pos, pos_last
             if i < end:  # not the common case: one sample through observe
                 i, stop = self._uncommon(samples, i, end)
                 if stop is not None:

@@ -24,6 +24,8 @@ import math
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
+from itertools import islice
+from operator import sub
 
 from monitor.rules.slowdown_stats import came_back, drift, persistence
 from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
@@ -53,30 +55,59 @@ def _interp(pos: Sequence[float], xs: Sequence[float], q: float) -> float:
 
 def median_gap(pos: Sequence[float]) -> float:
     """The steps between two buckets' middles, usually: one bucket's steps."""
-    return median_of_sorted(sorted(b - a for a, b in zip(pos, list(pos)[1:], strict=False)))
+    return median_of_sorted(sorted(map(sub, islice(pos, 1, None), pos)))  # b - a, in a C loop
 
 
-def find_period(pos: Sequence[float], xs: Sequence[float]) -> float | None:
-    """The dominant cycle of xs over pos (in steps), or None: the lag of the highest autocorrelation of
-    the values resampled on a grid of the median gap between buckets (the shortest lag within HARMONIC of
-    the highest), accepted at an autocorrelation of R_MIN or more and two cycles or more held."""
+def resample(pos: Sequence[float], xs: Sequence[float], start: float, g: float, m: int) -> list[float]:
+    """``[_interp(pos, xs, start + j * g) for j in range(m)]``, for the whole grid at once (numpy: the same
+    operations on each value, so the same floats, without a Python call per grid point)."""
+    import numpy as np  # (here: the CLI's light commands do not load numpy)
+
     n = len(pos)
-    if n < 4 * MIN_GRID:
+    p = np.fromiter(pos, float, n)
+    x = np.fromiter(xs, float, n)
+    q = start + np.arange(m) * g
+    j = np.searchsorted(p, q, side="left")  # bisect_left
+    jc = np.clip(j, 1, n - 1)
+    p0, p1, x0, x1 = p[jc - 1], p[jc], x[jc - 1], x[jc]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = x0 + (q - p0) / (p1 - p0) * (x1 - x0)
+    v = np.where(p1 <= p0, x1, v)
+    v = np.where(j <= 0, x[0], v)
+    return np.where(j >= n, x[-1], v).tolist()
+
+
+def flat(xs: Sequence[float]) -> bool:
+    """Are all the values 0 (a run whose buckets' step time never moves: timestamps in whole seconds, a
+    fixed cadence)? Then there is no cycle (``find_period`` finds none: no variance), found in one pass."""
+    return bool(xs) and not any(xs)  # (-0.0 is 0 too; a NaN is not)
+
+
+def find_period(pos: Sequence[float], xs: Sequence[float], gap: float | None = None) -> float | None:
+    """The dominant cycle of xs over pos (in steps), or None: the lag of the highest autocorrelation of
+    the values resampled on a grid of the median gap between buckets (``gap`` if known; the shortest
+    lag within HARMONIC of the highest), accepted at an autocorrelation of R_MIN or more and two cycles or
+    more held. (Products and differences are taken by numpy, value by value, and summed by Python's
+    ``sum`` in the same order: the same floats as a loop over the values, which took most of a replay.)"""
+    n = len(pos)
+    if n < 4 * MIN_GRID or flat(xs):
         return None
-    g = median_gap(pos)
+    g = median_gap(pos) if gap is None else gap
     if g <= 0:
         return None
+    import numpy as np
+
     m = int((pos[-1] - pos[0]) / g) + 1
-    grid = [_interp(pos, xs, pos[0] + j * g) for j in range(m)]
+    grid = resample(pos, xs, pos[0], g, m)
     mean = sum(grid) / m
-    d = [v - mean for v in grid]
-    if sum(v * v for v in d) <= 0:
+    d = np.array(grid) - mean
+    sq = (d * d).tolist()
+    if sum(sq) <= 0:
         return None
     r = [0.0] * (m // 2 + 2)
     for lag in range(1, m // 2 + 1):
-        a, b = d[: m - lag], d[lag:]
-        den = math.sqrt(sum(v * v for v in a) * sum(v * v for v in b))
-        r[lag] = sum(x * y for x, y in zip(a, b, strict=True)) / den if den > 0 else 0.0
+        den = math.sqrt(sum(sq[: m - lag]) * sum(sq[lag:]))
+        r[lag] = sum((d[: m - lag] * d[lag:]).tolist()) / den if den > 0 else 0.0
     # a cycle: the values decorrelate (a lag where r falls to 0 or below: half a cycle away they differ),
     # then correlate again; a series that merely moves slowly (a level, a ramp, one slow spell) never does
     low = next((k for k in range(1, m // 2 + 1) if r[k] <= 0.0), None)
@@ -160,8 +191,11 @@ class Season:
             return False
         self.added = 0
         had = self.period is not None
-        self.gap = median_gap(self.pos) if len(self.pos) > 1 else 0.0
-        period = find_period(self.pos, self.xs)
+        if flat(self.xs):
+            period = None  # (the gap, used only with a cycle, is left as it was)
+        else:
+            self.gap = median_gap(self.pos) if len(self.pos) > 1 else 0.0
+            period = find_period(self.pos, self.xs, self.gap)  # (fewer than 2 buckets: no period)
         if period is not None and not self._explains(period, need):
             period = None
         self.period = period

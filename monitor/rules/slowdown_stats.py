@@ -4,8 +4,11 @@ slowly it wanders, and the largest excursion it came back from by itself."""
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
+from itertools import islice
+from operator import mul
 
 from monitor.rules.windows import MAD_TO_SIGMA, median_of_sorted
 
@@ -25,11 +28,11 @@ def persistence(values: deque[float], mu: float) -> float:
     the lag-1 autocorrelation r of the buckets (-0.8 <= r <= 0.8), as for an AR(1) series. A run whose
     speed wanders slowly needs more evidence than one whose buckets scatter independently; one whose
     buckets alternate (a fast one after a slow one) less."""
-    d = [v - mu for v in values]
-    den = sum(x * x for x in d)
+    d = [v - mu for v in values]  # (products and sums in C loops: the same floats, in the same order)
+    den = sum(map(mul, d, d))
     if den <= 0:
         return 1.0
-    r = sum(a * b for a, b in zip(d, d[1:], strict=False)) / den
+    r = sum(map(mul, d, islice(d, 1, None))) / den
     r = min(0.8, max(-0.8, r))
     return math.sqrt((1 + r) / (1 - r))
 
@@ -41,12 +44,43 @@ def came_back(values: Sequence[float], weights: Sequence[float], mu: float, k: f
     A run whose speed swings for hours (its data, its schedule) shows here how much evidence a swing of
     its own gathers; the rule then needs more than that."""
     s = peak = largest = 0.0
-    for x, w in zip(values, weights, strict=True):
-        s = max(0.0, s + w * (x - mu - k))
-        peak = max(peak, s)
-        if s == 0.0:
-            largest, peak = max(largest, peak), 0.0
+    for x, w in zip(values, weights, strict=True):  # (max() spelled as compares: called once a bucket)
+        s += w * (x - mu - k)
+        if s > 0.0:
+            if s > peak:
+                peak = s
+        else:  # (a NaN too, as max(0.0, nan) is 0.0)
+            s = 0.0
+            if peak > largest:
+                largest = peak
+            peak = 0.0
     return largest
+
+
+def deviations_median(ordered: Sequence[float], mu: float) -> float:
+    """``median_of_sorted(sorted(abs(v - mu) for v in ordered))`` for sorted ``ordered`` (its MAD about mu),
+    without a pass over it: the deviations below mu (mu - v, growing as v falls) and above it (v - mu)
+    are two sorted runs, and the median is picked from them by bisection (once a bucket, over the
+    baseline's hundreds of buckets)."""
+    n = len(ordered)
+    split = bisect_left(ordered, mu)
+    above = n - split
+
+    def kth(k: int) -> float:  # the k-th smallest deviation (0-based)
+        lo, hi = max(0, k + 1 - above), min(k + 1, split)  # how many of the k + 1 come from below mu
+        while lo < hi:
+            a = (lo + hi) // 2  # a from below and k + 1 - a from above: too few from below?
+            if mu - ordered[split - 1 - a] < ordered[split + k - a] - mu:
+                lo = a + 1
+            else:
+                hi = a
+        b = k + 1 - lo
+        low = abs(mu - ordered[split - lo]) if lo else -math.inf
+        high = abs(ordered[split + b - 1] - mu) if b else -math.inf  # (abs: -0.0 - 0.0 is -0.0)
+        return low if low > high else high
+
+    h = n // 2
+    return kth(h) if n % 2 else (kth(h - 1) + kth(h)) / 2.0
 
 
 def level(values: deque[float]) -> tuple[float, float, float]:
@@ -56,5 +90,7 @@ def level(values: deque[float]) -> tuple[float, float, float]:
     n = len(ordered)
     core = ordered[n // 4 : n - n // 4]
     mu = sum(core) / len(core)
-    spread = MAD_TO_SIGMA * median_of_sorted(sorted(abs(v - mu) for v in ordered))
+    spread = MAD_TO_SIGMA * deviations_median(ordered, mu)
+    if ordered[0] == ordered[-1]:  # every bucket the same (a fixed cadence timed in whole seconds): no drift
+        return mu, spread * (1.0 if mu == ordered[0] else persistence(values, mu)), 0.0  # (nor variance)
     return mu, spread * persistence(values, mu), drift(values)
