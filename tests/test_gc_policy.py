@@ -1,6 +1,6 @@
-"""The service's garbage-collector policy: what survives a full collection is frozen (later full
-collections do not examine the runs' long-lived state again), and the periodic full collection
-still reclaims a reference cycle that died while frozen; young collections come every 50,000
+"""The service's garbage-collector policy: what survives any collection, a young one included, is
+frozen (later collections do not examine the runs' long-lived state again), and the periodic full
+collection still reclaims a reference cycle that died while frozen; young collections come every 50,000
 allocations, not 700; the service installs it while it runs and leaves the collector as it was."""
 
 from __future__ import annotations
@@ -37,6 +37,24 @@ def test_survivors_are_frozen_and_a_cycle_that_dies_frozen_is_reclaimed_by_the_f
     finally:
         policy.uninstall()
     assert gc.get_freeze_count() == 0 and policy._on_gc not in gc.callbacks
+
+
+def test_the_survivors_of_a_young_collection_are_frozen_and_freed_when_they_die():
+    policy = GcPolicy()
+    policy.install()
+    try:
+        gc.collect()
+        before = gc.get_freeze_count()
+        kept = [Node() for _ in range(100)]  # tracked objects alive at the young collection
+        gone = weakref.ref(kept[0])
+        gc.collect(0)
+        assert policy.pauses[0] >= 1
+        assert gc.get_freeze_count() >= before + 100, "a young collection's survivors are frozen"
+        assert not gc.get_objects(generation=1), "nothing left for a middle collection to examine again"
+        del kept
+        assert gone() is None, "no cycle: reference counting frees a frozen object when it dies"
+    finally:
+        policy.uninstall()
 
 
 def test_the_service_runs_with_the_policy_and_leaves_the_collector_as_it_found_it(tmp_path, clock):

@@ -6,11 +6,17 @@ objects per thousand runs, nearly all of them alive for as long as their run. CP
 collection examines every one of them each time, so at 10,000 runs a full collection stops every
 thread, polls and API included, for a second or more, several times a minute.
 
-The policy: after each full collection, its survivors are frozen (``gc.freeze``: out of later
-collections' way; they are still freed by reference counting when they die). A cycle of objects
-that became garbage after being frozen would stay until the next thaw: every ``thaw_every``
-seconds (``full_collection``) the frozen objects are thawed, collected once and frozen again, so
-such garbage is bounded by what a few hours make. ``gc_pauses`` counts the pauses for /metrics.
+The policy: after every collection, young ones included, its survivors are frozen (``gc.freeze``:
+out of later collections' way; they are still freed by reference counting when they die). Most of
+what outlives a young collection lives for minutes or for the run (rule state, chart tails, a run's
+stats until its next poll): left in the middle generation, each middle collection examined it again,
+~0.7 s a pause at 10,000 runs (and a full collection, never reached in a steady state of minutes,
+would have examined all of it). Frozen, each object is examined by one young collection at most, and
+the middle and full ones find next to nothing. The price: a reference cycle alive at a young
+collection that becomes garbage afterwards stays until the next thaw: every ``thaw_every`` seconds
+(``full_collection``) the frozen objects are thawed, collected once and frozen again, so such garbage
+is bounded by what ``thaw_every`` makes (measured at 3,000 runs: a few thousand objects a minute, see
+docs/deploy.md "Sizing"). ``gc_pauses`` counts the pauses for /metrics.
 
 The young generation is collected every ``YOUNG`` allocations rather than CPython's 700: the writer
 makes and drops many short-lived containers a poll (rows, snapshots, coverage), and at 700 most of
@@ -65,8 +71,9 @@ class GcPolicy:
         generation = info["generation"]
         self.pauses[generation] += 1
         self.seconds[generation] += time.perf_counter() - self._t0
-        if generation == 2:  # what survived a full collection is alive: out of the next ones' way
-            gc.freeze()  # O(1): the generations' lists are moved (counting them is not: not here)
+        # what survived a collection is long-lived, mostly: out of the next ones' way (cyclic garbage
+        # among it waits for ``full_collection``)
+        gc.freeze()  # O(1): the generations' lists are moved (counting them is not: not here)
 
     def full_collection(self) -> int:
         """Thaw, collect everything once (a cycle that died while frozen included), freeze again;
