@@ -1,7 +1,8 @@
 """The service's garbage-collector policy: what survives any collection, a young one included, is
 frozen (later collections do not examine the runs' long-lived state again), and the periodic full
-collection still reclaims a reference cycle that died while frozen; young collections come every 50,000
-allocations, not 700; the service installs it while it runs and leaves the collector as it was."""
+collection still reclaims a reference cycle that died while frozen; young collections come every
+200,000 allocations, not 700; the service installs it while it runs and leaves the collector as it
+was."""
 
 from __future__ import annotations
 
