@@ -47,7 +47,7 @@ from monitor.rules.slowdown_batch import SlowdownBatch
 from monitor.rules.slowdown_level import CAP, LevelWatch, SlowdownThresholds
 from monitor.rules.slowdown_restart import SlowdownRestart
 from monitor.rules.slowdown_season import Season
-from monitor.rules.slowdown_stats import came_back, level
+from monitor.rules.slowdown_stats import came_back, level_top
 from monitor.rules.slowdown_verdict import SlowdownVerdict
 from monitor.rules.slowdown_width import SlowdownWidth
 from monitor.rules.spec import RuleSpec
@@ -246,8 +246,8 @@ class SlowdownDetector(
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and self._warm():
-            mu, self.sigma, self.drift = level(self.base)
-            if not max(self.base) - mu - self._k <= 0:  # (else no bucket can climb: came_back's 0)
+            mu, self.sigma, self.drift, top = level_top(sorted(self.base), self.base)
+            if not top - mu - self._k <= 0:  # (else no bucket can climb: came_back's 0)
                 n = len(self.base)
                 weights = self._weights() if len(self.base_n) == n else [self._scale] * n
                 self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides
