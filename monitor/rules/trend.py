@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import sub
 from typing import Any, Literal
 
 from pydantic import Field
@@ -186,7 +187,7 @@ class TrendDetector(Detector[TrendSpec]):
         buckets = w["buckets"]
         n, third = len(buckets), len(buckets) // 3
         ys = [b[2] for b in buckets]
-        diffs = sorted(abs(b - a) for a, b in zip(ys, ys[1:], strict=False))
+        diffs = sorted(map(abs, map(sub, ys[1:], ys)))  # |b - a| of neighbours, in C loops
         needed = max(self.rule.min_rise, self.rule.z * MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2))
         # the thirds' medians sit 2/3 of the span apart: far below a third of the rise needed, the
         # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat)
