@@ -219,7 +219,8 @@ class SlowdownDetector(
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
-        median = median_of_sorted(sorted(self.values))
+        self.values.sort()  # (in place: the peeks kept it nearly sorted; only its median counts)
+        median = median_of_sorted(self.values)
         b = [*self.bucket_start, self._sign * math.log(median), len(self.values)]
         if self.pos_open is not None:
             b.append((self.pos_open + self.pos_last) / 2)  # where the bucket is in the run's cycle
@@ -318,7 +319,8 @@ class SlowdownDetector(
             return
         w = self._weight(n)
         at = None if self.pos_open is None else (self.pos_open + self.pos_last) / 2
-        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
+        self.values.sort()  # in place: the next peek sorts the values since (only the median counts)
+        dev = self._sign * math.log(median_of_sorted(self.values)) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
         fires = s > 0 and s > self.threshold() and self._sustained(self.excess[1] + w)  # (threshold > 0)
