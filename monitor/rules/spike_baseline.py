@@ -42,7 +42,7 @@ from bisect import bisect_left, insort
 from typing import Any
 
 from monitor.rules.spike_batch import SpikeBatch
-from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad, take_first
+from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad
 from monitor.samples import Sample
 
 INF = math.inf
@@ -297,10 +297,11 @@ class SpikeBaseline(SpikeBatch):
         if closed and closed[0][2] < horizon:
             frozen, keep = self.floor_raised, self._keep
             while closed and closed[0][2] < horizon and count - closed[0][3] >= keep:
-                idx, first_t, _, n, _, first = take_first(closed)
+                idx, first_t, _, n, _, first = closed[0]
+                del closed[0]  # (inline take_first: a list, or an old snapshot's deque)
                 count -= n
                 if cmins and cmins[0][0] == idx:
-                    take_first(cmins)
+                    del cmins[0]
                 if frozen or first_t - self._admitted_at < self._stride:
                     continue  # frozen while the floor is raised; or thinned
                 self._admit(first_t, first)
@@ -311,9 +312,10 @@ class SpikeBaseline(SpikeBatch):
             oldest = (closed[0][1] if closed else t) - self.span
             # at least min_points values, however old: a run stepping every 10 minutes has 6 in an hour
             while fifo and fifo[0][0] < oldest and len(fifo) > self.min_points:
-                del values[bisect_left(values, take_first(fifo)[1])]
+                del values[bisect_left(values, fifo[0][1])]
+                del fifo[0]
                 if self._diffs:
-                    take_first(self._diffs)
+                    del self._diffs[0]
             n = len(values)
             self.ready = n >= self.min_points
             if n:
@@ -342,8 +344,9 @@ class SpikeBaseline(SpikeBatch):
         fifo.append((t, y))
         self._fresh += 1
         if len(fifo) > self.window:
-            del values[bisect_left(values, take_first(fifo)[1])]
-            take_first(self._diffs)
+            del values[bisect_left(values, fifo[0][1])]
+            del fifo[0]
+            del self._diffs[0]
 
     # ---- figures ---------------------------------------------------------------------------
     @property
