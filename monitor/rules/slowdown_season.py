@@ -130,9 +130,10 @@ class Season:
     steps, or None) and the statistics of their residuals against it."""
 
     def __init__(self, maxlen: int, k: float) -> None:
-        self.pos: deque[float] = deque(maxlen=maxlen)
-        self.xs: deque[float] = deque(maxlen=maxlen)
-        self.ws: deque[float] = deque(maxlen=maxlen)
+        self.cap = maxlen  # buckets held (lists: an empty deque costs 624 bytes)
+        self.pos: list[float] = []
+        self.xs: list[float] = []
+        self.ws: list[float] = []
         self.k = k  # the CUSUM's allowance (shift / 2), for the swing
         self.period: float | None = None
         self.gap = 0.0  # one bucket's steps (the cycle's phase is known to a part of it)
@@ -149,9 +150,14 @@ class Season:
 
     def resize(self, maxlen: int) -> None:
         """Hold up to ``maxlen`` buckets (the newest of those held are kept)."""
-        self.pos = deque(self.pos, maxlen=maxlen)
-        self.xs = deque(self.xs, maxlen=maxlen)
-        self.ws = deque(self.ws, maxlen=maxlen)
+        self.cap = maxlen
+        self.pos, self.xs, self.ws = self.pos[-maxlen:], self.xs[-maxlen:], self.ws[-maxlen:]
+
+    def lists(self) -> None:
+        """Snapshots written before held the buckets as deques (``maxlen`` the bound): as lists."""
+        if isinstance(self.pos, deque):
+            self.cap = self.pos.maxlen
+            self.pos, self.xs, self.ws = list(self.pos), list(self.xs), list(self.ws)
 
     def add(self, pos: float, x: float, w: float) -> None:
         if self.pos and pos <= self.pos[-1]:
@@ -159,6 +165,8 @@ class Season:
         self.pos.append(pos)
         self.xs.append(x)
         self.ws.append(w)
+        if len(self.pos) > self.cap:
+            del self.pos[0], self.xs[0], self.ws[0]
         self.added += 1
 
     def expected(self, pos: float, period: float | None = None) -> float | None:

@@ -41,12 +41,25 @@ class SlowdownWidth:
         self._scale = (width / rule.bucket) ** EVIDENCE
         self._need = max(3, math.ceil(rule.warmup / width))
         self._lagged = math.ceil(rule.lag / width)
-        self.recent = deque(self.recent, maxlen=self._lagged + 2)
-        size = max(self._need, math.ceil(rule.baseline / width))
-        self.base = deque(self.base, maxlen=size)
-        self.base_n = deque(self.base_n, maxlen=size)
-        self.held = deque(self.held, maxlen=size)
+        self.recent = self.recent[-(self._lagged + 2) :]
+        size = self.cap = max(self._need, math.ceil(rule.baseline / width))
+        self.base = self.base[-size:]
+        self.base_n = self.base_n[-size:]
+        self.held = self.held[-size:]
         self.season.resize(3 * size)
+
+    def _lists(self) -> None:
+        """A snapshot written before the windows were lists holds them as deques, their ``maxlen`` the
+        bounds (``cap``; recent's is the lag + 2): read back as lists of the same values."""
+        if isinstance(self.base, deque):
+            self.cap = self.base.maxlen
+            self.recent, self.base, self.base_n, self.held = (
+                list(self.recent),
+                list(self.base),
+                list(self.base_n),
+                list(self.held),
+            )
+        self.season.lists()
 
     def _decide_width(self, t: float) -> None:
         """The first bucket of a baseline closes at ``t``: size the buckets to the run's cadence."""
