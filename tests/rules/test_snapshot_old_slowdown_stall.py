@@ -58,7 +58,9 @@ def test_an_old_slowdown_snapshot_with_deques_reads_back_and_goes_on_alike():
 
     def to_old(d: Any, state: dict[str, Any]) -> int:
         n = old_form(state, {"recent": d._lagged + 2, "base": d.cap, "base_n": d.cap, "held": d.cap})
-        return n + old_form(state["season"]["a"], {"pos": d.season.cap, "xs": d.season.cap, "ws": d.season.cap})
+        return n + old_form(
+            state["season"]["a"], {"pos": d.season.cap, "xs": d.season.cap, "ws": d.season.cap}
+        )
 
     goes_on_alike(spec, samples, 3000, to_old)
 
