@@ -84,6 +84,16 @@ class SlowdownDetector(
     kind = "slowdown"
     spec_model = SlowdownSpec
 
+    # fmt: off
+    __slots__ = (
+        "_width", "_scale", "_need", "_lagged", "recent", "cap", "base", "base_n", "held", "sized", "rewarm",
+        "prev_t", "prev_step", "last_step", "pos", "pos_last", "_sign", "_k", "state", "counter",
+        "bucket_start", "values", "ref_n", "peek", "peek_at", "mu", "sigma", "swing", "climb", "peak",
+        "drift", "s", "firing", "began", "excess", "_pause", "resets", "pos_open", "season", "level",
+        "base_since", "base_to", "_metric", "_counter", "_min_points",
+    )
+    # fmt: on
+
     def __init__(self, rule: SlowdownSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False
@@ -132,12 +142,6 @@ class SlowdownDetector(
 
     def inputs(self) -> frozenset[str] | None:
         return None  # steps, states and the restart counter
-
-    def import_state(self, data: dict) -> bool:
-        if not super().import_state(data):
-            return False
-        self._lists()  # a snapshot written before: its windows as deques
-        return True
 
     # ---- samples ---------------------------------------------------------------------------
     def observe(self, sample: Sample) -> None:
@@ -300,13 +304,6 @@ class SlowdownDetector(
             if e is not None:
                 return e
         return self.mu
-
-    def _settled(self) -> bool:
-        """Is the young baseline level (its first and last thirds within shift/4 of each other), or
-        as long as it gets? Judging against a level still on the move would take a swing for a drop."""
-        if len(self.base) == self.cap:
-            return True
-        return self.drift <= self.rule.shift / 4 and sum(self.base_n) >= self.rule.warmup_steps
 
     def _weight(self, n: float | None) -> float:
         """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at

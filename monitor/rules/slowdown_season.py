@@ -129,6 +129,12 @@ class Season:
     """The baseline's buckets over a longer history (``maxlen``), the cycle found in them (``period``, in
     steps, or None) and the statistics of their residuals against it."""
 
+    # fmt: off
+    __slots__ = (
+        "cap", "pos", "xs", "ws", "k", "period", "gap", "sigma", "drift", "swing", "resolved", "n", "added",
+    )
+    # fmt: on
+
     def __init__(self, maxlen: int, k: float) -> None:
         self.cap = maxlen  # buckets held (lists: an empty deque costs 624 bytes)
         self.pos: list[float] = []

@@ -33,6 +33,8 @@ def width_for(cadence: float, configured: float) -> float:
 class SlowdownWidth:
     """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    __slots__ = ()
+
     def _size(self, width: float) -> None:
         """Bucket counts (warm-up, lag, baseline) for buckets ``width`` seconds wide; the windows keep
         what they hold (their newest buckets)."""
@@ -47,6 +49,12 @@ class SlowdownWidth:
         self.base_n = self.base_n[-size:]
         self.held = self.held[-size:]
         self.season.resize(3 * size)
+
+    def import_state(self, data: dict) -> bool:
+        if not super().import_state(data):  # type: ignore[misc] - Detector's
+            return False
+        self._lists()  # a snapshot written before: its windows as deques
+        return True
 
     def _lists(self) -> None:
         """A snapshot written before the windows were lists holds them as deques, their ``maxlen`` the
@@ -88,3 +96,10 @@ class SlowdownWidth:
         if len(self.base) >= self._need:
             return True
         return self._scale < 1 and len(self.base) >= 3 and self.base_to - self.base_since >= self.rule.warmup
+
+    def _settled(self) -> bool:
+        """Is the young baseline level (its first and last thirds within shift/4 of each other), or
+        as long as it gets? Judging against a level still on the move would take a swing for a drop."""
+        if len(self.base) == self.cap:
+            return True
+        return self.drift <= self.rule.shift / 4 and sum(self.base_n) >= self.rule.warmup_steps

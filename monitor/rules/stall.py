@@ -54,6 +54,15 @@ class StallDetector(StallBatch, Detector[StallSpec]):
     clocked = True
     silence = True
 
+    # fmt: off
+    __slots__ = (
+        "_fresh", "outliers", "last_step", "last_step_at", "top_step", "state", "blind", "first_step",
+        "first_step_at", "awaiting_since", "awaiting_learnable", "intervals", "strides", "restores", "pauses",
+        "schedule", "counter", "median", "p99", "_ordinary", "_soonest", "_mark_after", "_pause_after",
+        "_trust", "steady_since", "steady_from", "steady_need", "_counter_name",
+    )
+    # fmt: on
+
     def __init__(self, rule: StallSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

@@ -61,6 +61,8 @@ class StallBatch:
         def _refresh(self) -> None: ...
         def _stop(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]: ...
 
+    __slots__ = ()
+
     def _observe_steps(
         self, samples: Sequence[Sample], i: int, end: int, refresh: int, young: int
     ) -> tuple[int, Stop]:
