@@ -6,14 +6,16 @@ detector goes on exactly as one that never restarted (and as one restored from t
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any
 
 from monitor.rules.base import DETECTORS
 from monitor.rules.loader import load_pack
 from monitor.samples import RunState, Sample
 from tests.rules.helpers_rules import T0
-from tests.rules.real_scenarios import pai_jitter
-from tests.rules.test_snapshot_old_windows import deques
+from tests.rules.real_scenarios import Scenario, pai_jitter
+from tests.rules.test_replay_batched import plain
+from tests.rules.test_snapshot_old_windows import deques, pairs
 
 
 def old_form(attrs: dict[str, Any], bounds: dict[str, int]) -> int:
@@ -38,7 +40,7 @@ def goes_on_alike(spec: Any, samples: list[Sample], cut: int, to_old) -> None:  
             saved = json.loads(json.dumps(kept.export_state()))
             assert new.import_state(json.loads(json.dumps(saved)))
             assert to_old(kept, saved["state"]) > 0  # the form before: deques, with values in them
-            assert "$q" in json.dumps(saved) and old.import_state(saved)
+            assert old.import_state(saved)
             assert deques(old) == deques(new) == 0  # read back as lists
         for d in (old, new, kept):
             d.observe(s)
@@ -85,3 +87,21 @@ def test_an_old_stall_snapshot_with_deques_reads_back_and_goes_on_alike():
         return old_form(state, {"intervals": spec.window, "strides": 32, "restores": 8, "pauses": 8})
 
     goes_on_alike(spec, samples, 1000, to_old)
+
+
+def test_a_spike_snapshot_of_the_version_before_reads_back_its_values_as_arrays():
+    """The version before kept a spike baseline's values as a list of (t, y) pairs and their differences
+    as a list (~100 B a value, now 16 B in two arrays of doubles)."""
+    spec = {r.name: r for r in load_pack("hero")}["loss_spike"]
+    sc = Scenario(loss_shift=lambda step: 1.0 if 4000 <= step < 4400 else 0.0, last_step=6000)
+    samples = plain(sc.build())  # the real loss curve, raised by 1.0 for 400 steps
+    cut = next(i for i, s in enumerate(samples) if s.step is not None and s.step >= 3900)
+
+    def to_old(d: Any, state: dict[str, Any]) -> int:
+        base = state["baseline"]["a"]
+        for name in ("_fifo", "_diffs"):
+            base[name] = pairs(name, base[name])
+        assert isinstance(d.baseline._fifo, array) and base["_fifo"][0]["$t"]
+        return len(base["_fifo"])
+
+    goes_on_alike(spec, samples, cut, to_old)
