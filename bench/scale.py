@@ -40,7 +40,6 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from alerts.clock import SystemClock  # noqa: E402
 from monitor.config.loader import parse_config  # noqa: E402
-from monitor.engine.malloc_arenas import limit_arenas  # noqa: E402
 from monitor.service import build_service  # noqa: E402
 from monitor.settings import Settings  # noqa: E402
 from monitor.storage.db import normalise_url  # noqa: E402
@@ -155,7 +154,6 @@ GC = GcPauses()
 def run(label: str, url: str, args: argparse.Namespace) -> dict:
     interval = args.interval
     cfg = parse_config(config(args.runs, args.runs_per_watch, args.metrics, interval))
-    limit_arenas()  # as ``herowatch serve`` does first (MALLOC_ARENA_MAX=16 for glibc's default on 2 cores)
     service = build_service(cfg, Settings(database_url=url), SystemClock(), auto_migrate=True)
     polls: list[tuple[str, float, float, int]] = []  # watch, start, duration, samples
     lock = threading.Lock()

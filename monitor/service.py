@@ -30,7 +30,6 @@ from monitor.delivery.send_stats import SendLatency
 from monitor.delivery.stacks_settle import StackSettler
 from monitor.engine.cycle import Engine
 from monitor.engine.gc_policy import GcPolicy
-from monitor.engine.malloc_arenas import limit_arenas
 from monitor.engine.scheduling import add_interval_job, make_scheduler
 from monitor.engine.stack_asks import StackAsks
 from monitor.reports import schedule as report_schedule
@@ -103,7 +102,6 @@ class Service:
             self._lock_fd = lock_sqlite(self.settings.database_url)
 
     def start(self) -> None:
-        limit_arenas()  # (``herowatch serve`` did already: before its first thread; engine.malloc_arenas)
         self.claim_database()
         self.started_at = self.clock.time()
         self.engine.resume()

@@ -211,9 +211,6 @@ def serve(
     SQLite databases are migrated at start; a PostgreSQL database must be migrated first with
     `herowatch db upgrade`.
     """
-    from monitor.engine.malloc_arenas import limit_arenas
-
-    limit_arenas()  # before any thread allocates (glibc: a few malloc arenas, not 8 a core)
     from alerts.clock import SystemClock
     from monitor.config.errors import ConfigError
     from monitor.service import SchemaNotReady, build_service
