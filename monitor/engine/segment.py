@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.base import HOT, RAN_OUT, Stop
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
+_T, _STEP, _SOURCE = attrgetter("t"), attrgetter("step"), attrgetter("source")
 
 
 class Group:
@@ -134,7 +136,7 @@ def observe_segment(
         if unfed:
             due = min(d.wake_at for d in unfed)
             if due <= samples[limit - 1].t:
-                k = bisect_left(samples, due, pos, limit, key=_time)
+                k = bisect_left(samples, due, pos, limit, key=_T)
                 limit = _group_end(samples, k, limit) if k < limit else limit
         stop = limit
         for k in range(n_free):
@@ -192,10 +194,6 @@ def observe_segment(
         if pos < j and samples[pos].t != samples[pos - 1].t:
             events += evaluate(samples[pos - 1].t)
     return events
-
-
-def _time(s: Sample) -> float:
-    return s.t
 
 
 def feed_segment(
@@ -264,7 +262,7 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
     rather than sample by sample. False (and nothing done) if the samples do not all have a step, or
     all lack one: then the general path."""
     seg = samples[i:j]
-    steps = [s.step for s in seg]
+    steps = list(map(_STEP, seg))
     if None in steps:
         if any(step is not None for step in steps):
             return False
@@ -274,11 +272,13 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
         top = max(steps)
         if top > rr.top_step:
             rr.top_step = top
-    rr.arrivals.observe_times(names, stepping, [s.t for s in seg])
-    said = None
-    for s in seg:
-        if s.source is not None and s.source != said:  # (a segment's samples are all stepping or not)
-            said = s.source
-            rr.provided(s, names)
+    rr.arrivals.observe_times(names, stepping, list(map(_T, seg)))
+    sources = list(map(_SOURCE, seg))
+    if sources.count(None) < len(sources):  # (most segments: no sample names its source)
+        said = None
+        for s, source in zip(seg, sources, strict=True):
+            if source is not None and source != said:  # (a segment's samples are all stepping or not)
+                said = source
+                rr.provided(s, names)
     rr.newest = samples[j - 1].t
     return True

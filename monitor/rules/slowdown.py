@@ -46,7 +46,7 @@ from monitor.rules.slowdown_batch import SlowdownBatch
 from monitor.rules.slowdown_level import CAP, LevelWatch, SlowdownThresholds
 from monitor.rules.slowdown_restart import SlowdownRestart
 from monitor.rules.slowdown_season import Season
-from monitor.rules.slowdown_stats import came_back, level
+from monitor.rules.slowdown_stats import came_back, level_top
 from monitor.rules.slowdown_verdict import SlowdownVerdict
 from monitor.rules.slowdown_width import SlowdownWidth
 from monitor.rules.spec import RuleSpec
@@ -230,7 +230,8 @@ class SlowdownDetector(
 
     def _close(self) -> None:
         """The open bucket is complete: its median joins the recent buckets and the CUSUM."""
-        median = median_of_sorted(sorted(self.values))
+        self.values.sort()  # (in place: the peeks kept it nearly sorted; only its median counts)
+        median = median_of_sorted(self.values)
         b = [*self.bucket_start, self._sign * math.log(median), len(self.values)]
         if self.pos_open is not None:
             b.append((self.pos_open + self.pos_last) / 2)  # where the bucket is in the run's cycle
@@ -261,8 +262,8 @@ class SlowdownDetector(
         if admitted and self.base_n:
             self.ref_n = median_of_sorted(sorted(self.base_n))
         if admitted and self._warm():
-            mu, self.sigma, self.drift = level(self.base)
-            if not max(self.base) - mu - self._k <= 0:  # (else no bucket can climb: came_back's 0)
+            mu, self.sigma, self.drift, top = level_top(sorted(self.base), self.base)
+            if not top - mu - self._k <= 0:  # (else no bucket can climb: came_back's 0)
                 n = len(self.base)
                 weights = self._weights() if len(self.base_n) == n else [self._scale] * n
                 self.swing = max(self.swing, came_back(self.base, weights, mu, self._k))  # kept as it slides
@@ -332,7 +333,8 @@ class SlowdownDetector(
             return
         w = self._weight(n)
         at = None if self.pos_open is None else (self.pos_open + self.pos_last) / 2
-        dev = self._sign * math.log(median_of_sorted(sorted(self.values))) - self._expect(at)
+        self.values.sort()  # in place: the next peek sorts the values since (only the median counts)
+        dev = self._sign * math.log(median_of_sorted(self.values)) - self._expect(at)
         s = self.s + w * (dev - self._k)
         self.peek = [s, w * dev, w] if s > 0 else None
         fires = s > 0 and s > self.threshold() and self._sustained(self.excess[1] + w)  # (threshold > 0)

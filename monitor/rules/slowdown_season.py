@@ -129,9 +129,12 @@ class Season:
     """The baseline's buckets over a longer history (``maxlen``), the cycle found in them (``period``, in
     steps, or None) and the statistics of their residuals against it."""
 
+    # ``nonzero``: how many of ``xs`` are not 0 (a NaN counts, as for ``flat``), so that ``refresh`` knows
+    # a flat history without a pass over it each bucket; None: not counted yet (a snapshot from before it)
     # fmt: off
     __slots__ = (
         "cap", "pos", "xs", "ws", "k", "period", "gap", "sigma", "drift", "swing", "resolved", "n", "added",
+        "nonzero",
     )
     # fmt: on
 
@@ -147,29 +150,40 @@ class Season:
         self.resolved = 0.0  # the peak of an alert that resolved by itself against the cycle (kept)
         self.n = 0  # residuals the statistics are of
         self.added = 0
+        self.nonzero = 0
 
     def clear(self) -> None:
         self.pos.clear()
         self.xs.clear()
         self.ws.clear()
         self.period, self.sigma, self.drift, self.n, self.added, self.gap = None, 0.0, 0.0, 0, 0, 0.0
+        self.nonzero = 0
 
     def resize(self, maxlen: int) -> None:
         """Hold up to ``maxlen`` buckets (the newest of those held are kept)."""
         self.cap = maxlen
         self.pos, self.xs, self.ws = self.pos[-maxlen:], self.xs[-maxlen:], self.ws[-maxlen:]
+        self.nonzero = None  # (counted again when asked)
 
-    def lists(self) -> None:
-        """Snapshots written before held the buckets as deques (``maxlen`` the bound): as lists."""
+    def _after_restore(self) -> None:
+        """Snapshots written before held the buckets as deques (``maxlen`` the bound; read back as lists)
+        and, before that, no count of the values not 0 (counted when first asked)."""
         if isinstance(self.pos, deque):
             self.cap = self.pos.maxlen
             self.pos, self.xs, self.ws = list(self.pos), list(self.xs), list(self.ws)
+        if not hasattr(self, "nonzero"):
+            self.nonzero = None
 
     def add(self, pos: float, x: float, w: float) -> None:
         if self.pos and pos <= self.pos[-1]:
             return  # positions only grow (a bucket without one is left out)
+        xs, nonzero = self.xs, self.nonzero
+        if nonzero is not None:
+            if len(xs) == self.cap and xs[0]:
+                nonzero -= 1  # (the oldest leaves)
+            self.nonzero = nonzero + 1 if x else nonzero
         self.pos.append(pos)
-        self.xs.append(x)
+        xs.append(x)
         self.ws.append(w)
         if len(self.pos) > self.cap:
             del self.pos[0], self.xs[0], self.ws[0]
@@ -205,7 +219,9 @@ class Season:
             return False
         self.added = 0
         had = self.period is not None
-        if flat(self.xs):
+        if self.nonzero is None:  # (a snapshot from before the count was kept)
+            self.nonzero = sum(1 for x in self.xs if x)
+        if self.xs and not self.nonzero:  # flat(self.xs), without a pass over it
             period = None  # (the gap, used only with a cycle, is left as it was)
         else:
             self.gap = median_gap(self.pos) if len(self.pos) > 1 else 0.0

@@ -86,11 +86,16 @@ def deviations_median(ordered: Sequence[float], mu: float) -> float:
 def level(values: deque[float]) -> tuple[float, float, float]:
     """The level baseline of the buckets: (their interquartile mean, robust and exact for a run whose
     buckets alternate between two speeds; their MAD scaled by ``persistence``; their ``drift``)."""
-    ordered = sorted(values)
+    return level_top(sorted(values), values)[:3]
+
+
+def level_top(ordered: list[float], values: deque[float]) -> tuple[float, float, float, float]:
+    """``level(values)`` and the highest of them, given them sorted (``ordered``): one sort a bucket."""
+    top = ordered[-1]
     n = len(ordered)
     core = ordered[n // 4 : n - n // 4]
     mu = sum(core) / len(core)
     spread = MAD_TO_SIGMA * deviations_median(ordered, mu)
-    if ordered[0] == ordered[-1]:  # every bucket the same (a fixed cadence timed in whole seconds): no drift
-        return mu, spread * (1.0 if mu == ordered[0] else persistence(values, mu)), 0.0  # (nor variance)
-    return mu, spread * persistence(values, mu), drift(values)
+    if ordered[0] == top:  # every bucket the same (a fixed cadence timed in whole seconds): no drift
+        return mu, spread * (1.0 if mu == ordered[0] else persistence(values, mu)), 0.0, top  # (nor variance)
+    return mu, spread * persistence(values, mu), drift(values), top

@@ -67,7 +67,6 @@ class SlowdownWidth:
                 list(self.base_n),
                 list(self.held),
             )
-        self.season.lists()
 
     def _decide_width(self, t: float) -> None:
         """The first bucket of a baseline closes at ``t``: size the buckets to the run's cadence."""

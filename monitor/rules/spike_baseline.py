@@ -43,7 +43,7 @@ from bisect import bisect_left, insort
 from typing import Any
 
 from monitor.rules.spike_batch import SpikeBatch
-from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad, take_first
+from monitor.rules.windows import MAD_TO_SIGMA, SortedValues, mad
 from monitor.samples import Sample
 
 INF = math.inf
@@ -307,10 +307,11 @@ class SpikeBaseline(SpikeBatch):
         if closed and closed[0][2] < horizon:
             frozen, keep = self.floor_raised, self._keep
             while closed and closed[0][2] < horizon and count - closed[0][3] >= keep:
-                idx, first_t, _, n, _, first = take_first(closed)
+                idx, first_t, _, n, _, first = closed[0]
+                del closed[0]  # (inline take_first: a list, or an old snapshot's deque)
                 count -= n
                 if cmins and cmins[0][0] == idx:
-                    take_first(cmins)
+                    del cmins[0]
                 if frozen or first_t - self._admitted_at < self._stride:
                     continue  # frozen while the floor is raised; or thinned
                 self._admit(first_t, first)
@@ -324,7 +325,7 @@ class SpikeBaseline(SpikeBatch):
                 del values[bisect_left(values, fifo[1])]
                 del fifo[:2]
                 if self._diffs:
-                    take_first(self._diffs)
+                    del self._diffs[0]
             n = len(values)
             self.ready = n >= self.min_points
             if n:

@@ -27,7 +27,6 @@ from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import take_first
 from monitor.samples import Sample
 
 INF = math.inf
@@ -186,42 +185,42 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         total_n, total_sum, total_beyond = self._n, self._sum, self._beyond
         bn = self._bn
         if bn:
-            buckets.append((self._b, self._bt, bn, self._bsum, self._bbeyond))
+            bsum, bbeyond = self._bsum, self._bbeyond
+            buckets.append((self._b, self._bt, bn, bsum, bbeyond))
             total_n += bn
-            total_sum += self._bsum
-            total_beyond += self._bbeyond
+            total_sum += bsum
+            total_beyond += bbeyond
         oldest = b - BUCKETS
         if buckets and buckets[0][0] < oldest:
             need = rule.min_samples - 1  # the new value counts too
             reach, window = rule.stale_after or INF, rule.window
             stale = t - (reach if reach > window else window)  # never reach back further
-            while (
-                buckets
-                and buckets[0][0] < oldest
-                and (total_n - buckets[0][2] >= need or buckets[0][1] < stale)
-            ):
-                _, _, n, total, beyond = take_first(buckets)
-                total_n -= n
-                total_sum -= total
-                total_beyond -= beyond
+            while buckets:
+                first = buckets[0]
+                if first[0] >= oldest or total_n - first[2] < need and first[1] >= stale:
+                    break
+                del buckets[0]  # (a list; a deque in a snapshot from before: the same)
+                total_n -= first[2]
+                total_sum -= first[3]
+                total_beyond -= first[4]
         if not buckets:
             total_n, total_sum, total_beyond = 0, 0.0, 0  # no drift from float sums
         self._n, self._sum, self._beyond = total_n, total_sum, total_beyond
-        self._b, self._bt, self._bn, self._bsum = b, t, 1, v
-        self._bbeyond = bbeyond = 1 if v > self._above or v < self._below else 0
+        above, below = self._above, self._below
+        bbeyond = 1 if v > above or v < below else 0
+        self._b, self._bt, self._bn, self._bsum, self._bbeyond = b, t, 1, v, bbeyond
         n = total_n + 1
-        first = buckets[0][1] if buckets else t
-        self.span = span = t - first
-        cond = False
+        self.span = span = t - (buckets[0][1] if buckets else t)
         if n >= rule.min_samples and span >= rule.min_span:
             if self._mean:
                 mean = self.figure = (total_sum + v) / n
-                cond = mean > self._above or mean < self._below
+                cond = mean > above or mean < below
             else:
                 share = self.figure = (total_beyond + bbeyond) / n
                 cond = share > rule.fraction
         else:
             self.figure = None
+            cond = False
         self.cond = self.hot = cond
 
     def holds_until(self) -> float:

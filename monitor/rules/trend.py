@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import sub
 from typing import Any, Literal
 
 from pydantic import Field
@@ -193,11 +194,15 @@ class TrendDetector(Detector[TrendSpec]):
         buckets = w["buckets"]
         n, third = len(buckets), len(buckets) // 3
         ys = [b[2] for b in buckets]
-        diffs = sorted(abs(b - a) for a, b in zip(ys, ys[1:], strict=False))
-        needed = max(self.rule.min_rise, self.rule.z * MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2))
         # the thirds' medians sit 2/3 of the span apart: far below a third of the rise needed, the
-        # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat)
-        if median_of_sorted(sorted(ys[-third:])) - median_of_sorted(sorted(ys[:third])) < needed / 3:
+        # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat); the rise needed is
+        # at least min_rise, so a rise of the thirds below a third of that needs no noise estimate
+        thirds = median_of_sorted(sorted(ys[-third:])) - median_of_sorted(sorted(ys[:third]))
+        needed = self.rule.min_rise
+        if not thirds < needed / 3:  # (a NaN too, as before)
+            diffs = sorted(map(abs, map(sub, ys[1:], ys)))  # |b - a| of neighbours, in C loops
+            needed = max(needed, self.rule.z * MAD_TO_SIGMA * median_of_sorted(diffs) / math.sqrt(2))
+        if thirds < needed / 3:
             w["rise"] = w["tau"] = 0.0
             return False
         pts = [(b[0], b[2]) for b in buckets]
