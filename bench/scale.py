@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import rss_mb  # noqa: E402
+from common import malloc_report, rss_mb  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -218,13 +218,16 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
         late += int(gap // bound)  # turns due since the watch's last poll, not taken
     due = on_time + late
     d = sorted(durations)
+    rss = rss_mb()
+    malloc = malloc_report()  # (trims: after the RSS)
     return {
         "label": label,
         "polls": len(d),
         "on_time": on_time,
         "due": due,
         "cpu_share": cpu / (wall1 - wall0),
-        "rss_mb": rss_mb(),
+        "rss_mb": rss,
+        "malloc": malloc,
         "p50_ms": 1000 * statistics.median(d) if d else float("nan"),
         "p99_ms": 1000 * d[int(0.99 * (len(d) - 1))] if d else float("nan"),
         "max_ms": 1000 * d[-1] if d else float("nan"),
@@ -289,7 +292,8 @@ def main() -> None:
         "interval's values (run, metric, x, value) takes on the same database"
     )
     for r in results:
-        print(f"\n{r['label']}: where a poll's time goes (ms per poll or batch; CPU = the thread's own)")
+        print(f"\n{r['label']}: {r['malloc']}")
+        print(f"{r['label']}: where a poll's time goes (ms per poll or batch; CPU = the thread's own)")
         for name, t in r["phases"].items():
             if name in ("batch size", "batches"):
                 continue

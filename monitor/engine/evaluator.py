@@ -159,8 +159,9 @@ class Evaluator:
         plan = rr.plans.get(names)
         if plan is None:
             plan = rr.plan(names)  # (marks its slots fed: they are fed right below)
-        for observe, det, slot in plan:
-            observe(sample)
+        for slot in plan:
+            det = slot.det
+            det.observe(sample)
             if det.hot and not slot.queued:
                 slot.queued = True
                 rr.dirty.append(slot)

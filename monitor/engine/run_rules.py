@@ -5,7 +5,7 @@ sends each sample only to the detectors that asked for its metrics, and which so
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from alerts.model import Finding
@@ -104,14 +104,12 @@ class Slot:
             self.open.discard(fp)  # type: ignore[union-attr]
 
 
-Feed = tuple[Callable[[Sample], None], Detector, Slot]  # (bound observe, detector, slot)
 Settling = Mapping[str, Settle] | None  # sources that answer again -> since, outage began (source_health)
 
 
 @dataclass(eq=False)
 class RunRules:
-    slots: list[Slot]
-    feeds: list[Feed]  # a slot's feed, by its index
+    slots: list[Slot]  # by index (a plan lists slots: a tuple and a bound method a slot cost ~130 B)
     every: tuple[int, ...]  # slots fed every sample (shared by the runs with the same rules)
     by_metric: dict[str, tuple[int, ...]]  # metric -> slots fed samples that carry it (shared too)
     clocked: list[Slot]
@@ -119,7 +117,7 @@ class RunRules:
     live: dict[int, Slot] = field(default_factory=dict)  # slots with open alerts, by index
     newest: float = -math.inf  # the newest sample time seen
     top_step: float = -math.inf  # the highest step seen
-    plans: dict[tuple[str, ...], list[Feed]] = field(default_factory=dict)
+    plans: dict[tuple[str, ...], list[Slot]] = field(default_factory=dict)
     providers: dict[str, frozenset[str]] = field(default_factory=dict)  # feed -> sources that delivered it
     _provided: set[tuple] = field(default_factory=set)
     orphans: set[str] = field(default_factory=set)  # restored alerts of rules no longer configured
@@ -135,7 +133,6 @@ class RunRules:
         for i, spec in enumerate(rules):
             det = DETECTORS[spec.kind](spec, run)
             slots.append(Slot(i, spec, det, interned(det.feeds())))
-        feeds: list[Feed] = [(slot.det.observe, slot.det, slot) for slot in slots]
         wanted = [None if (w := slot.det.inputs()) is None else frozenset(w) for slot in slots]
         _, every, by_metric = _shared_routes(slots, wanted)
         clocked: list[Slot] = []
@@ -159,7 +156,7 @@ class RunRules:
             for slot in followers:  # fed after its leader: same list, later index
                 slot.leader = leader
                 slot.det.share_with(leader)
-        rr = cls(slots, feeds, every, by_metric, clocked)
+        rr = cls(slots, every, by_metric, clocked)
         rr.clocks = [(slot.det, slot) for slot in clocked]
         rr.arrivals = Arrivals(frozenset(f for slot in slots for f in slot.feeds))
         rr.coverage_rules, rr.coverage_plans = _shared_coverage(slots)
@@ -168,7 +165,7 @@ class RunRules:
             slot.queued = True
         return rr
 
-    def plan(self, names: tuple[str, ...]) -> list[Feed]:
+    def plan(self, names: tuple[str, ...]) -> list[Slot]:
         """The detectors a sample with these metric names goes to, in rule order (leaders first).
 
         Cached per key set: a run's rows mostly carry the same metrics step after step. The plan is
@@ -181,10 +178,10 @@ class RunRules:
         by_metric = self.by_metric
         for name in names:
             chosen.update(by_metric.get(name, ()))
-        feeds = self.feeds
-        plan = [feeds[i] for i in sorted(chosen)]
-        for f in plan:
-            f[2].fed = True
+        slots = self.slots
+        plan = [slots[i] for i in sorted(chosen)]
+        for slot in plan:
+            slot.fed = True
         if len(self.plans) >= MAX_PLANS:
             self.plans.clear()
         self.plans[names] = plan

@@ -26,7 +26,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from monitor.engine.run_rules import Feed, RunRules, Slot
+from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.base import HOT, RAN_OUT, Stop
 from monitor.samples import Sample
 
@@ -39,9 +39,9 @@ class Group:
 
     clocked = False
 
-    def __init__(self, feeds: list[Feed]) -> None:
-        self.members = [f[1] for f in feeds]
-        self.slots = [f[2] for f in feeds]
+    def __init__(self, slots: list[Slot]) -> None:
+        self.members = [slot.det for slot in slots]
+        self.slots = slots
         self.leader, self.followers = self.members[0], self.members[1:]
         self.hot_slots: list[Slot] = []  # the members hot at the sample time it stopped at
 
@@ -71,34 +71,33 @@ class Group:
         return i, HOT
 
 
-def split(rr: RunRules, plan: list[Feed]) -> tuple[list, list[Feed]]:
-    """A plan's free feeds (a group sharing statistics as one) and its synchronous feeds (clocked
-    detectors sharing statistics), cached per plan."""
+def split(rr: RunRules, plan: list[Slot]) -> tuple[list, list[Slot]]:
+    """A plan's free feeds, (detector, slot) or (group, None) for a group sharing statistics, and its
+    synchronous slots (clocked detectors sharing statistics), cached per plan."""
     got = rr.splits.get(id(plan))
     if got is not None and got[0] is plan:
         return got[1], got[2]
-    groups: dict[int, list[Feed]] = {}
-    for feed in plan:  # (a leader comes before its followers)
-        slot = feed[2]
+    groups: dict[int, list[Slot]] = {}
+    for slot in plan:  # (a leader comes before its followers)
         if slot.leader is not None:
-            groups.setdefault(id(slot.leader), []).append(feed)
+            groups.setdefault(id(slot.leader), []).append(slot)
     free: list = []
-    sync: list[Feed] = []
-    for feed in plan:
-        det, slot = feed[1], feed[2]
+    sync: list[Slot] = []
+    for slot in plan:
+        det = slot.det
         if id(det) in groups:
-            group = [feed, *groups[id(det)]]
-            if any(f[1].clocked for f in group):
+            group = [slot, *groups[id(det)]]
+            if any(s.det.clocked for s in group):
                 sync.extend(group)
             else:
-                free.append((None, Group(group), None))
+                free.append((Group(group), None))
         elif slot.leader is None:
-            free.append(feed)
-    leaders = {id(f[1]) for f in plan}
+            free.append((det, slot))
+    leaders = {id(slot.det) for slot in plan}
     for leader, followers in groups.items():
         if leader not in leaders:  # (followers always come with their leader: same inputs)
             sync.extend(followers)
-    sync.sort(key=lambda f: f[2].index)
+    sync.sort(key=lambda slot: slot.index)
     if len(rr.splits) >= 64:
         rr.splits.clear()
     rr.splits[id(plan)] = (plan, free, sync)
@@ -115,7 +114,7 @@ def _group_end(samples: Sequence[Sample], k: int, end: int) -> int:
 
 
 def observe_segment(
-    rr: RunRules, plan: list[Feed], samples: Sequence[Sample], i: int, j: int, evaluate: Evaluate
+    rr: RunRules, plan: list[Slot], samples: Sequence[Sample], i: int, j: int, evaluate: Evaluate
 ) -> list:
     """Feed ``samples[i:j]`` (already recorded as arrivals) to the plan's detectors; evaluate the run
     (``evaluate(now)``) at each sample time before the last at which the sample-by-sample path could
@@ -126,7 +125,7 @@ def observe_segment(
     cursor = [i] * n_free
     stopped = [RAN_OUT] * n_free  # why each stopped, at the end of the sample time before its cursor
     masked = [False] * n_free
-    fed = {id(f[1]) for f in plan}
+    fed = {id(slot.det) for slot in plan}
     unfed = [d for d, _ in rr.clocks if id(d) not in fed]  # their wake_at moves only when evaluated
     events: list = []
     pos = i
@@ -146,13 +145,13 @@ def observe_segment(
                 c = cursor[k]
                 if c >= limit:
                     continue
-                det = free[k][1]
+                det = free[k][0]
                 c, code = det.observe_many(samples, c, limit)
                 cursor[k] = c
                 if not code:
                     continue
                 stopped[k] = code
-                slot = free[k][2]
+                slot = free[k][1]
                 if det.clocked and not slot.queued:
                     # ahead of the others until its stop: the evaluations before it must not see it due
                     slot.queued = masked[k] = True
@@ -164,8 +163,9 @@ def observe_segment(
             stopping = False
             while k < end:
                 s = samples[k]
-                for observe, det, slot in sync:
-                    observe(s)
+                for slot in sync:
+                    det = slot.det
+                    det.observe(s)
                     if det.hot and not slot.queued:
                         slot.queued = True
                         rr.dirty.append(slot)
@@ -181,12 +181,12 @@ def observe_segment(
         pos = k
         for m in range(n_free):
             if stopped[m] and cursor[m] == pos:
-                slot = free[m][2]
+                slot = free[m][1]
                 if masked[m]:
                     slot.queued = masked[m] = False
                 if stopped[m] == HOT:
                     if slot is None:  # a group: the members that turned hot
-                        for member in free[m][1].hot_slots:
+                        for member in free[m][0].hot_slots:
                             rr.queue(member)
                     else:
                         rr.queue(slot)

@@ -105,6 +105,8 @@ class Shapes:
             shape.count = count = count + 1
             if count >= LEARN:
                 learning.discard(key)
+                if not learning:
+                    self._learning = set()  # (an emptied set keeps its table: ~2 KB for 20 keys)
 
     def learn(self, keys: Iterable[str]) -> None:
         """New keys: start learning their shapes."""

@@ -19,6 +19,18 @@ from monitor.profiles.translate import Translation, translation
 from monitor.samples import Sample
 
 AUTO, NONE = "auto", "none"
+SHARED_MAX = 4096
+_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def shared(names: frozenset[str]) -> frozenset[str]:
+    """One object for equal sets of keys: the runs of a watch log the same keys (a set of 20 costs 2 KB)."""
+    held = _SETS.get(names)
+    if held is None:
+        if len(_SETS) >= SHARED_MAX:
+            _SETS.clear()
+        held = _SETS[names] = names
+    return held
 
 
 def choices() -> list[str]:
@@ -32,16 +44,16 @@ class _Run:
     def __init__(self, choice: str, custom: Mapping[str, str] | None = None) -> None:
         self.choice = choice
         self.custom = dict(custom or {})
-        self.seen: set[str] = set()
+        self.seen: frozenset[str] = frozenset()  # (these two sets: one object for the runs alike, shared)
         self.detection: Detection | None = None
         self.translation: Translation = translation(None if choice == AUTO else choice, self.custom)
-        self.fast: set[str] = set()  # keys already seen that pass unchanged: a sample of only these is done
+        self.fast: frozenset[str] = frozenset()  # keys that pass unchanged: a sample of only these is done
         self.shapes = Shapes()  # what the run's keys look like (their first values), for suggestions
 
     def learn(self, keys: Iterable[str]) -> None:
         """New keys seen: judge the run's trainer again (auto only)."""
         keys = list(keys)
-        self.seen.update(keys)
+        self.seen = shared(self.seen.union(keys))
         self.shapes.learn(keys)
         if self.choice != AUTO:
             return
@@ -50,7 +62,7 @@ class _Run:
         self.detection = found
         if found.profile != before:
             self.translation = translation(found.profile, self.custom)
-            self.fast = set()
+            self.fast = frozenset()
 
     def apply(self, sample: Sample) -> Sample:
         metrics = sample.metrics
@@ -62,7 +74,7 @@ class _Run:
             self.learn(metrics)
         if self.shapes.busy:
             self.shapes.add(metrics)
-        self.fast |= self.translation.plain(metrics)
+        self.fast = shared(self.fast | self.translation.plain(metrics))
         return self.translation.sample(sample)
 
 

@@ -37,6 +37,8 @@ class AbsentDetector(Detector[AbsentSpec]):
     clocked = True
     silence = True
 
+    __slots__ = ("metric", "_progress", "state", "seen_at", "other_at", "step")
+
     def __init__(self, rule: AbsentSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

@@ -42,6 +42,8 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
     kind = "counter_increase"
     spec_model = CounterIncreaseSpec
 
+    __slots__ = ("metric", "_cumulative", "prev", "events", "total", "resets", "last_step", "first_at")
+
     def __init__(self, rule: CounterIncreaseSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

@@ -53,6 +53,13 @@ class DropDetector(Detector[DropSpec]):
     kind = "drop"
     spec_model = DropSpec
 
+    # fmt: off
+    __slots__ = (
+        "metric", "_width", "_baseline_buckets", "_keep_factor", "_b", "_sum", "_count", "recent", "_recent",
+        "base", "_base", "cond", "_sample", "_reset_gap", "_last_step", "resets", "low_since",
+    )
+    # fmt: on
+
     def __init__(self, rule: DropSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

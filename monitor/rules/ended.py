@@ -59,6 +59,8 @@ class EndSignals:
     """A run's state, step and the causes sources report. Shared by the run's ``ended`` rules that
     read the same metrics (share_key)."""
 
+    __slots__ = ("state", "since", "step", "oom", "ooms", "code", "news", "oom_counter", "exit_code")
+
     def __init__(self, oom_counter: str | None, exit_code: str | None) -> None:
         self.oom_counter, self.exit_code = oom_counter, exit_code
         self.state: RunState | None = None
@@ -100,6 +102,8 @@ class EndedDetector(Detector[EndedSpec]):
     about_the_end = True
     spec_model = EndedSpec
     clocked = True
+
+    __slots__ = ("_watch", "signals", "_follower")
 
     def __init__(self, rule: EndedSpec, run: str) -> None:
         super().__init__(rule, run)

@@ -52,6 +52,8 @@ class FlatlineDetector(Detector[FlatlineSpec]):
     kind = "flatline"
     spec_model = FlatlineSpec
 
+    __slots__ = ("metric", "_last_step", "_sample", "cond", "_win", "_hi", "_lo", "_base", "_baseq", "_prev")
+
     def __init__(self, rule: FlatlineSpec, run: str) -> None:
         super().__init__(rule, run)
         self.metric = rule.metric

@@ -69,6 +69,8 @@ class JobAlertDetector(Detector[JobAlertSpec]):
     # reports an error and exits still pages), until its resolve_after or the job's resolve
     about_the_end = True
 
+    __slots__ = ("taken", "firing")
+
     def __init__(self, rule: JobAlertSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

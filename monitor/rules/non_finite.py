@@ -38,6 +38,8 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
     kind = "non_finite"
     spec_model = NonFiniteSpec
 
+    __slots__ = ("metric", "value", "step", "count", "bad", "judged", "since")
+
     def __init__(self, rule: NonFiniteSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

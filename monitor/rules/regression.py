@@ -33,6 +33,8 @@ class RegressionDetector(Detector[RegressionSpec]):
     kind = "regression"
     spec_model = RegressionSpec
 
+    __slots__ = ("metric", "prev", "newest", "newest_at")
+
     def __init__(self, rule: RegressionSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

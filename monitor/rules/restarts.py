@@ -45,6 +45,13 @@ class RestartSignals:
 
     Shared by the run's restart rules that watch the same counter (share_key)."""
 
+    # fmt: off
+    __slots__ = (
+        "counter_name", "state", "last_step", "high_water", "high_at_restart", "signalled", "signalled_by",
+        "counter", "total", "fresh",
+    )
+    # fmt: on
+
     def __init__(self, counter: str | None) -> None:
         self.counter_name = counter
         self.state: RunState | None = None
@@ -105,6 +112,8 @@ class RestartsDetector(Detector[RestartsSpec]):
     kind = "restarts"
     plot = "progress"
     spec_model = RestartsSpec
+
+    __slots__ = ("signals", "_follower", "times")
 
     def __init__(self, rule: RestartsSpec, run: str) -> None:
         super().__init__(rule, run)

@@ -42,6 +42,8 @@ def _similar(a: float, b: float) -> bool:
 class PauseSchedule:
     """Marks and habits. ``add`` a finished pause; ``match`` an ongoing one."""
 
+    __slots__ = ("marks", "habits", "unexplained")
+
     def __init__(self) -> None:
         # [step, t, duration, explained], the last MEMORY (a list: an empty deque costs 624 bytes)
         self.marks: list[list[Any]] = []

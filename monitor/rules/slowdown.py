@@ -36,7 +36,6 @@ baseline is ready the rule cannot tell (the alert keeps its state).
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Literal
 
 from pydantic import Field
@@ -51,7 +50,7 @@ from monitor.rules.slowdown_stats import came_back, level_top
 from monitor.rules.slowdown_verdict import SlowdownVerdict
 from monitor.rules.slowdown_width import SlowdownWidth
 from monitor.rules.spec import RuleSpec
-from monitor.rules.windows import MAX_WINDOW, median_of_sorted
+from monitor.rules.windows import MAX_WINDOW, keep_last, median_of_sorted, take_first
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 PAUSE_X = 5.0  # a step time 5x the usual is a pause (save, eval), not a slow step
@@ -85,6 +84,16 @@ class SlowdownDetector(
     kind = "slowdown"
     spec_model = SlowdownSpec
 
+    # fmt: off
+    __slots__ = (
+        "_width", "_scale", "_need", "_lagged", "recent", "cap", "base", "base_n", "held", "sized", "rewarm",
+        "prev_t", "prev_step", "last_step", "pos", "pos_last", "_sign", "_k", "state", "counter",
+        "bucket_start", "values", "ref_n", "peek", "peek_at", "mu", "sigma", "swing", "climb", "peak",
+        "drift", "s", "firing", "began", "excess", "_pause", "resets", "pos_open", "season", "level",
+        "base_since", "base_to", "_metric", "_counter", "_min_points",
+    )
+    # fmt: on
+
     def __init__(self, rule: SlowdownSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False
@@ -98,9 +107,11 @@ class SlowdownDetector(
         self.counter: float | None = None
         self.bucket_start: list | None = None  # [t, step] of the open bucket's first value
         self.values: list[float] = []  # the open bucket's raw values (at most MAX_WINDOW)
-        self.recent: deque[list[float]] = deque(maxlen=self._lagged + 2)  # buckets not in the baseline yet
-        self.base: deque[float] = deque(maxlen=max(self._need, math.ceil(rule.baseline / rule.bucket)))
-        self.base_n: deque[int] = deque(maxlen=self.base.maxlen)  # the values of the baseline's buckets
+        # the windows are lists (an empty deque costs 624 bytes) of at most ``cap`` buckets (recent: lag + 2)
+        self.cap = max(self._need, math.ceil(rule.baseline / rule.bucket))
+        self.recent: list[list[float]] = []  # buckets not in the baseline yet
+        self.base: list[float] = []
+        self.base_n: list[int] = []  # the values of the baseline's buckets
         self.ref_n: float | None = None  # their median: the evidence of one usual bucket
         self.peek: list[float] | None = None  # the open bucket judged: [S with it, weight x excess, weight]
         self.peek_at = rule.min_points  # the open bucket is judged again when it holds this many values
@@ -108,7 +119,7 @@ class SlowdownDetector(
         self.sigma = 0.0
         self.swing = 0.0  # the largest excursion the run came back from by itself (``came_back``)
         self.climb = self.peak = 0.0  # the CUSUM uncapped since it left 0, and its peak
-        self.held: deque[list[float]] = deque(maxlen=self.base.maxlen)  # buckets held out while firing
+        self.held: list[list[float]] = []  # buckets held out while firing
         self.drift = 0.0  # how far the baseline's last third is from its first (a level on the move)
         self.s = 0.0  # the CUSUM
         self.firing = False
@@ -122,7 +133,7 @@ class SlowdownDetector(
         self.pos = 0.0  # steps progressed (across restarts): where a value is in the run's cycle
         self.pos_open: float | None = None  # ... at the open bucket's start, and at its newest value
         self.pos_last = 0.0
-        self.season = Season(3 * self.base.maxlen, self._k)  # the run's own cycle, if it has one
+        self.season = Season(3 * self.cap, self._k)  # the run's own cycle, if it has one
         self.rewarm: list[list[float]] | None = None  # after a restart: the buckets waiting to be checked
         self.level = LevelWatch()  # the level CUSUM, while the rule judges against the run's cycle
         self.sized = False  # the bucket width decided for this baseline (slowdown_width.py)
@@ -233,14 +244,18 @@ class SlowdownDetector(
 
     def _take(self, b: list[float]) -> None:
         """A closed bucket joins the recent buckets (the oldest of them the baseline) and the CUSUM."""
-        self.recent.append(b)
+        recent = self.recent
+        recent.append(b)
+        if len(recent) > self._lagged + 2:
+            del recent[0]
         if self._sign > 0:  # a step time 5x the usual is a pause
             self._pause = PAUSE_X * math.exp(self.mu if self.mu is not None else b[2])
         admitted = False
         while self.recent and not self._lagging(b):
-            old = self.recent.popleft()
+            old = take_first(self.recent)
             if self.firing:  # a slowdown that fired must not become the new normal (yet)
                 self.held.append(old)
+                keep_last(self.held, self.cap)
             else:
                 self._admit(old)
                 admitted = True
@@ -271,9 +286,15 @@ class SlowdownDetector(
         if not self.base:
             self.base_since = b[0]
         self.base_to = b[0]
-        self.base.append(b[2])
+        base, cap = self.base, self.cap
+        base.append(b[2])
+        if len(base) > cap:
+            del base[0]
         if len(b) > 3:
-            self.base_n.append(int(b[3]))
+            base_n = self.base_n
+            base_n.append(int(b[3]))
+            if len(base_n) > cap:
+                del base_n[0]
         if len(b) > 4:
             self.season.add(b[4], b[2], self._weight(b[3]))
 
@@ -284,13 +305,6 @@ class SlowdownDetector(
             if e is not None:
                 return e
         return self.mu
-
-    def _settled(self) -> bool:
-        """Is the young baseline level (its first and last thirds within shift/4 of each other), or
-        as long as it gets? Judging against a level still on the move would take a swing for a drop."""
-        if len(self.base) == self.base.maxlen:
-            return True
-        return self.drift <= self.rule.shift / 4 and sum(self.base_n) >= self.rule.warmup_steps
 
     def _weight(self, n: float | None) -> float:
         """A bucket's evidence, in usual buckets: its values over the baseline buckets' median count, at

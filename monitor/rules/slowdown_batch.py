@@ -15,6 +15,8 @@ from monitor.samples import Sample
 class SlowdownBatch:
     """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    __slots__ = ()
+
     def observe_many(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]:
         """Replay's batched path, step time mode: the next step's time into the open bucket (``observe``'s
         common case) in a loop; anything else (a bucket closing, a rewind, a restart) through ``observe``."""

@@ -15,6 +15,8 @@ SUSTAINED = 1.5  # buckets of evidence an excursion against the run's cycle need
 class LevelWatch:
     """The level CUSUM while the cycle's is the rule's: S, its peak, and the excess it summed."""
 
+    __slots__ = ("s", "peak", "excess")
+
     def __init__(self) -> None:
         self.s = self.peak = 0.0
         self.excess = [0.0, 0.0]  # sum of w (x - level), and of w, since S left 0
@@ -36,6 +38,8 @@ class LevelWatch:
 
 class SlowdownThresholds:
     """A part of ``SlowdownDetector`` (which inherits it)."""
+
+    __slots__ = ()
 
     def level_threshold(self) -> float:
         """max(h x shift x sqrt(need / n), z x sigma, swing) for a level baseline of n buckets: the

@@ -20,6 +20,8 @@ RELEARN = 2.0  # their median excess beyond this x shift (either way): another s
 class SlowdownRestart:
     """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    __slots__ = ()
+
     def _carry(self) -> bool:
         """A restart: keep the learned baseline and wait for the new buckets (True), or nothing to keep."""
         if self.mu is None:

@@ -129,14 +129,20 @@ class Season:
     """The baseline's buckets over a longer history (``maxlen``), the cycle found in them (``period``, in
     steps, or None) and the statistics of their residuals against it."""
 
-    # how many of ``xs`` are not 0 (a NaN counts, as for ``flat``), so that ``refresh`` knows a flat history
-    # without a pass over it each bucket; None: not counted yet (a snapshot from before it was kept)
-    nonzero: int | None = None
+    # ``nonzero``: how many of ``xs`` are not 0 (a NaN counts, as for ``flat``), so that ``refresh`` knows
+    # a flat history without a pass over it each bucket; None: not counted yet (a snapshot from before it)
+    # fmt: off
+    __slots__ = (
+        "cap", "pos", "xs", "ws", "k", "period", "gap", "sigma", "drift", "swing", "resolved", "n", "added",
+        "nonzero",
+    )
+    # fmt: on
 
     def __init__(self, maxlen: int, k: float) -> None:
-        self.pos: deque[float] = deque(maxlen=maxlen)
-        self.xs: deque[float] = deque(maxlen=maxlen)
-        self.ws: deque[float] = deque(maxlen=maxlen)
+        self.cap = maxlen  # buckets held (lists: an empty deque costs 624 bytes)
+        self.pos: list[float] = []
+        self.xs: list[float] = []
+        self.ws: list[float] = []
         self.k = k  # the CUSUM's allowance (shift / 2), for the swing
         self.period: float | None = None
         self.gap = 0.0  # one bucket's steps (the cycle's phase is known to a part of it)
@@ -155,22 +161,32 @@ class Season:
 
     def resize(self, maxlen: int) -> None:
         """Hold up to ``maxlen`` buckets (the newest of those held are kept)."""
-        self.pos = deque(self.pos, maxlen=maxlen)
-        self.xs = deque(self.xs, maxlen=maxlen)
-        self.ws = deque(self.ws, maxlen=maxlen)
+        self.cap = maxlen
+        self.pos, self.xs, self.ws = self.pos[-maxlen:], self.xs[-maxlen:], self.ws[-maxlen:]
         self.nonzero = None  # (counted again when asked)
+
+    def _after_restore(self) -> None:
+        """Snapshots written before held the buckets as deques (``maxlen`` the bound; read back as lists)
+        and, before that, no count of the values not 0 (counted when first asked)."""
+        if isinstance(self.pos, deque):
+            self.cap = self.pos.maxlen
+            self.pos, self.xs, self.ws = list(self.pos), list(self.xs), list(self.ws)
+        if not hasattr(self, "nonzero"):
+            self.nonzero = None
 
     def add(self, pos: float, x: float, w: float) -> None:
         if self.pos and pos <= self.pos[-1]:
             return  # positions only grow (a bucket without one is left out)
         xs, nonzero = self.xs, self.nonzero
         if nonzero is not None:
-            if len(xs) == xs.maxlen and xs[0]:
+            if len(xs) == self.cap and xs[0]:
                 nonzero -= 1  # (the oldest leaves)
             self.nonzero = nonzero + 1 if x else nonzero
         self.pos.append(pos)
         xs.append(x)
         self.ws.append(w)
+        if len(self.pos) > self.cap:
+            del self.pos[0], self.xs[0], self.ws[0]
         self.added += 1
 
     def expected(self, pos: float, period: float | None = None) -> float | None:

@@ -14,6 +14,8 @@ from monitor.rules.base import fmt_value
 class SlowdownVerdict:
     """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    __slots__ = ()
+
     def evaluate(self, now: float) -> Finding:
         what = self.rule.metric or "step time"
         if self.mu is None:

@@ -33,6 +33,8 @@ def width_for(cadence: float, configured: float) -> float:
 class SlowdownWidth:
     """A part of ``SlowdownDetector`` (which inherits it)."""
 
+    __slots__ = ()
+
     def _size(self, width: float) -> None:
         """Bucket counts (warm-up, lag, baseline) for buckets ``width`` seconds wide; the windows keep
         what they hold (their newest buckets)."""
@@ -41,12 +43,30 @@ class SlowdownWidth:
         self._scale = (width / rule.bucket) ** EVIDENCE
         self._need = max(3, math.ceil(rule.warmup / width))
         self._lagged = math.ceil(rule.lag / width)
-        self.recent = deque(self.recent, maxlen=self._lagged + 2)
-        size = max(self._need, math.ceil(rule.baseline / width))
-        self.base = deque(self.base, maxlen=size)
-        self.base_n = deque(self.base_n, maxlen=size)
-        self.held = deque(self.held, maxlen=size)
+        self.recent = self.recent[-(self._lagged + 2) :]
+        size = self.cap = max(self._need, math.ceil(rule.baseline / width))
+        self.base = self.base[-size:]
+        self.base_n = self.base_n[-size:]
+        self.held = self.held[-size:]
         self.season.resize(3 * size)
+
+    def import_state(self, data: dict) -> bool:
+        if not super().import_state(data):  # type: ignore[misc] - Detector's
+            return False
+        self._lists()  # a snapshot written before: its windows as deques
+        return True
+
+    def _lists(self) -> None:
+        """A snapshot written before the windows were lists holds them as deques, their ``maxlen`` the
+        bounds (``cap``; recent's is the lag + 2): read back as lists of the same values."""
+        if isinstance(self.base, deque):
+            self.cap = self.base.maxlen
+            self.recent, self.base, self.base_n, self.held = (
+                list(self.recent),
+                list(self.base),
+                list(self.base_n),
+                list(self.held),
+            )
 
     def _decide_width(self, t: float) -> None:
         """The first bucket of a baseline closes at ``t``: size the buckets to the run's cadence."""
@@ -75,3 +95,10 @@ class SlowdownWidth:
         if len(self.base) >= self._need:
             return True
         return self._scale < 1 and len(self.base) >= 3 and self.base_to - self.base_since >= self.rule.warmup
+
+    def _settled(self) -> bool:
+        """Is the young baseline level (its first and last thirds within shift/4 of each other), or
+        as long as it gets? Judging against a level still on the move would take a swing for a drop."""
+        if len(self.base) == self.cap:
+            return True
+        return self.drift <= self.rule.shift / 4 and sum(self.base_n) >= self.rule.warmup_steps

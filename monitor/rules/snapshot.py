@@ -2,9 +2,11 @@
 replica resumes every rule where it was instead of warming up again and resolving what fires.
 
 A detector's state is its instance attributes. They are plain values (numbers, text, None), lists,
-tuples, dicts, sets, deques with a ``maxlen`` (bounded windows) and small objects of the rule modules
-(``SortedValues``, a spike baseline) made of the same. ``encode`` turns such a value into JSON-able
-data (non-finite floats spelled out, containers tagged), ``decode`` rebuilds it. A ``RunState`` is
+tuples, dicts, sets, deques with a ``maxlen`` (bounded windows), arrays of doubles and small objects of
+the rule modules (``SortedValues``, a spike baseline) made of the same (such an object's
+``_after_restore``, if it has one, brings a form an older version wrote up to date). ``encode`` turns
+such a value into JSON-able data (non-finite floats spelled out, containers tagged), ``decode``
+rebuilds it. A ``RunState`` is
 kept as its text, as snapshots had it before there was one; restored, the text compares equal to it.
 A ``Sample`` (the newest one a threshold, drop, flat-line or spike detector judged) is kept as its
 time, run, step, metrics and source, what the detectors read of it.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+from array import array
 from collections import deque
 from enum import Enum
 from typing import Any
@@ -81,6 +84,8 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"$d": _pairs(value, d)}
     if t is deque:
         return {"$q": _items(value, d), "n": value.maxlen}
+    if t is array and value.typecode == "d":
+        return {"$a": _items(value, d)}
     if t is set or t is frozenset:
         return {"$s": _items(value, d)}
     if t is RunState:
@@ -193,6 +198,8 @@ def decode(data: Any, depth: int = 0) -> Any:
         return {decode(k, d): decode(v, d) for k, v in data["$d"]}
     if "$q" in data:
         return deque((decode(v, d) for v in data["$q"]), maxlen=data.get("n"))
+    if "$a" in data:
+        return array("d", [float(decode(v, d)) for v in data["$a"]])
     if "$s" in data:
         return {decode(v, d) for v in data["$s"]}
     if "$p" in data:
@@ -204,6 +211,9 @@ def decode(data: Any, depth: int = 0) -> Any:
         cls = _cls(data["$o"])
         obj = cls.__new__(cls)
         restore_attrs(obj, data["a"], d)
+        after = getattr(cls, "_after_restore", None)  # brings the forms older versions wrote up to date
+        if after is not None:
+            after(obj)
         return obj
     raise SnapshotError("unreadable state")
 

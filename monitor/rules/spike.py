@@ -125,6 +125,12 @@ class SpikeDetector(Detector[SpikeSpec]):
     kind = "spike"
     spec_model = SpikeSpec
 
+    # fmt: off
+    __slots__ = (
+        "metric", "baseline", "_follower", "_rider", "_alone", "_floor_mode", "caught", "judged", "raised",
+    )
+    # fmt: on
+
     def __init__(self, rule: SpikeSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

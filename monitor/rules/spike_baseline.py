@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import math
+from array import array
 from bisect import bisect_left, insort
 from typing import Any
 
@@ -110,9 +111,10 @@ class SpikeBaseline(SpikeBatch):
 
     def _clear(self) -> None:
         self.base.clear()
-        # the windows are lists (oldest first; ``windows.take_first``): an empty deque costs 624 bytes
-        self._fifo: list[tuple[float, float]] = []  # (t, y) of the baseline values, oldest first
-        self._diffs: list[float] = []  # differences of consecutive baseline values
+        # the baseline values as t, y, t, y, ... (oldest first) and their differences: arrays of doubles
+        # (16 B a value, not a tuple and two floats); the other windows are lists (an empty deque: 624 B)
+        self._fifo = array("d")
+        self._diffs = array("d")  # differences of consecutive baseline values
         self._sigma: float | None = None
         self._fresh = 0  # baseline values added since the noise was estimated
         self._admitted_at = -INF
@@ -130,6 +132,14 @@ class SpikeBaseline(SpikeBatch):
         self._floor_ready = False  # enough values, spanning enough of the window
         self.streak = 0
 
+    def _after_restore(self) -> None:
+        """Snapshots written before hold the baseline values as (t, y) pairs and the differences as a list
+        (or deques): as arrays."""
+        if type(self._fifo) is not array:
+            self._fifo = array("d", [v for pair in self._fifo for v in pair])
+        if type(self._diffs) is not array:
+            self._diffs = array("d", self._diffs)
+
     def fork(self, spec: Any) -> SpikeBaseline:
         """A copy of these statistics for ``spec``'s rule, a point rule that shared them with rules of
         another ``floor_steps`` until their floor was first raised (and froze them): what its own
@@ -145,7 +155,7 @@ class SpikeBaseline(SpikeBatch):
         twin.last_spike = dict(self.last_spike) if self.last_spike is not None else None
         twin.base = SortedValues()
         twin.base.values = list(self.base.values)
-        twin._fifo, twin._diffs = list(self._fifo), list(self._diffs)
+        twin._fifo, twin._diffs = self._fifo[:], self._diffs[:]
         twin._closed, twin._cmins = list(self._closed), list(self._cmins)
         return twin
 
@@ -172,7 +182,7 @@ class SpikeBaseline(SpikeBatch):
         return self._med
 
     def sigma(self) -> float:
-        if self._sigma is None or self._fresh * 8 > len(self._fifo):
+        if self._sigma is None or self._fresh * 16 > len(self._fifo):  # (two doubles a value)
             self._sigma = MAD_TO_SIGMA * mad(self._diffs) / SQRT2
             self._fresh = 0
         return self._sigma
@@ -311,9 +321,9 @@ class SpikeBaseline(SpikeBatch):
             fifo, values = self._fifo, self.base.values
             oldest = (closed[0][1] if closed else t) - self.span
             # at least min_points values, however old: a run stepping every 10 minutes has 6 in an hour
-            while fifo and fifo[0][0] < oldest and len(fifo) > self.min_points:
-                del values[bisect_left(values, fifo[0][1])]
-                del fifo[0]
+            while fifo and fifo[0] < oldest and len(fifo) > 2 * self.min_points:
+                del values[bisect_left(values, fifo[1])]
+                del fifo[:2]
                 if self._diffs:
                     del self._diffs[0]
             n = len(values)
@@ -339,13 +349,14 @@ class SpikeBaseline(SpikeBatch):
         fifo, values = self._fifo, self.base.values
         self._admitted_at = t
         if fifo:
-            self._diffs.append(y - fifo[-1][1])
+            self._diffs.append(y - fifo[-1])
         insort(values, y)
-        fifo.append((t, y))
+        fifo.append(t)
+        fifo.append(y)
         self._fresh += 1
-        if len(fifo) > self.window:
-            del values[bisect_left(values, fifo[0][1])]
-            del fifo[0]
+        if len(fifo) > 2 * self.window:
+            del values[bisect_left(values, fifo[1])]
+            del fifo[:2]
             del self._diffs[0]
 
     # ---- figures ---------------------------------------------------------------------------

@@ -26,16 +26,15 @@ seen, never below their spread nor ``floor``. While the source cannot be read, p
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 
 from alerts.model import Finding
 from monitor.durations import format_duration
 from monitor.rules.base import Detector, Stop, register
 from monitor.rules.schedule import COVER, PauseSchedule, usual
-from monitor.rules.stall_batch import StallBatch
+from monitor.rules.stall_batch import STRIDES, StallBatch
 from monitor.rules.stall_spec import StallSpec
-from monitor.rules.windows import median_of_sorted
+from monitor.rules.windows import keep_last, median_of_sorted
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 MIN_INTERVALS = 8  # step intervals needed before the p99 is trusted
@@ -43,7 +42,7 @@ LEARNED = 8  # restores and pauses remembered
 RECURS = 1.5  # two pauses within this factor of each other are the same kind of pause
 PAUSE_X = 5.0  # an interval this many times the median is a pause, not cadence
 NEW_CADENCE = 3  # that many such intervals in a row are a new cadence
-STRIDES = 32  # recent step increments kept (the logging stride)
+WINDOWS = ("intervals", "strides", "restores", "pauses")  # lists, bounded by window, STRIDES, LEARNED
 REFRESH = 64  # the median and p99 are recomputed every this many intervals
 
 
@@ -54,6 +53,15 @@ class StallDetector(StallBatch, Detector[StallSpec]):
     spec_model = StallSpec
     clocked = True
     silence = True
+
+    # fmt: off
+    __slots__ = (
+        "_fresh", "outliers", "last_step", "last_step_at", "top_step", "state", "blind", "first_step",
+        "first_step_at", "awaiting_since", "awaiting_learnable", "intervals", "strides", "restores", "pauses",
+        "schedule", "counter", "median", "p99", "_ordinary", "_soonest", "_mark_after", "_pause_after",
+        "_trust", "steady_since", "steady_from", "steady_need", "_counter_name",
+    )
+    # fmt: on
 
     def __init__(self, rule: StallSpec, run: str) -> None:
         super().__init__(rule, run)
@@ -68,10 +76,11 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         self.top_step: int | None = None
         self.awaiting_since: float | None = None  # a (re)start with no step since
         self.awaiting_learnable = False  # the start time is known (not merely first sight)
-        self.intervals: deque[float] = deque(maxlen=rule.window)
-        self.strides: deque[int] = deque(maxlen=STRIDES)
-        self.restores: deque[float] = deque(maxlen=LEARNED)
-        self.pauses: deque[float] = deque(maxlen=LEARNED)
+        # the windows are lists (an empty deque costs 624 bytes): the newest ``window``, STRIDES, LEARNED
+        self.intervals: list[float] = []
+        self.strides: list[int] = []
+        self.restores: list[float] = []
+        self.pauses: list[float] = []
         self.schedule = PauseSchedule()
         self.counter: float | None = None
         self.median: float | None = None  # of the intervals, refreshed as they come
@@ -90,6 +99,13 @@ class StallDetector(StallBatch, Detector[StallSpec]):
 
     def inputs(self) -> frozenset[str] | None:
         return None
+
+    def import_state(self, data: dict) -> bool:
+        if not super().import_state(data):
+            return False
+        for name in WINDOWS:  # a snapshot written before holds them as deques (as bounded): as lists
+            setattr(self, name, list(getattr(self, name)))
+        return True
 
     # ---- samples ---------------------------------------------------------------------------
     def _restart(self, t: float) -> None:
@@ -159,6 +175,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         if self.awaiting_since is not None:
             if self.awaiting_learnable and t > self.awaiting_since:
                 self.restores.append(t - self.awaiting_since)
+                keep_last(self.restores, LEARNED)
             self.awaiting_since = None
             self.last_step, self.last_step_at = step, t
             self.steady_since, self.steady_from = t, step
@@ -169,13 +186,17 @@ class StallDetector(StallBatch, Detector[StallSpec]):
 
     def _gap(self, last: int, stride: int, gap: float) -> None:
         """``gap`` seconds from step ``last`` to the next one, ``stride`` steps on."""
-        self.strides.append(stride)
+        strides = self.strides
+        strides.append(stride)
+        if len(strides) > STRIDES:
+            del strides[0]
         if gap > self._mark_after:  # a long pause the run came back from by itself
             if self.steady_since is not None:  # the stretch without a pause ends here
                 stretch = self.last_step_at - self.steady_since
                 self.steady_need = max(self.steady_need, COVER * stretch)
             self.steady_since, self.steady_from = self.last_step_at + gap, last + stride
             self.pauses.append(gap)
+            keep_last(self.pauses, LEARNED)
             self.schedule.add(last, self.last_step_at, gap, self.stride(), self.slack())
             self._trust = self.schedule.trusted_after()
             return
@@ -185,7 +206,10 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                 return  # a short pause (an eval): not cadence
             self.intervals.clear()  # several in a row: the cadence changed
         self.outliers = 0
-        self.intervals.append(gap)
+        intervals = self.intervals
+        intervals.append(gap)
+        if len(intervals) > self.rule.window:
+            del intervals[0]
         self._fresh += 1
         if self._fresh >= REFRESH or len(self.intervals) < 2 * MIN_INTERVALS:
             self._refresh()

@@ -9,12 +9,13 @@ outlier), ending in the state ``observe`` one by one would leave; anything else 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from monitor.rules.base import RAN_OUT, Stop
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
+
+STRIDES = 32  # recent step increments kept (the logging stride)
 
 
 class StallLimits(Protocol):
@@ -22,6 +23,7 @@ class StallLimits(Protocol):
 
     floor: float
     steady_steps: int
+    window: int
 
 
 class StallBatch:
@@ -39,8 +41,8 @@ class StallBatch:
     first_step_at: float | None
     top_step: int | None
     awaiting_since: float | None
-    intervals: deque[float]
-    strides: deque[int]
+    intervals: list[float]
+    strides: list[int]
     outliers: int
     p99: float | None
     steady_since: float | None
@@ -59,6 +61,8 @@ class StallBatch:
         def _refresh(self) -> None: ...
         def _stop(self, samples: Sequence[Sample], i: int, end: int) -> tuple[int, Stop]: ...
 
+    __slots__ = ()
+
     def _observe_steps(
         self, samples: Sequence[Sample], i: int, end: int, refresh: int, young: int
     ) -> tuple[int, Stop]:
@@ -67,6 +71,7 @@ class StallBatch:
         counter, floor, soonest = self._counter_name, self.rule.floor, self._soonest
         intervals, strides = self.intervals, self.strides
         add_interval, add_stride = intervals.append, strides.append
+        window = self.rule.window  # (the windows are lists: the newest ``window`` and STRIDES kept)
         first, first_at = self.first_step, self.first_step_at
         while i < end:
             last, at, top = self.last_step, self.last_step_at, self.top_step
@@ -100,8 +105,12 @@ class StallBatch:
                         top = step
                     if gap > 0:  # _gap's common case
                         add_stride(step - last)
+                        if len(strides) > STRIDES:
+                            del strides[0]
                         outliers = 0
                         add_interval(gap)
+                        if len(intervals) > window:
+                            del intervals[0]
                         fresh += 1
                         if fresh >= refresh or not grown and len(intervals) < young:
                             self._fresh = fresh

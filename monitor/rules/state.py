@@ -37,6 +37,8 @@ class StateDetector(Detector[StateSpec]):
     plot = "progress"
     spec_model = StateSpec
 
+    __slots__ = ("_watch", "state", "since", "step")
+
     def __init__(self, rule: StateSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

@@ -59,6 +59,8 @@ class StragglerDetector(Detector[StragglerSpec]):
     plot = "none"
     spec_model = StragglerSpec
 
+    __slots__ = ("name", "t", "score", "member", "value", "median", "label", "since")
+
     def __init__(self, rule: StragglerSpec, run: str) -> None:
         super().__init__(rule, run)
         self.name = derived_metric(rule)

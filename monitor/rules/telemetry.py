@@ -41,6 +41,8 @@ class TelemetryGoneDetector(Detector[TelemetryGoneSpec]):
     clocked = True
     silence = True
 
+    __slots__ = ("state", "blind", "first_seen", "last_data", "last_step")
+
     def __init__(self, rule: TelemetryGoneSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

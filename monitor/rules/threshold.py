@@ -62,6 +62,13 @@ class ThresholdDetector(Detector[ThresholdSpec]):
     kind = "threshold"
     spec_model = ThresholdSpec
 
+    # fmt: off
+    __slots__ = (
+        "metric", "_above", "_below", "_windowed", "_mean", "_after", "_width", "_buckets", "_b", "_bt",
+        "_bn", "_bsum", "_bbeyond", "_n", "_sum", "_beyond", "_sample", "cond", "figure", "_since", "span",
+    )
+    # fmt: on
+
     def __init__(self, rule: ThresholdSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

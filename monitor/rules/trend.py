@@ -74,6 +74,13 @@ class TrendDetector(Detector[TrendSpec]):
     kind = "trend"
     spec_model = TrendSpec
 
+    # fmt: off
+    __slots__ = (
+        "metric", "_sign", "_log", "_keep", "windows", "values", "close_at", "last_step", "last_value",
+        "cond", "hit", "resets",
+    )
+    # fmt: on
+
     def __init__(self, rule: TrendSpec, run: str) -> None:
         super().__init__(rule, run)
         self.hot = False

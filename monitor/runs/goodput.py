@@ -45,7 +45,6 @@ either, herowatch could not see the restart: the hang is booked up to the first 
 from __future__ import annotations
 
 import statistics
-from collections import deque
 from collections.abc import Collection
 from typing import Any, Literal
 
@@ -73,7 +72,7 @@ class Goodput(Book):
         self.since: float | None = None  # start of the current restart or down incident
         self.ended_at: float | None = None
         self.last_step_t: float | None = None
-        self.intervals: deque[float] = deque(maxlen=WINDOW)  # seconds per step, normal gaps
+        self.intervals: list[float] = []  # seconds per step, normal gaps: the last WINDOW (a list)
         self.steps_redone = 0
         self.last_marks: frozenset[str] = frozenset()  # what the last step logged (an eval, a save) ...
         self._unread: list[Collection[str]] = []  # ... once these keys of its rows are read (when needed)
@@ -92,6 +91,8 @@ class Goodput(Book):
 
     def _interval(self, per_step: float) -> None:
         self.intervals.append(per_step)
+        if len(self.intervals) > WINDOW:
+            del self.intervals[0]
         self._stale += 1
         if len(self.intervals) <= MIN_INTERVALS:
             self._median = None
@@ -365,6 +366,7 @@ class Goodput(Book):
         for k in _PLAIN:
             setattr(g, k, data.get(k, getattr(g, k)))
         g.intervals.extend(float(x) for x in data.get("intervals", ()))
+        del g.intervals[:-WINDOW]
         g.totals.update({k: float(v) for k, v in (data.get("totals") or {}).items() if k in g.totals})
         g.incidents = [dict(i) for i in data.get("incidents", ())]
         g.counts = {k: int(v) for k, v in (data.get("counts") or {}).items()}

@@ -9,7 +9,6 @@ accounting (``monitor.runs.goodput``) rides along: its state is stored under ``s
 from __future__ import annotations
 
 import math
-from collections import deque
 from typing import Any
 
 from monitor.runs.goodput import UPTIME_KEY, Goodput
@@ -55,7 +54,8 @@ class RunStats:
         self.tracked = tuple(dict.fromkeys([*LATEST, *sorted(keys)]))
         self.seen: set[str] = set()
         self._unseen = set(keys)
-        self.recent: deque[tuple[float, int]] = deque(maxlen=RATE_WINDOW)  # (t, step) of new steps
+        self.recent: list[tuple[float, int]] = []  # (t, step) of the last RATE_WINDOW new steps (a list:
+        # an empty deque costs 624 B)
         self.latest: dict[str, float | None] = {}
         self.latest_at: dict[str, float] = {}  # when each latest value was logged
         self.every: dict[str, float] = {}  # a smoothed gap between two values of each key: its cadence
@@ -77,6 +77,8 @@ class RunStats:
                 self.recent.clear()  # a rewind: the rate restarts with the run
             if self.last_step is None or step != self.last_step:
                 self.recent.append((t, step))
+                if len(self.recent) > RATE_WINDOW:
+                    del self.recent[0]
             self.last_step = step
         for key in self.tracked:
             if key in metrics:
@@ -135,6 +137,7 @@ class RunStats:
         rs.seen = {str(k) for k in data.get("seen") or ()}
         rs._unseen -= rs.seen
         rs.recent.extend((float(t), int(s)) for t, s in data.get("recent", []))
+        del rs.recent[:-RATE_WINDOW]
         rs.latest = dict(data.get("latest") or {})
         rs.latest_at = {str(k): float(v) for k, v in (data.get("latest_at") or {}).items()}
         rs.every = {str(k): float(v) for k, v in (data.get("every") or {}).items()}

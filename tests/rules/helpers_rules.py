@@ -119,3 +119,10 @@ def llmc_samples(every: float = 1.0) -> list[Sample]:
                 }
                 out.append(Sample(t, "llmc-gpt2-124m", step, metrics, "running", "wandb"))
     return out
+
+
+def fields(obj: object) -> dict[str, object]:
+    """An object's attributes but its rule: its ``__dict__`` and its slots (the detectors have slots)."""
+    slots = (n for c in type(obj).__mro__ for n in getattr(c, "__slots__", ()))
+    names = [*getattr(obj, "__dict__", ()), *slots]
+    return {n: getattr(obj, n) for n in names if n != "rule" and hasattr(obj, n)}

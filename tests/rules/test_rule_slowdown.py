@@ -127,8 +127,8 @@ def test_the_state_is_bounded_plain_data():
     d = det()
     for s in rows(steady(20000, 1.0)):
         d.observe(s)
-    assert len(d.base) <= d.base.maxlen and len(d.values) < 400
-    assert len(d.season.pos) <= d.season.pos.maxlen and len(d.season.xs) <= d.season.xs.maxlen
+    assert len(d.base) <= d.cap and len(d.base_n) <= d.cap and len(d.values) < 400
+    assert len(d.season.pos) == len(d.season.xs) == len(d.season.ws) <= d.season.cap
     json.dumps(d.export_state())
 
 

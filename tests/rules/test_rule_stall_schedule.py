@@ -13,7 +13,7 @@ import pytest
 from monitor.rules.schedule import MEMORY, PauseSchedule
 from monitor.rules.stall import StallDetector
 from monitor.traces.replay import replay
-from tests.rules.helpers_rules import T0, above_info, hero
+from tests.rules.helpers_rules import T0, above_info, fields, hero
 from tests.rules.real_scenarios import Scenario, save_steps
 
 MIN = 60.0
@@ -142,6 +142,6 @@ def test_the_detector_state_is_bounded_plain_data():
     for s in sc.build():
         det.observe(s)
     assert len(det.schedule.habits) == 1 and len(det.schedule.marks) == MEMORY
-    state = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det).items() if k != "rule"}
-    state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in vars(det.schedule).items()}
+    state = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det).items()}
+    state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det.schedule).items()}
     json.dumps(state)

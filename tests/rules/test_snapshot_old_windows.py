@@ -41,12 +41,22 @@ def old_form(attrs: dict[str, Any]) -> int:
     windows as deques. Returns how many of them held values."""
     n = 0
     for name, value in attrs.items():
+        value = attrs[name] = pairs(name, value)
         if name in WINDOWS and isinstance(value, list):
             attrs[name] = {"$q": value, "n": WINDOWS[name]}
             n += bool(value)
         elif isinstance(value, dict) and "$o" in value:
             n += old_form(value["a"])
     return n
+
+
+def pairs(name: str, value: Any) -> Any:
+    """A spike baseline's values as the versions before wrote them: (t, y) pairs and a list of differences,
+    not arrays of doubles (``{"$a": [t, y, t, y, ...]}``)."""
+    if name in ("_fifo", "_diffs") and isinstance(value, dict) and "$a" in value:
+        flat = value["$a"]
+        return [{"$t": flat[i : i + 2]} for i in range(0, len(flat), 2)] if name == "_fifo" else flat
+    return value
 
 
 def deques(obj: Any, depth: int = 0) -> int:

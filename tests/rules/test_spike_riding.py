@@ -87,8 +87,8 @@ def test_the_rider_shares_until_the_floor_is_raised_then_has_its_own():
     assert floor8.baseline is not spike.baseline
     split_at = None
     for s in plain(JUMP.build()):
-        for observe, _, _ in rr.plan(tuple(s.metrics)):
-            observe(s)
+        for slot in rr.plan(tuple(s.metrics)):
+            slot.det.observe(s)
         if split_at is None and jump.baseline is not spike.baseline:
             split_at = s.step
             assert spike.baseline.floor_raised and not jump.baseline.floor_raised
@@ -99,8 +99,8 @@ def feed(rr: RunRules, samples: list[Sample], names: list[str]) -> list[tuple]:
     """Sample by sample through the run's plan, each named rule evaluated at every sample."""
     seen = []
     for s in samples:
-        for observe, _, _ in rr.plan(tuple(s.metrics)):
-            observe(s)
+        for slot in rr.plan(tuple(s.metrics)):
+            slot.det.observe(s)
         for slot in rr.slots:
             if slot.rule.name in names:
                 f = slot.det.evaluate(s.t)
