@@ -18,7 +18,11 @@ from monitor.rules.spec import RuleSpec
 from monitor.samples import RunState, Sample
 
 MAX_PLANS = 256
-STATE_VERSION = 1  # of the per-run snapshot (RunRules.export_state)
+# Of the per-run snapshot (RunRules.export_state). 2: windows as lists, spike baselines as arrays of
+# doubles (2026-12-07). A version reads its own and older snapshots; an older version ignores a newer
+# one (its runs start cold there: safe), so rolling back one release never runs old code on new forms.
+STATE_VERSION = 2
+READS_VERSIONS = frozenset({1, 2})
 SHARED_MAX = 4096  # rule sets whose coverage plans are shared (``_shared_coverage``)
 # (id of each rule, its feeds) -> (coverage_rules, coverage_plans) shared by the runs with those rules
 _SHARED: dict[tuple, tuple[list, dict]] = {}
@@ -272,7 +276,7 @@ class RunRules:
         }
 
     def import_state(self, data: Mapping | None) -> int:
-        if not data or data.get("v") != STATE_VERSION:
+        if not data or data.get("v") not in READS_VERSIONS:
             return 0
         taken = 0
         dets = data.get("detectors") or {}

@@ -139,3 +139,26 @@ def test_an_old_flatline_snapshot_with_deques_reads_back_and_goes_on_alike():
         if k >= 120:
             assert (old.hot, old.evaluate(s.t)) == (kept.hot, kept.evaluate(s.t))
     assert kept.hot  # flat since sample 150
+
+
+def test_a_snapshot_says_its_version_older_ones_read_and_a_newer_one_starts_cold():
+    """The windows' forms changed (lists, arrays of doubles): a snapshot of this version says so by its
+    version, which the release before does not read (its runs start cold on a rollback: safe), while this
+    one still reads that release's snapshots."""
+    from monitor.engine.evaluator import Evaluator
+    from monitor.engine.run_rules import STATE_VERSION
+
+    spec = {r.name: r for r in load_pack("hero")}["loss_spike"]
+    ev = Evaluator(lambda run: [spec])
+    samples = plain(Scenario(last_step=600).build())
+    for s in samples:
+        ev.observe(s)
+    run = samples[0].run
+    state = json.loads(json.dumps(ev.export_state(run)))
+    assert state["v"] == STATE_VERSION == 2
+    assert Evaluator(lambda run: [spec]).import_state(run, state) == 1
+    state["v"] = 1  # the release before wrote v 1 (with the same detectors' fields, older forms read)
+    assert old_form(state["detectors"]["loss_spike"]["state"]) > 0
+    assert Evaluator(lambda run: [spec]).import_state(run, state) == 1
+    state["v"] = 3  # a newer release's: not guessed at
+    assert Evaluator(lambda run: [spec]).import_state(run, state) == 0
