@@ -72,6 +72,23 @@ class PauseSchedule:
                 best = h
         return best
 
+    def longest_at(self, h: dict[str, Any], stride: float, slack: float) -> float:
+        """The longest remembered pause that no habit explains yet, of a longer kind than ``h``'s, that began
+        where ``h`` pauses (every 4th save also evaluates; 0 if none): the run came back from it by itself.
+        Once such pauses recur as a habit of their own, that habit answers for them."""
+        norm, fits = usual(h), self._fits
+        return max(
+            (
+                m[2]
+                for m in self.marks
+                if not m[3]
+                and m[2] > norm
+                and not _similar(m[2], norm)
+                and fits(h, m[0], m[1], stride, slack, False)
+            ),
+            default=0.0,
+        )
+
     def restarted(self, t: float) -> None:
         """The process restarted at ``t``: time-based habits count again from there."""
         for h in self.habits:

@@ -275,7 +275,18 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         habit = None
         if self.last_step is not None and self.last_step_at is not None:
             habit = self.schedule.match(self.last_step, self.last_step_at, self.stride(), self.slack())
-        allowance = r.habit_factor * usual(habit) if habit is not None else 0.0
+        allowance, said = 0.0, ""
+        if habit is not None:
+            norm = usual(habit)
+            allowance, said = r.habit_factor * norm, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
+            # a longer pause the run came back from at this habit's steps (an eval with every 4th save)
+            # gets the same margin over it, up to max_pause: what the run was seen to do does not page
+            seen = self.schedule.longest_at(habit, self.stride(), self.slack())
+            extended = min(r.max_pause, seen + (r.habit_factor - 1) * norm)
+            if extended > allowance:
+                allowance = extended
+                where, more = self.schedule.describe(habit), format_duration((r.habit_factor - 1) * norm)
+                said = f"a {format_duration(seen)} pause seen where {where} comes, and {more}"
         if self.known():
             ordinary = self.ordinary_limit()
             if habit is None:
@@ -284,7 +295,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
                     return ordinary, f"no habitual pause: steady for {steady} before this"
                 return ordinary, "not a habitual pause step of the learned schedule"
             if allowance >= usual(habit) + ordinary:
-                return allowance, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
+                return allowance, said
             then = f"{self.schedule.describe(habit)}, then {format_duration(ordinary)}"
             return usual(habit) + ordinary, then
         limit, why = r.floor, ""
@@ -295,7 +306,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         if recurring is not None:
             limit = max(limit, min(r.max_pause, r.pause_factor * recurring))
         if allowance > limit:
-            return allowance, f"{r.habit_factor:g} x {self.schedule.describe(habit)}"
+            return allowance, said
         return limit, why
 
     def recurring_pause(self) -> float | None:

@@ -145,3 +145,35 @@ def test_the_detector_state_is_bounded_plain_data():
     state = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det).items()}
     state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det.schedule).items()}
     json.dumps(state)
+
+
+def test_a_longer_pause_seen_at_the_save_steps_pages_once_not_again_and_hangs_are_still_caught():
+    # 100 s a step, a 10-minute save every 50 steps, a 15-minute eval with every 4th save: 27 minutes
+    # in all, more than twice the save. The first one pages (nothing told the rule of that kind of pause
+    # yet: docs/rules.md); the run came back from it, so the next one, before three have made it a habit
+    # of its own, does not page again. A hang still pages: at an ordinary step in 17 minutes; at a save
+    # step after the save and the ordinary limit, or, while that longer kind is no habit yet (the price),
+    # after the longer pause and the save's margin (39 minutes); at an eval step after twice the eval.
+    kw = {"step_time": 100.0, "save_every": 50, "save_pause": 600.0, "eval_every": 200, "eval_pause": 900.0}
+    healthy = Scenario(last_step=1400, end_state="finished", **kw)
+    pages = stall_pages(healthy)
+    assert [p.step for p in pages] == [200], [(p.step, p.reason) for p in pages]
+    waits = {}
+    for hang in (350, 1013, 1050, 1200):
+        hung = Scenario(hang_after_step=hang, watch_after=3 * 3600, **kw)
+        page = next(p for p in stall_pages(hung) if p.step == hang)
+        waits[hang] = (page.t - hung.last_t) / MIN
+    assert 15 < waits[1013] <= 18 and 25 < waits[1050] <= 30 and 45 < waits[1200] <= 55, waits
+    assert 35 < waits[350] <= 40, waits
+
+
+def test_while_the_longer_kind_is_not_a_habit_its_pause_is_allowed_where_the_save_habit_pauses():
+    s = PauseSchedule()
+    for k in (1, 2, 3):
+        s.add(50 * k, T0 + 6000 * k, 700, 1, 0)  # saves every 50 steps
+    s.add(200, T0 + 24000, 1650, 1, 0)  # a save with an eval: another kind, no habit yet
+    save = s.match(250, T0, 1, 0)
+    assert s.longest_at(save, 1, 0) == 1650 and s.unexplained == 1
+    for k in (2, 3):
+        s.add(200 * k, T0 + 24000 * k, 1640, 1, 0)
+    assert s.longest_at(save, 1, 0) == 0.0, "a habit of its own now answers for it"
