@@ -17,8 +17,10 @@ import random
 import tempfile
 import time
 import tracemalloc
+from contextlib import ExitStack
 from pathlib import Path
 
+from scale import scratch_database  # (bench/, beside this file)
 from sqlalchemy import func, select
 
 from monitor.reports import markdown
@@ -143,23 +145,30 @@ def measure(url: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--database-url", default=None, help="default: SQLite files in a temporary folder")
+    ap.add_argument(
+        "--database-url",
+        default=None,
+        help="a PostgreSQL server: each week in a scratch database on it, dropped after (default: SQLite "
+        "files in a temporary folder)",
+    )
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for every in (15.0, 60.0):
-            url = args.database_url or f"sqlite:///{Path(tmp) / f'week-{int(every)}.db'}"
-            if args.database_url and every != 15.0:
-                break  # one shared database holds one week
-            migrate.upgrade(url)
-            t0 = time.perf_counter()
-            samples = write_week(url, args.runs, every)
-            print(
-                f"wrote a week of {args.runs} runs polled every {every:g}s: {samples:,} samples "
-                f"in {time.perf_counter() - t0:.0f}s",
-                flush=True,
-            )
-            rows.append((every, samples, measure(url)))
+            with ExitStack() as stack:
+                if args.database_url:  # never the server's own database: a run cut short leaves nothing
+                    url = stack.enter_context(scratch_database(args.database_url))
+                else:
+                    url = f"sqlite:///{Path(tmp) / f'week-{int(every)}.db'}"
+                migrate.upgrade(url)
+                t0 = time.perf_counter()
+                samples = write_week(url, args.runs, every)
+                print(
+                    f"wrote a week of {args.runs} runs polled every {every:g}s: {samples:,} samples "
+                    f"in {time.perf_counter() - t0:.0f}s",
+                    flush=True,
+                )
+                rows.append((every, samples, measure(url)))
     print()
     print(
         f"{'polled every':>12} {'samples':>12} {'slots':>8} {'GROUP BY':>9} {'report':>8} {'ratio':>6} "
