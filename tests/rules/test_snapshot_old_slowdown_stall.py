@@ -5,17 +5,15 @@ detector goes on exactly as one that never restarted (and as one restored from t
 
 from __future__ import annotations
 
-import json
 from array import array
 from typing import Any
 
-from monitor.rules.base import DETECTORS
 from monitor.rules.loader import load_pack
 from monitor.samples import RunState, Sample
 from tests.rules.helpers_rules import T0
 from tests.rules.real_scenarios import Scenario, pai_jitter
 from tests.rules.test_replay_batched import plain
-from tests.rules.test_snapshot_old_windows import deques, pairs
+from tests.rules.test_snapshot_old_windows import goes_on_alike, pairs
 
 
 def old_form(attrs: dict[str, Any], bounds: dict[str, int]) -> int:
@@ -31,26 +29,6 @@ def old_form(attrs: dict[str, Any], bounds: dict[str, int]) -> int:
     return n
 
 
-def goes_on_alike(spec: Any, samples: list[Sample], cut: int, to_old) -> None:  # noqa: ANN001
-    kind = DETECTORS[spec.kind]
-    old, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
-    out: dict[int, list] = {id(d): [] for d in (old, new, kept)}
-    for k, s in enumerate(samples):
-        if k == cut:
-            saved = json.loads(json.dumps(kept.export_state()))
-            assert new.import_state(json.loads(json.dumps(saved)))
-            assert to_old(kept, saved["state"]) > 0  # the form before: deques, with values in them
-            assert old.import_state(saved)
-            assert deques(old) == deques(new) == 0  # read back as lists
-        for d in (old, new, kept):
-            d.observe(s)
-            for now in (s.t, s.t + 1800.0):  # (a clocked rule: its timers too)
-                f = d.evaluate(now)
-                out[id(d)].append((d.hot, d.wake_at, f.active, f.value, f.reason, f.onset))
-    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
-    assert any(row[2] for row in out[id(kept)][cut:])  # it fired after the cut
-
-
 def test_an_old_slowdown_snapshot_with_deques_reads_back_and_goes_on_alike():
     spec = {r.name: r for r in load_pack("hero")}["throughput_slowdown"].model_copy(update={"metric": None})
     jitter, samples, t = pai_jitter(), [], 0.0
@@ -64,7 +42,7 @@ def test_an_old_slowdown_snapshot_with_deques_reads_back_and_goes_on_alike():
             state["season"]["a"], {"pos": d.season.cap, "xs": d.season.cap, "ws": d.season.cap}
         )
 
-    goes_on_alike(spec, samples, 3000, to_old)
+    goes_on_alike(spec, samples, 3000, to_old, fires=True)
 
 
 def test_an_old_stall_snapshot_with_deques_reads_back_and_goes_on_alike():
@@ -86,7 +64,7 @@ def test_an_old_stall_snapshot_with_deques_reads_back_and_goes_on_alike():
     def to_old(d: Any, state: dict[str, Any]) -> int:
         return old_form(state, {"intervals": spec.window, "strides": 32, "restores": 8, "pauses": 8})
 
-    goes_on_alike(spec, samples, 1000, to_old)
+    goes_on_alike(spec, samples, 1000, to_old, fires=True)
 
 
 def test_a_spike_snapshot_of_the_version_before_reads_back_its_values_as_arrays():
@@ -104,4 +82,4 @@ def test_a_spike_snapshot_of_the_version_before_reads_back_its_values_as_arrays(
         assert isinstance(d.baseline._fifo, array) and base["_fifo"][0]["$t"]
         return len(base["_fifo"])
 
-    goes_on_alike(spec, samples, cut, to_old)
+    goes_on_alike(spec, samples, cut, to_old, fires=True)

@@ -89,6 +89,32 @@ def events(n: int = 900) -> list[Sample]:
     return out
 
 
+def goes_on_alike(  # noqa: ANN001
+    spec: Any, samples: list[Sample], cut: int, to_old, as_deques: bool = False, fires: bool = False
+) -> None:
+    """Three detectors of ``spec`` fed ``samples``; at ``cut`` one is restored from the snapshot as it is,
+    one from it rewritten by ``to_old(detector, attrs)`` into an older form (its windows read back as
+    deques if ``as_deques``, else as lists): from there all three say the same, timers included (and, if
+    ``fires``, the rule fired after the cut)."""
+    kind = DETECTORS[spec.kind]
+    old, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
+    out: dict[int, list] = {id(d): [] for d in (old, new, kept)}
+    for k, s in enumerate(samples):
+        if k == cut:
+            saved = json.loads(json.dumps(kept.export_state()))
+            assert new.import_state(json.loads(json.dumps(saved)))
+            assert to_old(kept, saved["state"]) > 0  # the form before: deques, with values in them
+            assert old.import_state(saved)
+            assert deques(new) == 0 and (deques(old) > 0 if as_deques else deques(old) == 0)
+        for d in (old, new, kept):
+            d.observe(s)
+            for now in (s.t, s.t + 1800.0):  # (a clocked rule: its timers too)
+                f = d.evaluate(now)
+                out[id(d)].append((d.hot, d.wake_at, f.active, f.value, f.reason, f.onset))
+    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
+    assert not fires or any(row[2] for row in out[id(kept)][cut:])  # it fired after the cut
+
+
 CASES = ["grad_norm_high", "throughput_drop", "loss_spike", "loss_jump"]
 EVENTS = ["oom_kills", "skipped_steps", "run_crashed", "crash_loop", "run_restarted"]
 
@@ -103,21 +129,7 @@ def test_an_old_snapshot_with_deques_reads_back_and_goes_on_alike(name):
         sc = Scenario(loss_shift=lambda step: 1.0 if 4000 <= step < 4400 else 0.0, last_step=6000)
         samples = with_throughput(plain(sc.build()))
         cut = next(i for i, s in enumerate(samples) if s.step is not None and s.step >= 4100)
-    kind = DETECTORS[spec.kind]
-    old, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
-    out: dict[int, list] = {id(d): [] for d in (old, new, kept)}
-    for k, s in enumerate(samples):
-        if k == cut:
-            saved = json.loads(json.dumps(kept.export_state()))
-            assert new.import_state(json.loads(json.dumps(saved)))
-            assert old_form(saved["state"]) > 0  # the form before: deques, with values in them
-            assert old.import_state(saved)
-            assert deques(old) > 0 and deques(new) == 0
-        for d in (old, new, kept):
-            d.observe(s)
-            f = d.evaluate(s.t)
-            out[id(d)].append((d.hot, f.active, f.value, f.reason, f.onset))
-    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
+    goes_on_alike(spec, samples, cut, lambda det, attrs: old_form(attrs), as_deques=True)
 
 
 def test_an_old_flatline_snapshot_with_deques_reads_back_and_goes_on_alike():
