@@ -28,6 +28,7 @@ from operator import attrgetter
 
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.base import HOT, RAN_OUT, Stop
+from monitor.rules.columns import columns, names_known
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
@@ -262,7 +263,8 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
     rather than sample by sample. False (and nothing done) if the samples do not all have a step, or
     all lack one: then the general path."""
     seg = samples[i:j]
-    steps = list(map(_STEP, seg))
+    cols = columns(samples, i, j) if names_known(samples) else None  # (the batch's, taken once)
+    steps = cols.step[i:j] if cols is not None else list(map(_STEP, seg))
     if None in steps:
         if any(step is not None for step in steps):
             return False
@@ -272,7 +274,7 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
         top = max(steps)
         if top > rr.top_step:
             rr.top_step = top
-    rr.arrivals.observe_times(names, stepping, list(map(_T, seg)))
+    rr.arrivals.observe_times(names, stepping, cols.t[i:j] if cols is not None else list(map(_T, seg)))
     sources = list(map(_SOURCE, seg))
     if sources.count(None) < len(sources):  # (most segments: no sample names its source)
         said = None
