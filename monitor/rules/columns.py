@@ -67,6 +67,12 @@ class Columns:
             self._rising = rising
         return rising
 
+    def lacks(self, metric: str | None) -> bool:
+        """Is it known that no sample carries ``metric`` (the batch's names: a replay batch's samples
+        carry no state either)? None: no metric, so True for a batch."""
+        names = self._names
+        return names is not None and (metric is None or metric not in names)
+
     def values(self, metric: str) -> list:
         """The values of ``metric``, None where a sample lacks it (as ``metrics.get``)."""
         col = self._values.get(metric)
