@@ -265,7 +265,11 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
     seg = samples[i:j]
     cols = columns(samples, i, j) if names_known(samples) else None  # (the batch's, taken once)
     steps = cols.step[i:j] if cols is not None else list(map(_STEP, seg))
-    if None in steps:
+    if cols is not None and cols.rising:  # every step there, none lower than the one before
+        stepping = True
+        if steps[-1] > rr.top_step:
+            rr.top_step = steps[-1]
+    elif None in steps:
         if any(step is not None for step in steps):
             return False
         stepping = False
