@@ -203,14 +203,20 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             total_sum += bsum
             total_beyond += bbeyond
         oldest = b - BUCKETS
+        min_samples = rule.min_samples
         if buckets and buckets[0][0] < oldest:
-            need = rule.min_samples - 1  # the new value counts too
-            reach, window = rule.stale_after or INF, rule.window
-            stale = t - (reach if reach > window else window)  # never reach back further
+            need = min_samples - 1  # the new value counts too
+            stale = None  # (worked out only when the window's count would fall short)
             while buckets:
                 first = buckets[0]
-                if first[0] >= oldest or total_n - first[2] < need and first[1] >= stale:
+                if first[0] >= oldest:
                     break
+                if total_n - first[2] < need:  # an old bucket kept for its values, unless stale
+                    if stale is None:
+                        reach, window = rule.stale_after or INF, rule.window
+                        stale = t - (reach if reach > window else window)  # never reach back further
+                    if first[1] >= stale:
+                        break
                 del buckets[0]  # (a list; a deque in a snapshot from before: the same)
                 total_n -= first[2]
                 total_sum -= first[3]
@@ -223,7 +229,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._b, self._bt, self._bn, self._bsum, self._bbeyond = b, t, 1, v, bbeyond
         n = total_n + 1
         self.span = span = t - (buckets[0][1] if buckets else t)
-        if n >= rule.min_samples and span >= rule.min_span:
+        if n >= min_samples and span >= rule.min_span:
             if self._mean:
                 mean = self.figure = (total_sum + v) / n
                 cond = mean > above or mean < below
