@@ -28,7 +28,7 @@ from operator import attrgetter
 
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.base import HOT, RAN_OUT, Stop
-from monitor.rules.columns import columns, names_known
+from monitor.rules.columns import batch_columns
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
@@ -263,7 +263,7 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
     rather than sample by sample. False (and nothing done) if the samples do not all have a step, or
     all lack one: then the general path."""
     seg = samples[i:j]
-    cols = columns(samples, i, j) if names_known(samples) else None  # (the batch's, taken once)
+    cols = batch_columns(samples)  # (the batch's, taken once for all its segments and rules)
     steps = cols.step[i:j] if cols is not None else list(map(_STEP, seg))
     if cols is not None and cols.rising:  # every step there, none lower than the one before
         stepping = True

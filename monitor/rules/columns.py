@@ -112,10 +112,10 @@ def feeding(batch: Batch | None) -> None:
     _feeding[0] = batch
 
 
-def names_known(samples: Sequence[Sample]) -> bool:
-    """Is ``samples`` the batch being fed (its columns are the whole batch's)?"""
-    batch = _feeding[0]
-    return batch is not None and batch.samples is samples
+def batch_columns(samples: Sequence[Sample]) -> Columns | None:
+    """The columns of ``samples`` if it is the batch being fed (indexed as the batch), else None."""
+    batch = _feeding[0]  # (read once: another evaluator, in another thread, may feed its own batch)
+    return batch.columns if batch is not None and batch.samples is samples else None
 
 
 def columns(samples: Sequence[Sample], i: int, end: int) -> Columns:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from monitor.rules.columns import Batch, all_finite, columns, feeding
+from monitor.rules.columns import Batch, all_finite, batch_columns, columns, feeding
 from monitor.samples import Sample
 
 
@@ -35,6 +35,7 @@ def test_the_batch_being_fed_has_whole_batch_columns() -> None:
         assert cols.values("loss") == [1.0, 2.0, 3.0] and cols.values("lr") == [0.1] * 3
         assert cols.values("absent") == [None] * 3
         assert columns(list(samples), 1, 3) is not cols  # another list: its own columns
+        assert batch_columns(samples) is cols and batch_columns(list(samples)) is None
     finally:
         feeding(None)
     assert columns(samples, 1, 3) is not batch.columns
