@@ -17,6 +17,7 @@ a column's slice (``list.extend``, ``sum``, ``max``, ``bisect``) instead of a Py
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from operator import attrgetter, itemgetter
 
@@ -104,24 +105,28 @@ class Batch:
         self.columns = Columns(samples, 0, frozenset(names))
 
 
-_feeding: list[Batch | None] = [None]  # the batch being fed (replay feeds one batch at a time)
+class _Feeding(threading.local):
+    batch: Batch | None = None  # the batch this thread's evaluator is feeding (one at a time)
+
+
+_feeding = _Feeding()  # per thread: the service's poll threads each feed their own evaluator's batch
 
 
 def feeding(batch: Batch | None) -> None:
-    """``batch`` is being fed to the detectors from now on (None: no batch)."""
-    _feeding[0] = batch
+    """``batch`` is being fed to the detectors from now on, in this thread (None: no batch)."""
+    _feeding.batch = batch
 
 
 def batch_columns(samples: Sequence[Sample]) -> Columns | None:
     """The columns of ``samples`` if it is the batch being fed (indexed as the batch), else None."""
-    batch = _feeding[0]  # (read once: another evaluator, in another thread, may feed its own batch)
+    batch = _feeding.batch
     return batch.columns if batch is not None and batch.samples is samples else None
 
 
 def columns(samples: Sequence[Sample], i: int, end: int) -> Columns:
     """Columns covering ``samples[i:end]``: the batch's own if ``samples`` is the batch being fed, else
     taken from that slice alone."""
-    batch = _feeding[0]
+    batch = _feeding.batch
     if batch is not None and batch.samples is samples:
         return batch.columns
     return Columns(samples[i:end], i, None)
