@@ -21,7 +21,8 @@ from sqlalchemy.orm import Session
 
 from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
-from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _fold, retire, stale
+from monitor.storage.series_compact import compact_many
 
 BULK = 8  # points of a series in a poll from which they fold as whole lists (``_fold_points``)
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
@@ -306,10 +307,11 @@ class SeriesTails:
             ser.known_from = max(ser.known_from, min(tail))
 
     def _compact_grown(self, s: Session, grown: list[_Series], out: SeriesWrites) -> None:
+        if not grown:
+            return
+        out.flush(s)  # the compaction reads every stored bucket of the series
+        compact_many(s, grown, self.max_buckets)  # a run's series at once (runs of a sweep grow together)
         for ser in grown:
-            out.flush(s)  # the compaction reads every stored bucket of the series
-            _compact(s, ser, self.max_buckets)
-            s.flush()
             ser.tail, ser.known_from = {}, math.inf
             out.add_meta(ser)
 
