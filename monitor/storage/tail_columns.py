@@ -1,0 +1,196 @@
+"""A chart series' newest buckets as columns: one ``array('d')`` a series, ``WIDTH`` doubles a bucket
+(x0, min, max, sum, count, nonfinite, last, t_last), in x0 order, instead of an object a bucket and a
+dict of them (a replica holds ~20 series of each of 10,000 runs: no Python object a bucket, nothing
+for the collector to walk). A missing figure (min, max and last of a bucket of NaNs only, a t_last
+never stored) is a NaN: those columns only ever hold finite values otherwise. Counts are doubles
+(exact below 2**53). A poll's points of a series come as columns too (``Points``: x, value, t), and
+fold in one pass exactly as ``series._fold`` folds them one by one: the same floats, in the same order.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator
+from functools import reduce
+from itertools import chain, islice, repeat
+from math import floor, isfinite, nan
+from operator import add, le, mul, truediv
+
+from monitor.storage.series import Point, _Bucket
+
+WIDTH = 8  # doubles a bucket in a series' tail
+X0, MIN, MAX, SUM, COUNT, NONFINITE, LAST, T_LAST = range(WIDTH)
+BULK = 8  # points of a series in a poll from which they fold as whole lists (``fold_bulk``)
+
+
+class Points:
+    """A series' points of one poll as three columns (no object a point); iterates as ``Point``s for
+    the paths that fold one by one (``series.ingest_run``, a rewind)."""
+
+    __slots__ = ("xs", "vs", "ts")
+
+    def __init__(self, xs: list[float] | None = None, vs: list[float] | None = None, ts: list | None = None):
+        self.xs: list[float] = [] if xs is None else xs
+        self.vs: list[float] = [] if vs is None else vs
+        self.ts: list[float] = [] if ts is None else ts
+
+    @classmethod
+    def of(cls, points: Iterable[Point]) -> Points:
+        if type(points) is cls:
+            return points  # type: ignore[return-value]
+        points = list(points)
+        return cls([p.x for p in points], [p.value for p in points], [p.t for p in points])
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+    def __iter__(self) -> Iterator[Point]:
+        return map(Point, self.xs, self.vs, self.ts)
+
+    def __repr__(self) -> str:
+        return f"Points({list(self)!r})"
+
+
+def empty() -> array:
+    return array("d")
+
+
+def find(tail: array, x0: float) -> int:
+    """The position of bucket ``x0`` in ``tail`` (-1: none; a tail holds two or three)."""
+    for i in range(0, len(tail), WIDTH):
+        if tail[i] == x0:
+            return i
+    return -1
+
+
+def row(run_id: str, metric: str, tail: array, i: int) -> tuple:
+    """The bucket at ``i`` as a ``series_buckets`` row (``series_tails.BUCKET_ROW``'s order)."""
+    mn, mx, last, t = tail[i + MIN], tail[i + MAX], tail[i + LAST], tail[i + T_LAST]
+    return (
+        run_id,
+        metric,
+        tail[i],
+        None if mn != mn else mn,
+        None if mx != mx else mx,
+        tail[i + SUM],
+        int(tail[i + COUNT]),
+        int(tail[i + NONFINITE]),
+        None if last != last else last,
+        None if t != t else t,
+    )
+
+
+def unpack(run_id: str, metric: str, tail: array) -> dict[float, _Bucket]:
+    """The tail as bucket objects by x0 (the rare paths: a rewind, older buckets read, a compaction)."""
+    return {tail[i]: _Bucket(*row(run_id, metric, tail, i)) for i in range(0, len(tail), WIDTH)}
+
+
+def pack(buckets: Iterable[_Bucket]) -> array:
+    """``unpack``'s inverse, in x0 order."""
+    out = array("d")
+    for b in sorted(buckets, key=lambda b: b.x0):
+        out.extend(
+            (
+                b.x0,
+                nan if b.min is None else b.min,
+                nan if b.max is None else b.max,
+                0.0 if b.sum is None else b.sum,
+                b.count or 0,
+                b.nonfinite or 0,
+                nan if b.last is None else b.last,
+                nan if b.t_last is None else b.t_last,
+            )
+        )
+    return out
+
+
+def fold_each(tail: array, w: float, pts: Points, touched: list[float]) -> int:
+    """Fold the points one at a time (as ``series._fold``); the touched buckets' x0 go to ``touched``.
+    Returns how many buckets it opened."""
+    opened = 0
+    for x, v, t in zip(pts.xs, pts.vs, pts.ts, strict=True):
+        x0 = floor(x / w) * w
+        touched.append(x0)
+        i = find(tail, x0)
+        if i < 0:  # a new bucket (most points: a step's own): made with its first point
+            if isfinite(v):
+                tail.extend((x0, v, v, 0.0 + v, 1, 0, v, t))
+            else:
+                tail.extend((x0, nan, nan, 0.0, 0, 1, nan, t))
+            opened += 1
+            continue
+        if isfinite(v):
+            m = tail[i + MIN]
+            if m != m or v < m:
+                tail[i + MIN] = v
+            m = tail[i + MAX]
+            if m != m or v > m:
+                tail[i + MAX] = v
+            tail[i + SUM] = (tail[i + SUM] or 0.0) + v
+            tail[i + COUNT] += 1
+        else:
+            tail[i + NONFINITE] += 1
+        m = tail[i + T_LAST]
+        if m != m or t >= m:
+            tail[i + LAST] = v if isfinite(v) else nan
+            tail[i + T_LAST] = t
+    return opened
+
+
+def fold_bulk(tail: array, w: float, pts: Points, touched: list[float]) -> int | None:
+    """The two common cases of many points over whole lists, in C: every point in one bucket (wide
+    buckets, points in time order), or every point a new bucket of its own (a step's, narrow buckets).
+    Returns how many buckets it opened; None: neither case (``fold_each`` then)."""
+    xs, vs, ts = pts.xs, pts.vs, pts.ts
+    n = len(xs)
+    x0s = list(map(mul, map(floor, map(truediv, xs, repeat(w, n))), repeat(w, n)))
+    finite = all(map(isfinite, vs))
+    first = x0s[0]
+    if finite and n > 1 and x0s.count(first) == n and all(map(le, ts, islice(ts, 1, None))):
+        touched.append(first)
+        opened, i = 0, find(tail, first)
+        if i < 0:  # made with its first point, as one by one
+            v, i, opened = vs[0], len(tail), 1
+            tail.extend((first, v, v, 0.0 + v, 1, 0, v, ts[0]))
+            vs, ts = vs[1:], ts[1:]
+        lo, hi = min(vs), max(vs)  # the first of equal ones, as one by one (ties keep the older)
+        m = tail[i + MIN]
+        if m != m or lo < m:
+            tail[i + MIN] = lo
+        m = tail[i + MAX]
+        if m != m or hi > m:
+            tail[i + MAX] = hi
+        tail[i + SUM] = reduce(add, vs, tail[i + SUM] or 0.0)  # in order, one addition at a time
+        tail[i + COUNT] += len(vs)
+        m = tail[i + T_LAST]
+        if m != m or ts[-1] >= m:  # time order: the last point is the newest
+            tail[i + LAST], tail[i + T_LAST] = vs[-1], ts[-1]
+        return opened
+    if finite and len(set(x0s)) == n and set(tail[::WIDTH]).isdisjoint(x0s):  # a new bucket each
+        sums = map(add, repeat(0.0, n), vs)  # 0.0 + v, as series._fold
+        tail.extend(
+            chain.from_iterable(zip(x0s, vs, vs, sums, repeat(1, n), repeat(0, n), vs, ts, strict=True))
+        )
+        touched.extend(x0s)
+        return n
+    return None
+
+
+def settle(tail: array, keep: int) -> float | None:
+    """Put the tail in x0 order and drop all but its ``keep`` newest buckets; returns the x0 of the
+    oldest kept if any were dropped (every stored bucket from there on is in memory), else None."""
+    k = len(tail) // WIDTH
+    if k < 2:
+        return None
+    x0s = tail[::WIDTH]
+    if any(a > b for a, b in zip(x0s, islice(x0s, 1, None), strict=False)):
+        order = sorted(range(k), key=x0s.__getitem__)
+        tail[:] = array("d", chain.from_iterable(tail[j * WIDTH : (j + 1) * WIDTH] for j in order))
+    if k <= keep:
+        return None
+    del tail[: (k - keep) * WIDTH]
+    return tail[X0]
+
+
+def x0s(tail: array) -> list[float]:
+    return tail[::WIDTH].tolist()
