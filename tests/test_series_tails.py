@@ -11,7 +11,7 @@ import csv
 import math
 import random
 
-from monitor.storage import series_attempts
+from monitor.storage import series_attempts, tail_columns
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Run
 from monitor.storage.series import Point, _Bucket, _fold, ingest_run, read_series
@@ -106,12 +106,20 @@ def test_whole_lists_fold_as_point_by_point(monkeypatch):
             }
             out = SeriesWrites()
             if i == 0:
-                tails._runs["r"]["m"] = series_tails._new_series("r", "m", "step")
-                tails._runs["r"]["m"].width = width
+                tails._runs["r"]["m"] = series_tails._new_series("step")
+                tails._runs["r"]["m"][tail_columns.W] = width
             tails.fold(None, "r", poll, out)
-            ser = tails._runs["r"]["m"]
+            a = tails._runs["r"]["m"]
             rows = [repr(b) for b in out.buckets.values()]
-            seen.append((sorted(rows), ser.buckets, ser.points, ser.known_from, x0s(ser.tail)))
+            seen.append(
+                (
+                    sorted(rows),
+                    a[tail_columns.BUCKETS],
+                    a[tail_columns.POINTS],
+                    a[tail_columns.KNOWN_FROM],
+                    x0s(a),
+                )
+            )
             step, t = step + n, t + n + 5
         return seen
 

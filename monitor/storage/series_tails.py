@@ -4,7 +4,8 @@ be written for many runs at once (``bulk.upsert``). The database is read only fo
 hold: a run's series the first time it is polled in this process, or points older than the buckets
 kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared. A rewind's
 redone steps do not fold into the buckets of their first attempt: those move aside first
-(``series_attempts``), so the chart keeps both."""
+(``series_attempts``), so the chart keeps both. In memory a series is one ``array('d')``: its
+bookkeeping and its newest buckets (``tail_columns``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import math
 from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
@@ -20,7 +20,24 @@ from sqlalchemy.orm import Session
 from monitor.storage import bulk, tail_columns
 from monitor.storage.models import SeriesBucket, SeriesMeta
 from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
-from monitor.storage.tail_columns import Points, fold_bulk, fold_each, pack, settle, unpack
+from monitor.storage.tail_columns import (
+    AXES,
+    AXIS,
+    BUCKETS,
+    KNOWN_FROM,
+    POINTS,
+    UNSAVED,
+    WIDTH,
+    H,
+    Points,
+    W,
+    fold_bulk,
+    fold_each,
+    meta_row,
+    pack,
+    settle,
+    unpack,
+)
 
 BULK = tail_columns.BULK  # points of a series in a poll from which they fold as whole lists
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
@@ -29,35 +46,54 @@ BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
 BUCKET_ROW = ("run_id", "metric", "x0", *BUCKET_COLUMNS)
 META_ROW = ("run_id", "metric", *META_COLUMNS)
-_bucket_row = attrgetter(*BUCKET_ROW)  # a bucket object's row as a tuple, in C
-_meta_row = attrgetter(*META_ROW)
-_x, _t = attrgetter("x"), attrgetter("t")
 
 
-@dataclass(slots=True)  # one per run and metric: no __dict__ each
-class _Series:
-    run_id: str
-    metric: str
-    axis: str
-    width: float
-    buckets: int = 0
-    points: int = 0
-    tail: array = field(default_factory=tail_columns.empty)  # the newest buckets (``tail_columns``)
-    known_from: float = -math.inf  # every stored bucket at or after this x0 is in ``tail``
-    unsaved: int = 0  # polls folded since the bookkeeping row was last handed to be written
+def _bucket_row(b: _Bucket) -> tuple:
+    return (b.run_id, b.metric, b.x0, b.min, b.max, b.sum, b.count, b.nonfinite, b.last, b.t_last)
+
+
+class _View:
+    """A series as the rare paths read and change it (a rewind, older buckets read, a compaction:
+    ``series._compact``), over its array."""
+
+    __slots__ = ("run_id", "metric", "a")
+
+    def __init__(self, run_id: str, metric: str, a: array) -> None:
+        self.run_id, self.metric, self.a = run_id, metric, a
+
+    @property
+    def axis(self) -> str:
+        return AXES[int(self.a[AXIS])]
+
+    @property
+    def width(self) -> float:
+        return self.a[W]
+
+    @width.setter
+    def width(self, v: float) -> None:
+        self.a[W] = v
+
+    @property
+    def buckets(self) -> int:
+        return int(self.a[BUCKETS])
+
+    @buckets.setter
+    def buckets(self, v: int) -> None:
+        self.a[BUCKETS] = v
 
 
 @dataclass
 class SeriesWrites:
-    """The rows a batch changed (``BUCKET_ROW`` tuples by key, as of their last fold): written by
-    :meth:`flush`, at the end of the batch (or before a compaction, which reads the stored buckets)."""
+    """The rows a batch changed: buckets as ``BUCKET_ROW`` tuples (as of their last fold), series as
+    their arrays (read at the flush); written by :meth:`flush`, at the end of the batch (or before a
+    compaction, which reads the stored buckets)."""
 
     buckets: dict[tuple[str, str, float], tuple] = field(default_factory=dict)
-    metas: dict[tuple[str, str], _Series] = field(default_factory=dict)
+    metas: dict[tuple[str, str], array] = field(default_factory=dict)
 
-    def add_meta(self, ser: _Series) -> None:
-        self.metas[(ser.run_id, ser.metric)] = ser
-        ser.unsaved = 0
+    def add_meta(self, run_id: str, metric: str, a: array) -> None:
+        self.metas[(run_id, metric)] = a
+        a[UNSAVED] = 0
 
     def flush(self, s: Session) -> None:
         keys = ("run_id", "metric", "x0")
@@ -66,7 +102,7 @@ class SeriesWrites:
         bulk.upsert(
             s, SeriesBucket.__table__, rows, keys, BUCKET_COLUMNS, unique=True, columns=BUCKET_ROW, typed=True
         )
-        metas = list(map(_meta_row, self.metas.values()))
+        metas = [meta_row(r, m, a) for (r, m), a in self.metas.items()]
         bulk.upsert(
             s,
             SeriesMeta.__table__,
@@ -81,29 +117,21 @@ class SeriesWrites:
         self.metas.clear()
 
 
-def _fold_columns(ser: _Series, pts: Points, out: dict) -> None:
-    """Fold a poll's points (at or after the buckets ``ser.tail`` holds) into it, in one pass; the
-    touched buckets' rows go to ``out``."""
-    tail, touched = ser.tail, []
-    opened = fold_bulk(tail, ser.width, pts, touched) if len(pts) >= BULK else None
-    if opened is None:
-        opened = fold_each(tail, ser.width, pts, touched)
-    ser.buckets += opened
-    run_id, metric, find, row = ser.run_id, ser.metric, tail_columns.find, tail_columns.row
-    for x0 in dict.fromkeys(touched):
-        out[(run_id, metric, x0)] = row(run_id, metric, tail, find(tail, x0))
+def _new_series(axis: str) -> array:
+    a = tail_columns.series(axis, 1.0 if axis == "step" else TIME_WIDTH)
+    a[UNSAVED] = META_EVERY  # a new series' row is written at once
+    return a
 
 
-def _new_series(run_id: str, metric: str, axis: str) -> _Series:
-    ser = _Series(run_id, metric, axis, 1.0 if axis == "step" else TIME_WIDTH)
-    ser.unsaved = META_EVERY  # a new series' row is written at once
-    return ser
+def _stored(m: SeriesMeta) -> array:
+    """A stored series, with nothing in memory."""
+    return tail_columns.series(m.axis, m.width, m.buckets, m.points, math.inf)
 
 
 class SeriesTails:
     def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
         self.max_buckets = max_buckets
-        self._runs: dict[str, dict[str, _Series]] = {}
+        self._runs: dict[str, dict[str, array]] = {}  # run -> metric -> its series (``tail_columns``)
 
     def forget(self, run: str) -> None:
         self._runs.pop(run, None)
@@ -112,9 +140,9 @@ class SeriesTails:
         """Hand the bookkeeping rows of these runs' series not written since their last change to ``out``
         (at shutdown: what ``META_EVERY`` left in memory)."""
         for run in runs:
-            for ser in self._runs.get(run, {}).values():
-                if ser.unsaved:
-                    out.add_meta(ser)
+            for metric, a in self._runs.get(run, {}).items():
+                if a[UNSAVED]:
+                    out.add_meta(run, metric, a)
 
     def preload(self, s: Session, runs: Iterable[str], chunk: int = 1000) -> None:
         """The bookkeeping of these runs' series that memory does not hold yet, in one query rather than
@@ -122,21 +150,16 @@ class SeriesTails:
         missing = sorted({r for r in runs if r not in self._runs})
         for i in range(0, len(missing), chunk):
             part = missing[i : i + chunk]
-            got: dict[str, dict[str, _Series]] = {r: {} for r in part}
+            got: dict[str, dict[str, array]] = {r: {} for r in part}
             for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id.in_(part))):
-                got[m.run_id][m.metric] = _Series(
-                    m.run_id, m.metric, m.axis, m.width, m.buckets, m.points, tail_columns.empty(), math.inf
-                )
+                got[m.run_id][m.metric] = _stored(m)
             self._runs.update(got)
 
-    def _series_of(self, s: Session, run_id: str) -> dict[str, _Series]:
+    def _series_of(self, s: Session, run_id: str) -> dict[str, array]:
         known = self._runs.get(run_id)
         if known is None:  # first poll of the run in this process: what is stored, with nothing in memory
             known = self._runs[run_id] = {
-                m.metric: _Series(
-                    run_id, m.metric, m.axis, m.width, m.buckets, m.points, tail_columns.empty(), math.inf
-                )
-                for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id == run_id))
+                m.metric: _stored(m) for m in s.scalars(select(SeriesMeta).where(SeriesMeta.run_id == run_id))
             }
         return known
 
@@ -154,28 +177,34 @@ class SeriesTails:
             if not points:
                 continue
             pts = Points.of(points)
-            ser = known.get(metric)
-            if ser is not None and ser.buckets:
-                w = ser.width
-                x0 = math.floor(min(pts.xs) / w) * w
-                if x0 < ser.known_from or (ser.tail and x0 < ser.tail[-tail_columns.WIDTH]):
+            a = known.get(metric)
+            low = -math.inf
+            if a is not None and a[BUCKETS]:
+                w = a[W]
+                low = math.floor(min(pts.xs) / w) * w
+                if low < a[KNOWN_FROM] or (len(a) > H and low < a[-WIDTH]):
                     return self._fold_loading(s, run_id, series, out)  # older buckets, or a rewind
-            polled.append((metric, axis, ser, pts))
+            polled.append((metric, axis, a, pts, low))
         grown = []
-        for metric, axis, ser, pts in polled:
-            if ser is None:
-                ser = known[metric] = _new_series(run_id, metric, axis)
-            _fold_columns(ser, pts, out.buckets)
+        buckets, row, find = out.buckets, tail_columns.row, tail_columns.find
+        for metric, axis, a, pts, low in polled:
+            if a is None:
+                a = known[metric] = _new_series(axis)
+            held, touched = (len(a) - H) // WIDTH, []
+            opened = fold_bulk(a, pts, touched) if len(pts) >= BULK else None
+            if opened is None:
+                opened = fold_each(a, pts, low, KEEP, touched)
+            for x0 in dict.fromkeys(touched):  # the touched buckets' rows, before any goes
+                buckets[(run_id, metric, x0)] = row(run_id, metric, a, find(a, x0))
             # the bookkeeping, the oldest buckets out of memory (usually one: a poll opens one or two)
-            ser.points += len(pts)
-            ser.unsaved += 1
-            if ser.unsaved >= META_EVERY:
-                out.add_meta(ser)
-            oldest = settle(ser.tail, KEEP)
-            if oldest is not None:
-                ser.known_from = max(ser.known_from, oldest)
-            if ser.buckets > self.max_buckets:
-                grown.append(ser)
+            settle(a, KEEP, held + opened)
+            a[BUCKETS] += opened
+            a[POINTS] += len(pts)
+            a[UNSAVED] += 1
+            if a[UNSAVED] >= META_EVERY:
+                out.add_meta(run_id, metric, a)
+            if a[BUCKETS] > self.max_buckets:
+                grown.append(_View(run_id, metric, a))
         self._compact_grown(s, grown, out)
 
     def _fold_loading(
@@ -189,17 +218,18 @@ class SeriesTails:
         known = self._series_of(s, run_id)
         groups: dict[str, dict[float, list[Point]]] = {}
         for metric, (axis, points) in series.items():
-            ser = known.get(metric)
-            if ser is None:
-                ser = known[metric] = _new_series(run_id, metric, axis)
+            a = known.get(metric)
+            if a is None:
+                a = known[metric] = _new_series(axis)
             g: dict[float, list[Point]] = {}
+            w = a[W]
             for p in points:
-                g.setdefault(math.floor(p.x / ser.width) * ser.width, []).append(p)
+                g.setdefault(math.floor(p.x / w) * w, []).append(p)
             groups[metric] = g
-        tails = {m: unpack(run_id, m, known[m].tail) for m in groups}
+        tails = {m: unpack(run_id, m, known[m]) for m in groups}
         self._load_missing(s, run_id, known, groups, tails)
         for metric, g in groups.items():
-            ser, tail = known[metric], tails[metric]
+            ser, tail = _View(run_id, metric, known[metric]), tails[metric]
             self._supersede(s, ser, tail, min(g), min(p.t for p in series[metric][1]), out)
             for x0, pts in g.items():
                 b = tail.get(x0)
@@ -210,11 +240,12 @@ class SeriesTails:
                     _fold(b, p)
                 out.buckets[(run_id, metric, x0)] = _bucket_row(b)
             self._folded(ser, tail, len(series[metric][1]), out)
-        self._compact_grown(s, [ser for m in groups if (ser := known[m]).buckets > self.max_buckets], out)
+        grown = [_View(run_id, m, known[m]) for m in groups if known[m][BUCKETS] > self.max_buckets]
+        self._compact_grown(s, grown, out)
 
     @staticmethod
     def _supersede(
-        s: Session, ser: _Series, tail: dict[float, _Bucket], x0: float, t: float, out: SeriesWrites
+        s: Session, ser: _View, tail: dict[float, _Bucket], x0: float, t: float, out: SeriesWrites
     ) -> None:
         """A rewind (``series.stale``) moves the buckets it redoes aside first (``tail`` holds every
         stored bucket from ``x0`` on: ``_load_missing``)."""
@@ -226,45 +257,47 @@ class SeriesTails:
             out.buckets.pop((ser.run_id, ser.metric, b.x0), None)
         ser.buckets -= len(old)
         retire(s, ser.run_id, ser.metric, ser.width, [b.row() for b in old], t)
-        out.add_meta(ser)
+        out.add_meta(ser.run_id, ser.metric, ser.a)
 
     @staticmethod
-    def _folded(ser: _Series, tail: dict[float, _Bucket], points: int, out: SeriesWrites) -> None:
+    def _folded(ser: _View, tail: dict[float, _Bucket], points: int, out: SeriesWrites) -> None:
         """After a poll's points folded into a series: its bookkeeping, its newest buckets back into
-        memory as columns (the oldest out: usually one, a poll opens one or two)."""
-        ser.points += points
-        ser.unsaved += 1
-        if ser.unsaved >= META_EVERY:
-            out.add_meta(ser)
+        its array (the oldest out: usually one, a poll opens one or two)."""
+        a = ser.a
+        a[POINTS] += points
+        a[UNSAVED] += 1
+        if a[UNSAVED] >= META_EVERY:
+            out.add_meta(ser.run_id, ser.metric, a)
         kept = sorted(tail)[-KEEP:]
         if len(tail) > KEEP:
-            ser.known_from = max(ser.known_from, kept[0])
-        ser.tail = pack([tail[x0] for x0 in kept])
+            a[KNOWN_FROM] = max(a[KNOWN_FROM], kept[0])
+        a[H:] = pack([tail[x0] for x0 in kept])
 
-    def _compact_grown(self, s: Session, grown: list[_Series], out: SeriesWrites) -> None:
+    def _compact_grown(self, s: Session, grown: list[_View], out: SeriesWrites) -> None:
         for ser in grown:
             out.flush(s)  # the compaction reads every stored bucket of the series
             _compact(s, ser, self.max_buckets)
             s.flush()
-            ser.tail, ser.known_from = tail_columns.empty(), math.inf
-            out.add_meta(ser)
+            del ser.a[H:]
+            ser.a[KNOWN_FROM] = math.inf
+            out.add_meta(ser.run_id, ser.metric, ser.a)
 
     def _load_missing(
         self,
         s: Session,
         run_id: str,
-        known: Mapping[str, _Series],
+        known: Mapping[str, array],
         groups: Mapping[str, dict[float, list]],
         tails: Mapping[str, dict[float, _Bucket]],
     ) -> None:
         """Read the stored buckets this poll touches that memory does not hold (from the smallest x0
         on, per axis: they sit at the end of each series) into ``tails``, as ``series.ingest_run`` does."""
         wanted, lows = [], {}
-        for axis in ("step", "time"):
+        for axis in (0, 1):  # step, time
             names = [
                 m
                 for m, g in groups.items()
-                if known[m].axis == axis and known[m].buckets and min(g) < known[m].known_from
+                if known[m][AXIS] == axis and known[m][BUCKETS] and min(g) < known[m][KNOWN_FROM]
             ]
             if names:
                 low = min(min(groups[m]) for m in names)
@@ -281,4 +314,4 @@ class SeriesTails:
             if x0 not in tail:  # memory holds the newer figures of what it has
                 tail[x0] = _Bucket(run_id, metric, x0, *values)
         for metric, low in lows.items():
-            known[metric].known_from = min(known[metric].known_from, low)
+            known[metric][KNOWN_FROM] = min(known[metric][KNOWN_FROM], low)

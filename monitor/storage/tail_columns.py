@@ -1,10 +1,11 @@
-"""A chart series' newest buckets as columns: one ``array('d')`` a series, ``WIDTH`` doubles a bucket
-(x0, min, max, sum, count, nonfinite, last, t_last), in x0 order, instead of an object a bucket and a
-dict of them (a replica holds ~20 series of each of 10,000 runs: no Python object a bucket, nothing
-for the collector to walk). A missing figure (min, max and last of a bucket of NaNs only, a t_last
-never stored) is a NaN: those columns only ever hold finite values otherwise. Counts are doubles
-(exact below 2**53). A poll's points of a series come as columns too (``Points``: x, value, t), and
-fold in one pass exactly as ``series._fold`` folds them one by one: the same floats, in the same order.
+"""A chart series in memory as one ``array('d')``: its bookkeeping (``H`` doubles: bucket width, buckets,
+points, ``known_from``, polls unsaved, axis) then its newest buckets, ``WIDTH`` doubles each (x0, min,
+max, sum, count, nonfinite, last, t_last). A replica holds ~20 series of each of 10,000 runs: no Python
+object a series or a bucket, no dict of buckets. A missing figure (min, max and last of a bucket of
+NaNs only, a t_last never stored) is a NaN: those columns only ever hold finite values otherwise.
+Counts are doubles (exact below 2**53). A poll's points of a series come as columns too (``Points``:
+x, value, t), and fold in one pass exactly as ``series._fold`` folds them one by one: the same floats,
+in the same order. The array is changed in place, never replaced (the writer holds it until a flush).
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from array import array
 from collections.abc import Iterable, Iterator
 from functools import reduce
 from itertools import chain, islice, repeat
-from math import floor, isfinite, nan
+from math import floor, inf, isfinite, nan
 from operator import add, le, mul, truediv
 
 from monitor.storage.series import Point, _Bucket
 
-WIDTH = 8  # doubles a bucket in a series' tail
+W, BUCKETS, POINTS, KNOWN_FROM, UNSAVED, AXIS = range(6)  # the bookkeeping, first in the array
+H = 6  # doubles of bookkeeping; the buckets from there
+AXES = ("step", "time")  # ``AXIS``: 0 or 1
+WIDTH = 8  # doubles a bucket
 X0, MIN, MAX, SUM, COUNT, NONFINITE, LAST, T_LAST = range(WIDTH)
 BULK = 8  # points of a series in a poll from which they fold as whole lists (``fold_bulk``)
 
@@ -51,13 +55,19 @@ class Points:
         return f"Points({list(self)!r})"
 
 
-def empty() -> array:
-    return array("d")
+def series(axis: str, width: float, buckets: int = 0, points: int = 0, known_from: float = -inf) -> array:
+    """A series with no bucket in memory."""
+    return array("d", (width, buckets, points, known_from, 0, AXES.index(axis)))
+
+
+def meta_row(run_id: str, metric: str, a: array) -> tuple:
+    """The series' ``series_meta`` row (``series_tails.META_ROW``'s order)."""
+    return (run_id, metric, AXES[int(a[AXIS])], a[W], int(a[BUCKETS]), int(a[POINTS]))
 
 
 def find(tail: array, x0: float) -> int:
     """The position of bucket ``x0`` in ``tail`` (-1: none; a tail holds two or three)."""
-    for i in range(0, len(tail), WIDTH):
+    for i in range(H, len(tail), WIDTH):
         if tail[i] == x0:
             return i
     return -1
@@ -81,12 +91,12 @@ def row(run_id: str, metric: str, tail: array, i: int) -> tuple:
 
 
 def unpack(run_id: str, metric: str, tail: array) -> dict[float, _Bucket]:
-    """The tail as bucket objects by x0 (the rare paths: a rewind, older buckets read, a compaction)."""
-    return {tail[i]: _Bucket(*row(run_id, metric, tail, i)) for i in range(0, len(tail), WIDTH)}
+    """The buckets as objects by x0 (the rare paths: a rewind, older buckets read, a compaction)."""
+    return {tail[i]: _Bucket(*row(run_id, metric, tail, i)) for i in range(H, len(tail), WIDTH)}
 
 
 def pack(buckets: Iterable[_Bucket]) -> array:
-    """``unpack``'s inverse, in x0 order."""
+    """``unpack``'s inverse, in x0 order (the buckets, without the bookkeeping)."""
     out = array("d")
     for b in sorted(buckets, key=lambda b: b.x0):
         out.extend(
@@ -104,19 +114,24 @@ def pack(buckets: Iterable[_Bucket]) -> array:
     return out
 
 
-def fold_each(tail: array, w: float, pts: Points, touched: list[float]) -> int:
+def fold_each(tail: array, pts: Points, low: float, keep: int, touched: list[float]) -> int:
     """Fold the points one at a time (as ``series._fold``); the touched buckets' x0 go to ``touched``.
-    Returns how many buckets it opened."""
-    opened = 0
+    ``low``: the poll's smallest x0 (at or after every bucket held). A new bucket takes the place of the
+    oldest held when ``keep`` are held and that one is before ``low`` (no point of the poll goes there:
+    the array does not grow). Returns how many buckets it opened."""
+    opened, w, full = 0, tail[W], H + keep * WIDTH
     for x, v, t in zip(pts.xs, pts.vs, pts.ts, strict=True):
         x0 = floor(x / w) * w
         touched.append(x0)
         i = find(tail, x0)
         if i < 0:  # a new bucket (most points: a step's own): made with its first point
             if isfinite(v):
-                tail.extend((x0, v, v, 0.0 + v, 1, 0, v, t))
+                new = (x0, v, v, 0.0 + v, 1, 0, v, t)
             else:
-                tail.extend((x0, nan, nan, 0.0, 0, 1, nan, t))
+                new = (x0, nan, nan, 0.0, 0, 1, nan, t)
+            if len(tail) == full and tail[H + X0] < low:
+                del tail[H : H + WIDTH]  # the oldest out: the array keeps its memory (no realloc)
+            tail.extend(new)
             opened += 1
             continue
         if isfinite(v):
@@ -137,11 +152,11 @@ def fold_each(tail: array, w: float, pts: Points, touched: list[float]) -> int:
     return opened
 
 
-def fold_bulk(tail: array, w: float, pts: Points, touched: list[float]) -> int | None:
+def fold_bulk(tail: array, pts: Points, touched: list[float]) -> int | None:
     """The two common cases of many points over whole lists, in C: every point in one bucket (wide
     buckets, points in time order), or every point a new bucket of its own (a step's, narrow buckets).
     Returns how many buckets it opened; None: neither case (``fold_each`` then)."""
-    xs, vs, ts = pts.xs, pts.vs, pts.ts
+    xs, vs, ts, w = pts.xs, pts.vs, pts.ts, tail[W]
     n = len(xs)
     x0s = list(map(mul, map(floor, map(truediv, xs, repeat(w, n))), repeat(w, n)))
     finite = all(map(isfinite, vs))
@@ -166,7 +181,7 @@ def fold_bulk(tail: array, w: float, pts: Points, touched: list[float]) -> int |
         if m != m or ts[-1] >= m:  # time order: the last point is the newest
             tail[i + LAST], tail[i + T_LAST] = vs[-1], ts[-1]
         return opened
-    if finite and len(set(x0s)) == n and set(tail[::WIDTH]).isdisjoint(x0s):  # a new bucket each
+    if finite and len(set(x0s)) == n and set(tail[H::WIDTH]).isdisjoint(x0s):  # a new bucket each
         sums = map(add, repeat(0.0, n), vs)  # 0.0 + v, as series._fold
         tail.extend(
             chain.from_iterable(zip(x0s, vs, vs, sums, repeat(1, n), repeat(0, n), vs, ts, strict=True))
@@ -176,21 +191,22 @@ def fold_bulk(tail: array, w: float, pts: Points, touched: list[float]) -> int |
     return None
 
 
-def settle(tail: array, keep: int) -> float | None:
-    """Put the tail in x0 order and drop all but its ``keep`` newest buckets; returns the x0 of the
-    oldest kept if any were dropped (every stored bucket from there on is in memory), else None."""
-    k = len(tail) // WIDTH
-    if k < 2:
-        return None
-    x0s = tail[::WIDTH]
-    if any(a > b for a, b in zip(x0s, islice(x0s, 1, None), strict=False)):
-        order = sorted(range(k), key=x0s.__getitem__)
-        tail[:] = array("d", chain.from_iterable(tail[j * WIDTH : (j + 1) * WIDTH] for j in order))
-    if k <= keep:
-        return None
-    del tail[: (k - keep) * WIDTH]
-    return tail[X0]
+def settle(tail: array, keep: int, held: int) -> None:
+    """After a poll: the buckets in x0 order, all but the ``keep`` newest out. ``held``: how many it
+    would hold had none gone in the fold; if any went (then or now), every stored bucket from the
+    oldest kept on is in memory (``KNOWN_FROM``)."""
+    k = (len(tail) - H) // WIDTH
+    if k >= 2:
+        x0s = tail[H::WIDTH]
+        if any(a > b for a, b in zip(x0s, islice(x0s, 1, None), strict=False)):
+            order = sorted(range(k), key=x0s.__getitem__)
+            at = [H + j * WIDTH for j in order]
+            tail[H:] = array("d", chain.from_iterable(tail[i : i + WIDTH] for i in at))
+        if k > keep:
+            del tail[H : H + (k - keep) * WIDTH]
+    if held > k or k > keep:
+        tail[KNOWN_FROM] = max(tail[KNOWN_FROM], tail[H + X0])
 
 
 def x0s(tail: array) -> list[float]:
-    return tail[::WIDTH].tolist()
+    return tail[H::WIDTH].tolist()
