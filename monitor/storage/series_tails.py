@@ -31,11 +31,9 @@ from monitor.storage.tail_columns import (
     H,
     Points,
     W,
-    fold_bulk,
-    fold_each,
+    fold_series,
     meta_row,
     pack,
-    settle,
     unpack,
 )
 
@@ -172,38 +170,34 @@ class SeriesTails:
         known = self._runs.get(run_id)
         if known is None:
             return self._fold_loading(s, run_id, series, out)
-        polled = []
+        polled, floor, inf = [], math.floor, math.inf
         for metric, (axis, points) in series.items():
-            if not points:
+            pts = points if type(points) is Points else Points.of(points)
+            xs = pts.xs
+            if not xs:
                 continue
-            pts = Points.of(points)
             a = known.get(metric)
-            low = -math.inf
+            low = -inf
             if a is not None and a[BUCKETS]:
                 w = a[W]
-                low = math.floor(min(pts.xs) / w) * w
+                low = floor((xs[0] if len(xs) == 1 else min(xs)) / w) * w
                 if low < a[KNOWN_FROM] or (len(a) > H and low < a[-WIDTH]):
                     return self._fold_loading(s, run_id, series, out)  # older buckets, or a rewind
             polled.append((metric, axis, a, pts, low))
-        grown = []
-        buckets, row, find = out.buckets, tail_columns.row, tail_columns.find
+        grown, buckets = [], out.buckets
         for metric, axis, a, pts, low in polled:
             if a is None:
                 a = known[metric] = _new_series(axis)
-            held, touched = (len(a) - H) // WIDTH, []
-            opened = fold_bulk(a, pts, touched) if len(pts) >= BULK else None
-            if opened is None:
-                opened = fold_each(a, pts, low, KEEP, touched)
-            for x0 in dict.fromkeys(touched):  # the touched buckets' rows, before any goes
-                buckets[(run_id, metric, x0)] = row(run_id, metric, a, find(a, x0))
-            # the bookkeeping, the oldest buckets out of memory (usually one: a poll opens one or two)
-            settle(a, KEEP, held + opened)
-            a[BUCKETS] += opened
-            a[POINTS] += len(pts)
-            a[UNSAVED] += 1
-            if a[UNSAVED] >= META_EVERY:
+            opened = fold_series(a, pts, low, KEEP, run_id, metric, buckets)
+            # the bookkeeping (the oldest buckets went out of memory: usually one, a poll opens one or two)
+            if opened:
+                a[BUCKETS] += opened
+            a[POINTS] += len(pts.xs)
+            unsaved = a[UNSAVED] + 1
+            a[UNSAVED] = unsaved
+            if unsaved >= META_EVERY:
                 out.add_meta(run_id, metric, a)
-            if a[BUCKETS] > self.max_buckets:
+            if opened and a[BUCKETS] > self.max_buckets:
                 grown.append(_View(run_id, metric, a))
         self._compact_grown(s, grown, out)
 

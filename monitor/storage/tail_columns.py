@@ -114,55 +114,70 @@ def pack(buckets: Iterable[_Bucket]) -> array:
     return out
 
 
-def fold_each(tail: array, pts: Points, low: float, keep: int, touched: list[float]) -> int:
-    """Fold the points one at a time (as ``series._fold``); the touched buckets' x0 go to ``touched``.
-    ``low``: the poll's smallest x0 (at or after every bucket held). A new bucket takes the place of the
-    oldest held when ``keep`` are held and that one is before ``low`` (no point of the poll goes there:
-    the array does not grow). Returns how many buckets it opened."""
-    opened, w, full = 0, tail[W], H + keep * WIDTH
-    for x, v, t in zip(pts.xs, pts.vs, pts.ts, strict=True):
-        x0 = floor(x / w) * w
-        touched.append(x0)
-        i = find(tail, x0)
-        if i < 0:  # a new bucket (most points: a step's own): made with its first point
+def fold_series(
+    tail: array, pts: Points, low: float, keep: int, run_id: str, metric: str, out: dict[tuple, tuple]
+) -> int:
+    """Fold a poll's points of a series (at or after its buckets held: ``low``, the smallest x0 they go
+    to) in one pass, as ``series._fold`` one by one; each touched bucket's row goes to ``out`` as it
+    is after the poll, then the oldest buckets out of memory (``settle``). A new bucket takes the place
+    of the oldest held when ``keep`` are held and that one is before ``low`` (no point of the poll goes
+    there: the array does not grow). Returns how many buckets it opened."""
+    held = (len(tail) - H) // WIDTH
+    opened = fold_bulk(tail, pts, run_id, metric, out) if len(pts.xs) >= BULK else None
+    if opened is None:
+        opened, w, full = 0, tail[W], H + keep * WIDTH
+        for x, v, t in zip(pts.xs, pts.vs, pts.ts, strict=True):
+            x0 = floor(x / w) * w
+            for i in range(H, len(tail), WIDTH):  # ``find``, inline: most points are a bucket's first
+                if tail[i] == x0:
+                    break
+            else:  # a new bucket (most points: a step's own): made with its first point
+                if len(tail) == full and tail[H] < low:
+                    del tail[H : H + WIDTH]  # the oldest out: the array keeps its memory (no realloc)
+                if isfinite(v):
+                    tail.extend((x0, v, v, 0.0 + v, 1, 0, v, t))
+                    out[(run_id, metric, x0)] = (run_id, metric, x0, v, v, 0.0 + v, 1, 0, v, t)
+                else:
+                    tail.extend((x0, nan, nan, 0.0, 0, 1, nan, t))
+                    out[(run_id, metric, x0)] = (run_id, metric, x0, None, None, 0.0, 0, 1, None, t)
+                opened += 1
+                continue
             if isfinite(v):
-                new = (x0, v, v, 0.0 + v, 1, 0, v, t)
+                m = tail[i + MIN]
+                if m != m or v < m:
+                    tail[i + MIN] = v
+                m = tail[i + MAX]
+                if m != m or v > m:
+                    tail[i + MAX] = v
+                tail[i + SUM] = (tail[i + SUM] or 0.0) + v
+                tail[i + COUNT] += 1
             else:
-                new = (x0, nan, nan, 0.0, 0, 1, nan, t)
-            if len(tail) == full and tail[H + X0] < low:
-                del tail[H : H + WIDTH]  # the oldest out: the array keeps its memory (no realloc)
-            tail.extend(new)
-            opened += 1
-            continue
-        if isfinite(v):
-            m = tail[i + MIN]
-            if m != m or v < m:
-                tail[i + MIN] = v
-            m = tail[i + MAX]
-            if m != m or v > m:
-                tail[i + MAX] = v
-            tail[i + SUM] = (tail[i + SUM] or 0.0) + v
-            tail[i + COUNT] += 1
-        else:
-            tail[i + NONFINITE] += 1
-        m = tail[i + T_LAST]
-        if m != m or t >= m:
-            tail[i + LAST] = v if isfinite(v) else nan
-            tail[i + T_LAST] = t
+                tail[i + NONFINITE] += 1
+            m = tail[i + T_LAST]
+            if m != m or t >= m:
+                tail[i + LAST] = v if isfinite(v) else nan
+                tail[i + T_LAST] = t
+            out[(run_id, metric, x0)] = row(run_id, metric, tail, i)
+    if len(tail) == H + 2 * WIDTH and keep >= 2:  # the common case: none to go now
+        if tail[H] > tail[H + WIDTH]:
+            tail[H:] = tail[H + WIDTH :] + tail[H : H + WIDTH]
+        if held + opened > 2:  # one went in the fold
+            tail[KNOWN_FROM] = max(tail[KNOWN_FROM], tail[H])
+    else:
+        settle(tail, keep, held + opened)
     return opened
 
 
-def fold_bulk(tail: array, pts: Points, touched: list[float]) -> int | None:
+def fold_bulk(tail: array, pts: Points, run_id: str, metric: str, out: dict[tuple, tuple]) -> int | None:
     """The two common cases of many points over whole lists, in C: every point in one bucket (wide
     buckets, points in time order), or every point a new bucket of its own (a step's, narrow buckets).
-    Returns how many buckets it opened; None: neither case (``fold_each`` then)."""
+    Returns how many buckets it opened; None: neither case (one by one then)."""
     xs, vs, ts, w = pts.xs, pts.vs, pts.ts, tail[W]
     n = len(xs)
     x0s = list(map(mul, map(floor, map(truediv, xs, repeat(w, n))), repeat(w, n)))
     finite = all(map(isfinite, vs))
     first = x0s[0]
     if finite and n > 1 and x0s.count(first) == n and all(map(le, ts, islice(ts, 1, None))):
-        touched.append(first)
         opened, i = 0, find(tail, first)
         if i < 0:  # made with its first point, as one by one
             v, i, opened = vs[0], len(tail), 1
@@ -180,13 +195,27 @@ def fold_bulk(tail: array, pts: Points, touched: list[float]) -> int | None:
         m = tail[i + T_LAST]
         if m != m or ts[-1] >= m:  # time order: the last point is the newest
             tail[i + LAST], tail[i + T_LAST] = vs[-1], ts[-1]
+        out[(run_id, metric, first)] = row(run_id, metric, tail, i)
         return opened
     if finite and len(set(x0s)) == n and set(tail[H::WIDTH]).isdisjoint(x0s):  # a new bucket each
-        sums = map(add, repeat(0.0, n), vs)  # 0.0 + v, as series._fold
+        sums = list(map(add, repeat(0.0, n), vs))  # 0.0 + v, as series._fold
         tail.extend(
             chain.from_iterable(zip(x0s, vs, vs, sums, repeat(1, n), repeat(0, n), vs, ts, strict=True))
         )
-        touched.extend(x0s)
+        rows = zip(
+            repeat(run_id, n),
+            repeat(metric, n),
+            x0s,
+            vs,
+            vs,
+            sums,
+            repeat(1, n),
+            repeat(0, n),
+            vs,
+            ts,
+            strict=False,
+        )
+        out.update(zip(zip(repeat(run_id, n), repeat(metric, n), x0s, strict=False), rows, strict=False))
         return n
     return None
 
@@ -196,6 +225,12 @@ def settle(tail: array, keep: int, held: int) -> None:
     would hold had none gone in the fold; if any went (then or now), every stored bucket from the
     oldest kept on is in memory (``KNOWN_FROM``)."""
     k = (len(tail) - H) // WIDTH
+    if k == 2 and keep >= 2:  # the common case: none to go now, the two in order or not
+        if tail[H] > tail[H + WIDTH]:
+            tail[H:] = tail[H + WIDTH :] + tail[H : H + WIDTH]
+        if held > 2:  # one went in the fold
+            tail[KNOWN_FROM] = max(tail[KNOWN_FROM], tail[H])
+        return
     if k >= 2:
         x0s = tail[H::WIDTH]
         if any(a > b for a, b in zip(x0s, islice(x0s, 1, None), strict=False)):
