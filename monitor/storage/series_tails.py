@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 
 from monitor.storage import bulk, tail_columns
 from monitor.storage.models import SeriesBucket, SeriesMeta
-from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _fold, retire, stale
+from monitor.storage.series_compact import compact_many
 from monitor.storage.tail_columns import (
     AXES,
     AXIS,
@@ -268,10 +269,11 @@ class SeriesTails:
         a[H:] = pack([tail[x0] for x0 in kept])
 
     def _compact_grown(self, s: Session, grown: list[_View], out: SeriesWrites) -> None:
+        if not grown:
+            return
+        out.flush(s)  # the compaction reads every stored bucket of the series
+        compact_many(s, grown, self.max_buckets)  # a run's series at once (runs of a sweep grow together)
         for ser in grown:
-            out.flush(s)  # the compaction reads every stored bucket of the series
-            _compact(s, ser, self.max_buckets)
-            s.flush()
             del ser.a[H:]
             ser.a[KNOWN_FROM] = math.inf
             out.add_meta(ser.run_id, ser.metric, ser.a)
