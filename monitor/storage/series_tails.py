@@ -5,7 +5,12 @@ hold: a run's series the first time it is polled in this process, or points olde
 kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared. A rewind's
 redone steps do not fold into the buckets of their first attempt: those move aside first
 (``series_attempts``), so the chart keeps both. In memory a series is one ``array('d')``: its
-bookkeeping and its newest buckets (``tail_columns``)."""
+bookkeeping and its newest buckets (``tail_columns``).
+
+A series grown past its bound is compacted in the batch that grew it, a run's series at once
+(``series_compact``), at most ``COMPACT_PER_BATCH`` a batch: runs of a sweep started together grow past
+it in the same poll, and their 20,000 series (1,000 runs) would hold the writer, and every poll waiting
+on it, for most of a minute. The others wait for their next poll, a bucket or two over the bound."""
 
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from monitor.storage.tail_columns import (
 BULK = tail_columns.BULK  # points of a series in a poll from which they fold as whole lists
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
+COMPACT_PER_BATCH = 200  # series compacted in one batch at most (~2 ms each on PostgreSQL)
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
 BUCKET_ROW = ("run_id", "metric", "x0", *BUCKET_COLUMNS)
@@ -89,6 +95,7 @@ class SeriesWrites:
 
     buckets: dict[tuple[str, str, float], tuple] = field(default_factory=dict)
     metas: dict[tuple[str, str], array] = field(default_factory=dict)
+    compactions: int = 0  # series compacted in this batch (at most COMPACT_PER_BATCH)
 
     def add_meta(self, run_id: str, metric: str, a: array) -> None:
         self.metas[(run_id, metric)] = a
@@ -198,7 +205,7 @@ class SeriesTails:
             a[UNSAVED] = unsaved
             if unsaved >= META_EVERY:
                 out.add_meta(run_id, metric, a)
-            if opened and a[BUCKETS] > self.max_buckets:
+            if a[BUCKETS] > self.max_buckets:  # (one not compacted in its batch: at its next poll)
                 grown.append(_View(run_id, metric, a))
         self._compact_grown(s, grown, out)
 
@@ -269,10 +276,12 @@ class SeriesTails:
         a[H:] = pack([tail[x0] for x0 in kept])
 
     def _compact_grown(self, s: Session, grown: list[_View], out: SeriesWrites) -> None:
+        grown = grown[: COMPACT_PER_BATCH - out.compactions]  # the rest: at their next poll (docstring)
         if not grown:
             return
+        out.compactions += len(grown)
         out.flush(s)  # the compaction reads every stored bucket of the series
-        compact_many(s, grown, self.max_buckets)  # a run's series at once (runs of a sweep grow together)
+        compact_many(s, grown, self.max_buckets)  # a run's series at once
         for ser in grown:
             del ser.a[H:]
             ser.a[KNOWN_FROM] = math.inf
