@@ -11,11 +11,12 @@ import csv
 import math
 import random
 
-from monitor.storage import series_attempts
+from monitor.storage import series_attempts, tail_columns
 from monitor.storage.db import make_engine, make_sessionmaker
 from monitor.storage.models import Run
-from monitor.storage.series import Point, ingest_run, read_series
+from monitor.storage.series import Point, _Bucket, _fold, ingest_run, read_series
 from monitor.storage.series_tails import SeriesTails, SeriesWrites
+from monitor.storage.tail_columns import x0s
 from tests.conftest import REAL_DATA
 
 
@@ -105,17 +106,50 @@ def test_whole_lists_fold_as_point_by_point(monkeypatch):
             }
             out = SeriesWrites()
             if i == 0:
-                tails._runs["r"]["m"] = series_tails._new_series("r", "m", "step")
-                tails._runs["r"]["m"].width = width
+                tails._runs["r"]["m"] = series_tails._new_series("step")
+                tails._runs["r"]["m"][tail_columns.W] = width
             tails.fold(None, "r", poll, out)
-            ser = tails._runs["r"]["m"]
-            rows = [repr(series_tails._bucket_row(b)) for b in out.buckets.values()]
-            seen.append((sorted(rows), ser.buckets, ser.points, ser.known_from, sorted(ser.tail)))
+            a = tails._runs["r"]["m"]
+            rows = [repr(b) for b in out.buckets.values()]
+            seen.append(
+                (
+                    sorted(rows),
+                    a[tail_columns.BUCKETS],
+                    a[tail_columns.POINTS],
+                    a[tail_columns.KNOWN_FROM],
+                    x0s(a),
+                )
+            )
+            step, t = step + n, t + n + 5
+        return seen
+
+    def one_by_one(seed: int) -> list:  # the same polls into bucket objects (series._fold)
+        rnd, tail, seen = random.Random(seed), {}, []
+        width, step, t = rnd.choice([1.0, 3.0, 64.0]), 0, 1.78e9
+        for _ in range(40):
+            n = rnd.randint(1, 14)
+            values = [
+                rnd.choice([math.nan, math.inf, -0.0, 0.0, 1.0, rnd.random(), -rnd.random()])
+                for _ in range(n)
+            ]
+            if rnd.random() < 0.5:
+                values = [rnd.random() for _ in range(n)]
+            times = [t + j for j in range(n)]
+            if rnd.random() < 0.3:
+                times = [t + j * rnd.choice([1, 1, 0, -1]) for j in range(n)]
+            touched = {}
+            for j, (v, u) in enumerate(zip(values, times, strict=True)):
+                x0 = math.floor((step + j) / width) * width
+                b = touched[x0] = tail.setdefault(x0, _Bucket("r", "m", float(x0)))
+                _fold(b, Point(float(step + j), v, u))
+            seen.append(sorted(repr(series_tails._bucket_row(b)) for b in touched.values()))
             step, t = step + n, t + n + 5
         return seen
 
     for seed in range(60):
-        assert run(1, seed) == run(10**9, seed), seed
+        columns = run(10**9, seed)
+        assert run(1, seed) == columns, seed
+        assert [c[0] for c in columns] == one_by_one(seed), seed
 
 
 def test_many_buckets_at_once_as_stored_by_ingest(migrated_url):

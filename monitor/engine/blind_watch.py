@@ -106,7 +106,7 @@ class BlindWatch:
             **stored_coverage(cov),
             "summary": blind.text if blind is not None else None,
             "gaps": gaps,
-            "keys": keys[:KEYS_STORED],
+            "keys": tuple(keys[:KEYS_STORED]),  # a tuple of strings: untracked by the collector
         }
         return events, cov, stored
 

@@ -35,7 +35,7 @@ def stored(cov: RunCoverage) -> dict[str, Any]:
     p = cov.plan
     if p is not None and len(cov.judged) == len(p.inputs):  # as ``judge`` made it: the plan's order
         now = cov.now
-        inputs = [_row(i, now) for i in cov.judged]
+        inputs = tuple([_row(i, now) for i in cov.judged])
         table = p.memo.get("stored_rules")
         if table is None:
             table = p.memo["stored_rules"] = _table([(n, k, s, idx) for n, k, s, idx in p.rules])
@@ -44,11 +44,12 @@ def stored(cov: RunCoverage) -> dict[str, Any]:
     return _stored_walk(cov)
 
 
-def _row(i: Any, now: float) -> list:
-    row = [i.name, i.state, i.last_at, i.count]
+def _row(i: Any, now: float) -> tuple:
+    """An input's stored row: a tuple (JSON writes it as a list; read back, it is one), which the
+    collector stops tracking (a run holds its coverage in memory between polls: ~20 rows)."""
     if i.said is not None and i.said != _said(i.state, i.last_at, now):
-        row.append(i.said)
-    return row
+        return (i.name, i.state, i.last_at, i.count, i.said)
+    return (i.name, i.state, i.last_at, i.count)
 
 
 def _table(rules: list[tuple[str, str, str, tuple[int, ...] | list[int]]]) -> str | None:
@@ -64,7 +65,7 @@ def _table(rules: list[tuple[str, str, str, tuple[int, ...] | list[int]]]) -> st
 
 def _stored_walk(cov: RunCoverage) -> dict[str, Any]:
     """``stored`` of a coverage made without a plan: its rules' inputs, each distinct state once."""
-    inputs: list[list] = []
+    inputs: list[tuple] = []
     index: dict[int, int] = {}  # id of an InputState -> its position (``judge`` shares them)
     groups: dict[int, list[int]] = {}  # id of a rule's inputs -> their positions (rules share them too)
     rows = []
@@ -82,8 +83,8 @@ def _stored_walk(cov: RunCoverage) -> dict[str, Any]:
     table = _table([(r[0], r[1], r[2], r[4]) for r in rows])
     derived = table is not None and all(r[3] == group_state([inputs[k][1] for k in r[4]]) for r in rows)
     if not derived:
-        return {"v": LISTED, "state": cov.state, "at": cov.now, "inputs": inputs, "rules": rows}
-    return {"v": VERSION, "state": cov.state, "at": cov.now, "inputs": inputs, "table": table}
+        return {"v": LISTED, "state": cov.state, "at": cov.now, "inputs": tuple(inputs), "rules": rows}
+    return {"v": VERSION, "state": cov.state, "at": cov.now, "inputs": tuple(inputs), "table": table}
 
 
 def expand(data: Any) -> dict[str, Any] | None:

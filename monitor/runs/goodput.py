@@ -348,11 +348,11 @@ class Goodput(Book):
         return {
             "v": 1,
             **{k: getattr(self, k) for k in _PLAIN},
-            "intervals": [r3(x) for x in self.intervals],
+            "intervals": tuple([r3(x) for x in self.intervals]),  # JSON lists; tuples of numbers: untracked
             "totals": {k: r3(v) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
-            "last_marks": sorted(self._marks()),
+            "last_marks": tuple(sorted(self._marks())),
             "pauses": self.pauses.to_dict(),
             "unseen": self.unseen_dict(),
         }

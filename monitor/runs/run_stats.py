@@ -120,11 +120,11 @@ class RunStats:
             "latest_at": dict(self.latest_at),
             "every": dict(self.every),
             "first_seen": self.first_seen,
-            "recent": [list(x) for x in self.recent],
+            "recent": tuple(self.recent),  # (t, step) tuples: JSON lists, untracked by the collector
             "goodput": self.goodput.to_dict(),
             "goodput_ratio": self.goodput.report(now)["ratio"],
             "known_until": known,
-            "seen": sorted(self.seen),
+            "seen": tuple(sorted(self.seen)),
         }
 
     @classmethod

@@ -14,7 +14,8 @@ from monitor.run_ids import title
 from monitor.samples import RunInfo, Sample
 from monitor.storage import bulk
 from monitor.storage.models import Run, SourceCursor
-from monitor.storage.series import Point, ingest_run
+from monitor.storage.series import ingest_run
+from monitor.storage.tail_columns import Points
 
 RUN_COLUMNS = tuple(c.name for c in Run.__table__.columns)
 _run_row = attrgetter(*RUN_COLUMNS)  # a run's row as a tuple
@@ -92,9 +93,10 @@ def record_samples(session: Session, run: Run, samples: Iterable[Sample]) -> Non
     ingest_run(session, run.id, fold_samples(run, samples))
 
 
-def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, list[Point]]]:
-    """Fold samples into the run's summary (in memory); return their chart points by metric."""
-    by_metric: dict[tuple[str, str], list[Point]] = {}
+def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, Points]]:
+    """Fold samples into the run's summary (in memory); return their chart points by metric, as
+    columns (``Points``: three lists a series, no object a point)."""
+    by_metric: dict[tuple[str, str], tuple[list, list, list]] = {}
     # The row's fields as locals (each read or write of a mapped attribute goes through SQLAlchemy)
     seen_at, state, restarts = run.last_seen_at, run.state, run.restarts
     last_step, last_step_at = run.last_step, run.last_step_at
@@ -127,10 +129,13 @@ def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, li
                     number = float(value)
                 except OverflowError:
                     number = math.inf if value > 0 else -math.inf
-            points = by_metric.get((name, axis))
-            if points is None:
-                points = by_metric[(name, axis)] = []
-            points.append(Point(x, number, t))
+            cols = by_metric.get((name, axis))
+            if cols is None:
+                cols = by_metric[(name, axis)] = ([], [], [])
+            xs, vs, ts = cols
+            xs.append(x)
+            vs.append(number)
+            ts.append(t)
     if seen_at != run.last_seen_at:
         run.last_seen_at = seen_at
     if state != run.state:
@@ -139,7 +144,7 @@ def fold_samples(run: Run, samples: Iterable[Sample]) -> dict[str, tuple[str, li
         run.restarts = restarts
     if last_step != run.last_step or last_step_at != run.last_step_at:
         run.last_step, run.last_step_at = last_step, last_step_at
-    return {name: (axis, points) for (name, axis), points in by_metric.items()}
+    return {name: (axis, Points(*cols)) for (name, axis), cols in by_metric.items()}
 
 
 def runs_of_watch(session: Session, watch: str) -> list[Run]:
