@@ -21,6 +21,7 @@ their spread (``sigma``), their drift and the largest excursion they came back f
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Sequence
@@ -139,10 +140,10 @@ class Season:
     # fmt: on
 
     def __init__(self, maxlen: int, k: float) -> None:
-        self.cap = maxlen  # buckets held (lists: an empty deque costs 624 bytes)
-        self.pos: list[float] = []
-        self.xs: list[float] = []
-        self.ws: list[float] = []
+        self.cap = maxlen  # buckets held, as arrays of doubles (8 bytes a value, a list's float 32)
+        self.pos = array("d")
+        self.xs = array("d")
+        self.ws = array("d")
         self.k = k  # the CUSUM's allowance (shift / 2), for the swing
         self.period: float | None = None
         self.gap = 0.0  # one bucket's steps (the cycle's phase is known to a part of it)
@@ -153,9 +154,7 @@ class Season:
         self.nonzero = 0
 
     def clear(self) -> None:
-        self.pos.clear()
-        self.xs.clear()
-        self.ws.clear()
+        del self.pos[:], self.xs[:], self.ws[:]
         self.period, self.sigma, self.drift, self.n, self.added, self.gap = None, 0.0, 0.0, 0, 0, 0.0
         self.nonzero = 0
 
@@ -166,11 +165,12 @@ class Season:
         self.nonzero = None  # (counted again when asked)
 
     def _after_restore(self) -> None:
-        """Snapshots written before held the buckets as deques (``maxlen`` the bound; read back as lists)
-        and, before that, no count of the values not 0 (counted when first asked)."""
+        """Snapshots written before held the buckets as lists, before that as deques (``maxlen`` the
+        bound), and before that no count of the values not 0 (counted when first asked)."""
         if isinstance(self.pos, deque):
             self.cap = self.pos.maxlen
-            self.pos, self.xs, self.ws = list(self.pos), list(self.xs), list(self.ws)
+        if type(self.pos) is not array:
+            self.pos, self.xs, self.ws = array("d", self.pos), array("d", self.xs), array("d", self.ws)
         if not hasattr(self, "nonzero"):
             self.nonzero = None
 

@@ -23,6 +23,8 @@ def old_form(attrs: dict[str, Any], bounds: dict[str, int]) -> int:
     n = 0
     for name, bound in bounds.items():
         value = attrs[name]
+        if isinstance(value, dict) and "$a" in value:  # an array of doubles now (the cycle's buckets)
+            value = value["$a"]
         assert isinstance(value, list)
         attrs[name] = {"$q": value, "n": bound}
         n += bool(value)
@@ -43,6 +45,14 @@ def test_an_old_slowdown_snapshot_with_deques_reads_back_and_goes_on_alike():
         )
 
     goes_on_alike(spec, samples, 3000, to_old, fires=True)
+
+    def as_lists(d: Any, state: dict[str, Any]) -> int:  # the form before the cycle's arrays: lists
+        season = state["season"]["a"]
+        for name in ("pos", "xs", "ws"):
+            season[name] = season[name]["$a"]
+        return len(season["pos"])
+
+    goes_on_alike(spec, samples, 3000, as_lists, fires=True)
 
 
 def test_an_old_stall_snapshot_with_deques_reads_back_and_goes_on_alike():
