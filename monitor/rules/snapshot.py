@@ -186,22 +186,21 @@ def _pairs(mapping: Any, depth: int) -> list[list[Any]]:
     return out
 
 
-_NAMES: dict[type, tuple[str, ...]] = {}  # a class's __slots__ names, its bases' included
+_NAMES: dict[tuple[type, frozenset[str]], tuple[str, ...]] = {}  # (class, skip) -> its slots' names
+_UNSET = object()
 
 
 def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     cls = type(obj)
-    slots = _NAMES.get(cls)
-    if slots is None:
-        slots = _NAMES[cls] = tuple(
-            dict.fromkeys(n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
-        )
+    slots = _NAMES.get((cls, skip))
+    if slots is None:  # (its bases' included, less ``skip``)
+        names = (n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
+        slots = _NAMES[(cls, skip)] = tuple(n for n in dict.fromkeys(names) if n not in skip)
     attrs = getattr(obj, "__dict__", None) or {}
     out = {}
     plain = _PLAIN
-    for n in attrs:  # the instance's own attributes first, then its slots (as set)
+    for n, v in attrs.items():  # the instance's own attributes first, then its slots (as set)
         if n not in skip:
-            v = getattr(obj, n)
             t = type(v)
             if t is float:
                 out[n] = v if v - v == 0.0 else _float(v)
@@ -210,8 +209,16 @@ def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -
             else:
                 out[n] = encode(v, depth)
     for n in slots:
-        if n not in skip and n not in attrs and hasattr(obj, n):
-            out[n] = encode(getattr(obj, n), depth)
+        v = getattr(obj, n, _UNSET)
+        if v is _UNSET or n in attrs:
+            continue
+        t = type(v)
+        if t is float:
+            out[n] = v if v - v == 0.0 else _float(v)
+        elif t in plain:
+            out[n] = v
+        else:
+            out[n] = encode(v, depth)
     return out
 
 
