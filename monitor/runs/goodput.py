@@ -348,8 +348,8 @@ class Goodput(Book):
         return {
             "v": 1,
             **{k: getattr(self, k) for k in _PLAIN},
-            "intervals": [r3(x) for x in self.intervals],
-            "totals": {k: r3(v) for k, v in self.totals.items()},
+            "intervals": [round(x, 3) for x in self.intervals],  # (r3, without a call a value: every poll)
+            "totals": {k: round(v, 3) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
             "last_marks": sorted(self._marks()),
