@@ -24,6 +24,8 @@ otherwise make the baseline two minutes long, and cost a sorted insert per step)
   fast run after n steps instead of minutes; the wall-clock window bounds how long either waits.
 - once raised, the floor stays raised until a whole recent window (at least ``floor_points`` values)
   or n values in a row are back under the bar: a brief dip is the same incident, whatever the cadence.
+  Once down, it is raised again only above that bar until ``min_points`` new values entered the baseline
+  (a slow run's noise estimate moves with every few values: a lower bar would page the incident twice).
 
 The recent window is kept in 30 time buckets (count, minimum, first value); a bucket leaving it
 hands its first value to the baseline. So a value costs O(1) (a compare against a precomputed gate,
@@ -66,7 +68,7 @@ class SpikeBaseline(SpikeBatch):
         "calm_t", "hot_t", "log", "sign", "_last_step", "_sample", "_y", "is_spike", "floor_raised",
         "spikes", "resets", "last_spike", "base", "_fifo", "_diffs", "_sigma", "_fresh", "_admitted_at",
         "ready", "_med", "_worst", "_gate", "_closed", "_cmins", "_count", "_ob", "_ot", "_olast", "_on",
-        "_omin", "_ofirst", "_floor_ready",
+        "_omin", "_ofirst", "_floor_ready", "_rearm", "_rearm_left",
     )
     # fmt: on
 
@@ -110,6 +112,9 @@ class SpikeBaseline(SpikeBatch):
         self._clear()
 
     def _clear(self) -> None:
+        # the bar the floor came down under, held for ``min_points`` new baseline values (docstring)
+        self._rearm = -INF
+        self._rearm_left = 0
         self.base.clear()
         # the baseline values as t, y, t, y, ... (oldest first) and their differences: arrays of doubles
         # (16 B a value, not a tuple and two floats); the other windows are lists (an empty deque: 624 B)
@@ -139,6 +144,8 @@ class SpikeBaseline(SpikeBatch):
             self._fifo = array("d", [v for pair in self._fifo for v in pair])
         if type(self._diffs) is not array:
             self._diffs = array("d", self._diffs)
+        if not hasattr(self, "_rearm"):  # written before there was a re-arm bar
+            self._rearm, self._rearm_left = -INF, 0
 
     def fork(self, spec: Any) -> SpikeBaseline:
         """A copy of these statistics for ``spec``'s rule, a point rule that shared them with rules of
@@ -280,6 +287,8 @@ class SpikeBaseline(SpikeBatch):
             if self.floor_raised:  # held until a window, or n values in a row, are back under the bar
                 n, window = self.calm, t - self.hot_t >= self.floor_window
                 self.floor_raised = n < self.steps_needed() and (n < self.floor_points or not window)
+                if not self.floor_raised:  # back under this bar: raised again only above it, a while
+                    self._rearm, self._rearm_left = self._med + self.needed(), self.min_points
             elif self.streak >= self.steps_needed():
                 self.floor_raised = True
             elif self._floor_ready:
@@ -287,7 +296,8 @@ class SpikeBaseline(SpikeBatch):
                 cmins = self._cmins
                 if cmins and cmins[0][1] < floor:
                     floor = cmins[0][1]
-                self.floor_raised = floor >= gate and floor - self._med >= self.needed()
+                rearmed = floor >= self._rearm or not self._rearm_left
+                self.floor_raised = rearmed and floor >= gate and floor - self._med >= self.needed()
             else:
                 self.floor_raised = False
 
@@ -354,6 +364,8 @@ class SpikeBaseline(SpikeBatch):
         fifo.append(t)
         fifo.append(y)
         self._fresh += 1
+        if self._rearm_left:
+            self._rearm_left -= 1
         if len(fifo) > 2 * self.window:
             del values[bisect_left(values, fifo[1])]
             del fifo[:2]

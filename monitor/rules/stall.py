@@ -302,6 +302,11 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         p99 = self.p99
         if p99 is not None:
             limit = max(limit, self._steps_limit(p99))
+        if habit is not None and usual(habit) + limit > allowance:
+            # never less patient than once known: where a habit pauses, the habit plus what would not
+            # fire alone (an eval that comes with every 4th save, before it has been seen)
+            allowance = usual(habit) + limit
+            said = f"{self.schedule.describe(habit)}, then {format_duration(limit)}"
         recurring = self.recurring_pause()
         if recurring is not None:
             limit = max(limit, min(r.max_pause, r.pause_factor * recurring))
