@@ -14,6 +14,39 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def pymalloc_report() -> str:
+    """Python's own allocator (``sys._debugmallocstats``): its arenas (1 MiB each), the bytes in live
+    objects' blocks, and the free blocks it holds (an arena goes back only when all of it is free)."""
+    import re
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out:
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+
+    def figure(name: str) -> int:
+        m = re.search(rf"# {name}\s*=\s*([\d,]+)", text)
+        return int(m.group(1).replace(",", "")) if m else 0
+
+    mb = 1 / 2**20
+    arenas = figure("arenas allocated current")
+    return (
+        f"pymalloc: {arenas} arenas ({arenas * 1.0:.0f} MB; high-water {figure('arenas highwater mark')}),"
+        f" {figure('bytes in allocated blocks') * mb:.0f} MB in live blocks,"
+        f" {figure('bytes in available blocks') * mb:.0f} MB in free blocks"
+    )
+
+
 def malloc_report() -> str:
     """glibc malloc's own figures (``mallinfo2``, all arenas): bytes in use, free but held, mmapped; then
     the RSS after ``malloc_trim(0)`` hands what is free back (which trimming changes: call it last)."""

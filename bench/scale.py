@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import malloc_report, rss_mb  # noqa: E402
+from common import malloc_report, pymalloc_report, rss_mb  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -219,7 +219,7 @@ def run(label: str, url: str, args: argparse.Namespace) -> dict:
     due = on_time + late
     d = sorted(durations)
     rss = rss_mb()
-    malloc = malloc_report()  # (trims: after the RSS)
+    malloc = pymalloc_report() + "\n" + malloc_report()  # (trims: after the RSS)
     return {
         "label": label,
         "polls": len(d),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import rss_mb  # noqa: E402
+from common import pymalloc_report, rss_mb  # noqa: E402
 from scale import config, scratch_database  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -120,6 +120,7 @@ def measure(url: str, args: argparse.Namespace) -> None:
         print(out.getvalue().replace(ROOT, ""))
     if args.no_trace:
         print(f"RSS {rss0:.0f} -> {rss1:.0f} MB ({1e6 * (rss1 - rss0) / runs / 1.048576:,.0f} B a run)")
+        print(pymalloc_report())
         service.stop()
         return
     after = tracemalloc.take_snapshot()

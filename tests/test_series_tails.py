@@ -143,3 +143,37 @@ def test_many_buckets_at_once_as_stored_by_ingest(migrated_url):
         for metric in ("train/loss", "gpu/util"):
             got, want = buckets(s, "tails", metric), buckets(s, "plain", metric)
             assert got == want and len(want) == 200, metric
+
+
+def test_runs_that_grow_together_are_compacted_a_few_a_batch_and_all_end_within_bound(
+    migrated_url, monkeypatch
+):
+    """A sweep's runs grow past the bound in the same poll: a batch compacts at most COMPACT_PER_BATCH
+    series (here 3), the others at their next poll; every series ends within the bound, and stores what
+    ``ingest_run`` stores."""
+    from monitor.storage import series_tails
+
+    monkeypatch.setattr(series_tails, "COMPACT_PER_BATCH", 3)
+    sessions = make_sessionmaker(make_engine(migrated_url))
+    runs = [f"r{i}" for i in range(8)]
+    with sessions.begin() as s:
+        s.add_all([Run(id=r, watch="w", source="sim", first_seen_at=1.78e9) for r in [*runs, "plain"]])
+    tails, t, compacted = SeriesTails(max_buckets=16), 1_780_000_000.0, []
+    for step in range(0, 40, 2):
+        poll = {"loss": ("step", [Point(float(step + k), 1.0 + step + k, t + k) for k in range(2)])}
+        with sessions.begin() as s:
+            out = SeriesWrites()
+            for r in runs:
+                tails.fold(s, r, poll, out)
+            out.flush(s)
+            compacted.append(out.compactions)
+            ingest_run(s, "plain", poll, max_buckets=16)
+        t += 10
+    assert max(compacted) == 3 and sum(compacted) >= len(runs), compacted
+    with sessions() as s:
+        want = buckets(s, "plain", "loss")
+        for r in runs:
+            got = buckets(s, r, "loss")
+            assert len(got) <= 16 + 2 * 2  # (a run waiting for its turn: a poll or two over)
+            assert [b[4] for b in got] and sum(b[4] for b in got) == 40
+        assert len(want) <= 16

@@ -9,6 +9,7 @@ import statistics
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import sub
 from typing import Any
 
 from monitor.rules.base import ANY, STATE, STEP
@@ -113,11 +114,16 @@ class Arrivals:
         if seen is None:
             seen = self.shapes[key] = Seen(times[0])
         last, count, gaps = seen.last, seen.count, seen.gaps
-        for t in times:
-            if t > last:
-                gaps.append(t - last)
-                last = t
-                count += 1
+        steps = list(map(sub, times, [last, *times[:-1]]))  # each time after the one before: at once
+        if min(steps) > 0:
+            gaps.extend(steps if len(steps) <= GAPS_KEPT else steps[-GAPS_KEPT:])
+            last, count = times[-1], count + len(times)
+        else:
+            for t in times:
+                if t > last:
+                    gaps.append(t - last)
+                    last = t
+                    count += 1
         if len(gaps) > GAPS_KEPT:
             del gaps[:-GAPS_KEPT]
         seen.last, seen.count = last, count

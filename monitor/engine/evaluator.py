@@ -36,6 +36,7 @@ from monitor.engine.alert_naming import AlertNaming
 from monitor.engine.coverage import LOOK_GRACE, RunCoverage, judge
 from monitor.engine.run_rules import RunRules, Settling, Slot
 from monitor.engine.segment import feed_segment
+from monitor.rules.columns import Batch, feeding
 from monitor.rules.spec import OWN_KINDS, RuleSpec
 from monitor.rules.spike import SpikeSpec
 from monitor.samples import RunState, Sample
@@ -181,8 +182,10 @@ class Evaluator:
     def vouch_names(self, samples: Sequence[Sample] | None, names: tuple[str, ...] = ()) -> None:
         """The caller vouches that every sample of ``samples`` carries the metric names ``names`` (in
         some order): ``observe_segment`` over this very sequence then takes them from here rather than
-        sample by sample (replay's batches: each sample has the keys of the one before it). None: done."""
+        sample by sample (replay's batches: each sample has the keys of the one before it), and the
+        detectors read the batch's metric columns, taken once for all (``rules.columns``). None: done."""
         self._vouched = (samples, names) if samples is not None else None
+        feeding(Batch(samples, names) if isinstance(samples, list) else None)
 
     # ---- evaluation ------------------------------------------------------------------------
     def key(self, rule: RuleSpec, run: str, finding: Finding | None = None) -> AlertKey:

@@ -28,6 +28,7 @@ from operator import attrgetter
 
 from monitor.engine.run_rules import RunRules, Slot
 from monitor.rules.base import HOT, RAN_OUT, Stop
+from monitor.rules.columns import batch_columns
 from monitor.samples import Sample
 
 Evaluate = Callable[[float], list]
@@ -262,8 +263,13 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
     rather than sample by sample. False (and nothing done) if the samples do not all have a step, or
     all lack one: then the general path."""
     seg = samples[i:j]
-    steps = list(map(_STEP, seg))
-    if None in steps:
+    cols = batch_columns(samples)  # (the batch's, taken once for all its segments and rules)
+    steps = cols.step[i:j] if cols is not None else list(map(_STEP, seg))
+    if cols is not None and cols.rising:  # every step there, none lower than the one before
+        stepping = True
+        if steps[-1] > rr.top_step:
+            rr.top_step = steps[-1]
+    elif None in steps:
         if any(step is not None for step in steps):
             return False
         stepping = False
@@ -272,7 +278,7 @@ def _same_names(rr: RunRules, samples: Sequence[Sample], i: int, j: int, names: 
         top = max(steps)
         if top > rr.top_step:
             rr.top_step = top
-    rr.arrivals.observe_times(names, stepping, list(map(_T, seg)))
+    rr.arrivals.observe_times(names, stepping, cols.t[i:j] if cols is not None else list(map(_T, seg)))
     sources = list(map(_SOURCE, seg))
     if sources.count(None) < len(sources):  # (most segments: no sample names its source)
         said = None

@@ -21,6 +21,7 @@ from pydantic import Field
 from alerts.model import Finding
 from monitor.durations import Duration, format_duration
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
+from monitor.rules.columns import all_finite, columns
 from monitor.rules.spec import RuleSpec
 from monitor.rules.windows import take_first
 from monitor.samples import Sample
@@ -91,9 +92,21 @@ class CounterIncreaseDetector(Detector[CounterIncreaseSpec]):
         """Replay's batched path: with nothing in the window, samples that bring no increase (the common
         case: a counter that stays put, a count of 0) in a loop; the others through ``observe``."""
         m, cumulative = self.metric, self._cumulative
+        cols = columns(samples, i, end)
         while i < end:
             if not (self.hot or self.events or self.first_at is None):
                 prev, last_step = self.prev, self.last_step
+                b = cols.base
+                vs = cols.values(m)[i - b : end - b]
+                if (  # the common case, at once: every value finite, none an increase, the last step there
+                    cols.step[end - 1 - b] is not None
+                    and all_finite(vs)
+                    and (vs.count(prev) == len(vs) if cumulative else max(vs) <= 0.0)
+                ):
+                    if cumulative:
+                        self.prev = vs[-1]
+                    self.last_step = cols.step[end - 1 - b]
+                    return end, RAN_OUT
                 for k in range(i, end):
                     s = samples[k]
                     v = s.metrics.get(m)

@@ -17,6 +17,7 @@ from pydantic import field_validator
 
 from alerts.model import Finding
 from monitor.rules.base import RAN_OUT, Detector, Stop, fmt_value, register
+from monitor.rules.columns import all_finite, columns
 from monitor.rules.spec import RuleSpec
 from monitor.samples import Sample
 
@@ -70,6 +71,11 @@ class NonFiniteDetector(Detector[NonFiniteSpec]):
         if self.hot:
             return super().observe_many(samples, i, end)
         m = self.metric
+        cols = columns(samples, i, end)
+        b = cols.base
+        if i < end and all_finite(cols.values(m)[i - b : end - b]):  # the common case at once: all finite
+            self.value, self.step = cols.values(m)[end - 1 - b], samples[end - 1].step
+            return end, RAN_OUT
         last = None
         for k in range(i, end):
             s = samples[k]

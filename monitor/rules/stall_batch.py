@@ -10,12 +10,15 @@ outlier), ending in the state ``observe`` one by one would leave; anything else 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import sub
 from typing import TYPE_CHECKING, Protocol
 
 from monitor.rules.base import RAN_OUT, Stop
+from monitor.rules.columns import Columns, columns
 from monitor.samples import RUNNING_OR_UNKNOWN, RunState, Sample
 
 STRIDES = 32  # recent step increments kept (the logging stride)
+STRETCH = 32  # samples a call is given from which the batch's columns are worth taking
 
 
 class StallLimits(Protocol):
@@ -92,7 +95,31 @@ class StallBatch:
                 taken = False
                 fresh, outliers = self._fresh, self.outliers  # (locals in the loop, written back after)
                 grown = len(intervals) >= young  # (the intervals only grow in this loop)
+                cols = columns(samples, i, end) if not at_once and end - i >= STRETCH else None
+                can = (  # (a replay batch: no state either; windows restored as deques: one by one)
+                    cols is not None and cols.lacks(counter) and type(intervals) is type(strides) is list
+                )
+                want = can
                 while i < end:
+                    if want and grown and refresh - fresh > STRETCH // 4:  # a stretch at once, if it can
+                        want = False  # (tried again after the next refresh)
+                        got = _stretch(cols, i, end, refresh - fresh - 1, last, at, ordinary)
+                        if got is not None:
+                            gaps, strides_new = got
+                            n = len(gaps)
+                            intervals += gaps
+                            if len(intervals) > window:
+                                del intervals[:-window]
+                            strides += strides_new
+                            if len(strides) > STRIDES:
+                                del strides[:-STRIDES]
+                            outliers, fresh, taken = 0, fresh + n, True
+                            i += n
+                            last, at = samples[i - 1].step, samples[i - 1].t
+                            if last > top:
+                                top = last
+                            if i >= end:
+                                break
                     s = samples[i]
                     step = s.step
                     if step is None or step <= last or counter in s.metrics or s.state is not None:
@@ -115,6 +142,7 @@ class StallBatch:
                         if fresh >= refresh or not grown and len(intervals) < young:
                             self._fresh = fresh
                             self._refresh()
+                            want = can
                             fresh = self._fresh
                             grown = len(intervals) >= young
                             ordinary = min(self._mark_after, self._pause_after)
@@ -174,3 +202,25 @@ class StallBatch:
         ):
             return t + self._soonest
         return t + self.rule.floor
+
+
+def _stretch(
+    cols: Columns, i: int, end: int, most: int, last: int, at: float, ordinary: float
+) -> tuple[list[float], list[int]] | None:
+    """The loop's common case over ``samples[i:i + n]`` at once (n at most ``most``, before ``end``): each
+    sample the next step (higher than the one before it) after an interval above 0 and at most
+    ``ordinary``. Its intervals and step increments, or None (the loop a sample decides)."""
+    b = cols.base
+    lo = i - b
+    hi = min(end - b, lo + most)
+    if hi - lo < 2:
+        return None
+    ts, steps = cols.t[lo:hi], cols.step[lo:hi]
+    try:
+        strides = list(map(sub, steps, [last, *steps[:-1]]))
+    except TypeError:  # a sample without a step
+        return None
+    gaps = list(map(sub, ts, [at, *ts[:-1]]))
+    if min(strides) <= 0 or min(gaps) <= 0 or max(gaps) > ordinary:
+        return None
+    return gaps, strides

@@ -153,31 +153,43 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         # none before the open bucket's first); one at or after it is checked by its index (the product
         # may round down to a time still in the open bucket)
         edge = (ob + 1.0) * width
+        # the loop does the least a sample: the open bucket's count is told from the indices (the samples
+        # since ``first``, less the ``skipped`` ones), and the newest usable sample found after it
+        first, skipped = i, 0
         for k in range(i, end):
             s = samples[k]
             v = s.metrics.get(m)
             if v is None or v - v or after and s.step is not None and s.step < after:
+                skipped += 1
                 continue
-            last = s
             t = s.t
             if t < edge or t // width == ob:  # the common case: accumulate
-                bn += 1
                 bsum += v
                 if v > above or v < below:
                     beyond += 1
                 continue
-            self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
+            self._bn, self._bsum, self._bbeyond = bn + k - first - skipped, bsum, beyond
             self._roll(t // width, t, v)
             ob, bn, bsum, beyond = self._b, self._bn, self._bsum, self._bbeyond
+            first, skipped = k + 1, 0
             edge = (ob + 1.0) * width
             if self.hot:
                 self._sample = s
                 return self._stop(samples, k + 1, end)
-        self._bn, self._bsum, self._bbeyond = bn, bsum, beyond
-        i = end
-        if last is not None:
-            self._sample = last
-        return i, RAN_OUT
+        self._bn, self._bsum, self._bbeyond = bn + end - first - skipped, bsum, beyond
+        if skipped < end - i:  # (else no usable sample: the newest stays)
+            self._sample = self._newest(samples, i, end)
+        return end, RAN_OUT
+
+    def _newest(self, samples: Sequence[Sample], i: int, end: int) -> Sample | None:
+        """The newest sample of ``samples[i:end]`` with a usable value (as ``observe`` takes them)."""
+        m, after = self.metric, self._after
+        for k in range(end - 1, i - 1, -1):
+            s = samples[k]
+            v = s.metrics.get(m)
+            if not (v is None or v - v or after and s.step is not None and s.step < after):
+                return s
+        return None
 
     def _roll(self, b: float, t: float, v: float) -> None:
         """A sample opens a new bucket: close the open one, drop old ones, judge the window."""
@@ -191,14 +203,20 @@ class ThresholdDetector(Detector[ThresholdSpec]):
             total_sum += bsum
             total_beyond += bbeyond
         oldest = b - BUCKETS
+        min_samples = rule.min_samples
         if buckets and buckets[0][0] < oldest:
-            need = rule.min_samples - 1  # the new value counts too
-            reach, window = rule.stale_after or INF, rule.window
-            stale = t - (reach if reach > window else window)  # never reach back further
+            need = min_samples - 1  # the new value counts too
+            stale = None  # (worked out only when the window's count would fall short)
             while buckets:
                 first = buckets[0]
-                if first[0] >= oldest or total_n - first[2] < need and first[1] >= stale:
+                if first[0] >= oldest:
                     break
+                if total_n - first[2] < need:  # an old bucket kept for its values, unless stale
+                    if stale is None:
+                        reach, window = rule.stale_after or INF, rule.window
+                        stale = t - (reach if reach > window else window)  # never reach back further
+                    if first[1] >= stale:
+                        break
                 del buckets[0]  # (a list; a deque in a snapshot from before: the same)
                 total_n -= first[2]
                 total_sum -= first[3]
@@ -211,7 +229,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._b, self._bt, self._bn, self._bsum, self._bbeyond = b, t, 1, v, bbeyond
         n = total_n + 1
         self.span = span = t - (buckets[0][1] if buckets else t)
-        if n >= rule.min_samples and span >= rule.min_span:
+        if n >= min_samples and span >= rule.min_span:
             if self._mean:
                 mean = self.figure = (total_sum + v) / n
                 cond = mean > above or mean < below

@@ -4,7 +4,12 @@ be written for many runs at once (``bulk.upsert``). The database is read only fo
 hold: a run's series the first time it is polled in this process, or points older than the buckets
 kept (a rewind). Buckets fold exactly as ``series.ingest_run`` does; compaction is shared. A rewind's
 redone steps do not fold into the buckets of their first attempt: those move aside first
-(``series_attempts``), so the chart keeps both."""
+(``series_attempts``), so the chart keeps both.
+
+A series grown past its bound is compacted in the batch that grew it, a run's series at once
+(``series_compact``), at most ``COMPACT_PER_BATCH`` a batch: runs of a sweep started together grow past
+it in the same poll, and their 20,000 series (1,000 runs) would hold the writer, and every poll waiting
+on it, for most of a minute. The others wait for their next poll, a bucket or two over the bound."""
 
 from __future__ import annotations
 
@@ -21,11 +26,13 @@ from sqlalchemy.orm import Session
 
 from monitor.storage import bulk
 from monitor.storage.models import SeriesBucket, SeriesMeta
-from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _compact, _fold, retire, stale
+from monitor.storage.series import MAX_BUCKETS, TIME_WIDTH, Point, _Bucket, _fold, retire, stale
+from monitor.storage.series_compact import compact_many
 
 BULK = 8  # points of a series in a poll from which they fold as whole lists (``_fold_points``)
 KEEP = 2  # newest buckets kept in memory per series (a poll touches one or two; older ones are read)
 META_EVERY = 4  # a series' bookkeeping row is written at least every this many polls that changed it
+COMPACT_PER_BATCH = 200  # series compacted in one batch at most (~2 ms each on PostgreSQL)
 BUCKET_COLUMNS = ("min", "max", "sum", "count", "nonfinite", "last", "t_last")
 META_COLUMNS = ("axis", "width", "buckets", "points")
 BUCKET_ROW = ("run_id", "metric", "x0", *BUCKET_COLUMNS)
@@ -55,6 +62,7 @@ class SeriesWrites:
 
     buckets: dict[tuple[str, str, float], _Bucket] = field(default_factory=dict)
     metas: dict[tuple[str, str], _Series] = field(default_factory=dict)
+    compactions: int = 0  # series compacted in this batch (at most COMPACT_PER_BATCH)
 
     def add_meta(self, ser: _Series) -> None:
         self.metas[(ser.run_id, ser.metric)] = ser
@@ -306,10 +314,13 @@ class SeriesTails:
             ser.known_from = max(ser.known_from, min(tail))
 
     def _compact_grown(self, s: Session, grown: list[_Series], out: SeriesWrites) -> None:
+        grown = grown[: COMPACT_PER_BATCH - out.compactions]  # the rest: at their next poll (docstring)
+        if not grown:
+            return
+        out.compactions += len(grown)
+        out.flush(s)  # the compaction reads every stored bucket of the series
+        compact_many(s, grown, self.max_buckets)  # a run's series at once
         for ser in grown:
-            out.flush(s)  # the compaction reads every stored bucket of the series
-            _compact(s, ser, self.max_buckets)
-            s.flush()
             ser.tail, ser.known_from = {}, math.inf
             out.add_meta(ser)
 
