@@ -19,10 +19,11 @@ from monitor.samples import RunState, Sample
 
 MAX_PLANS = 256
 # Of the per-run snapshot (RunRules.export_state). 2: windows as lists, spike baselines as arrays of
-# doubles (2026-12-07). A version reads its own and older snapshots; an older version ignores a newer
-# one (its runs start cold there: safe), so rolling back one release never runs old code on new forms.
-STATE_VERSION = 2
-READS_VERSIONS = frozenset({1, 2})
+# doubles (2026-12-07). 3: long runs of floats packed as base64 doubles (``rules.snapshot_pack``). A
+# version reads its own and older snapshots; an older version ignores a newer one (its runs start cold
+# there: safe), so rolling back one release never runs old code on new forms.
+STATE_VERSION = 3
+READS_VERSIONS = frozenset({1, 2, 3})
 SHARED_MAX = 4096  # rule sets whose coverage plans are shared (``_shared_coverage``)
 # (id of each rule, its feeds) -> (coverage_rules, coverage_plans) shared by the runs with those rules
 _SHARED: dict[tuple, tuple[list, dict]] = {}
@@ -261,11 +262,12 @@ class RunRules:
     # ---- the detectors' state across restarts ---------------------------------------------------
     def export_state(self) -> dict:
         detectors = {}
-        for slot in self.slots:
-            try:
-                detectors[slot.rule.name] = slot.det.export_state()
-            except snapshot.SnapshotError:
-                continue  # that detector starts cold after a restart: safe, merely slower
+        with snapshot.sharing():  # the newest sample, held by most of them, encoded once
+            for slot in self.slots:
+                try:
+                    detectors[slot.rule.name] = slot.det.export_state()
+                except snapshot.SnapshotError:
+                    continue  # that detector starts cold after a restart: safe, merely slower
         return {
             "v": STATE_VERSION,
             "newest": snapshot.encode(self.newest),

@@ -6,7 +6,8 @@ tuples, dicts, sets, deques with a ``maxlen`` (bounded windows), arrays of doubl
 the rule modules (``SortedValues``, a spike baseline) made of the same (such an object's
 ``_after_restore``, if it has one, brings a form an older version wrote up to date). ``encode`` turns
 such a value into JSON-able data (non-finite floats spelled out, containers tagged), ``decode``
-rebuilds it. A ``RunState`` is
+rebuilds it. Long runs of floats (a window, a list of buckets) are packed (``snapshot_pack``: the
+doubles as base64 text, by column for tuples) unless ``PACK`` is off. A ``RunState`` is
 kept as its text, as snapshots had it before there was one; restored, the text compares equal to it.
 A ``Sample`` (the newest one a threshold, drop, flat-line or spike detector judged) is kept as its
 time, run, step, metrics and source, what the detectors read of it.
@@ -23,11 +24,23 @@ from __future__ import annotations
 import hashlib
 import importlib
 import math
+import threading
 from array import array
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any
 
+from monitor.rules.snapshot_pack import (
+    PackError,
+    pack_doubles,
+    packed,
+    packed_map,
+    unpack_doubles,
+    unpacked,
+    unpacked_map,
+)
 from monitor.samples import RunState, Sample
 
 VERSION = 1
@@ -65,6 +78,7 @@ def _float(v: float) -> Any:
 
 
 _PLAIN = frozenset({type(None), bool, int, str})  # taken as they are
+PACK = True  # long runs of numbers packed (``snapshot_pack``, state version 3); False: as version 2 wrote
 
 
 def encode(value: Any, depth: int = 0) -> Any:
@@ -77,30 +91,61 @@ def encode(value: Any, depth: int = 0) -> Any:
         return value if value - value == 0.0 else _float(value)  # inf - inf and nan - nan are nan
     d = depth + 1
     if t is list:
-        return _items(value, d)
+        p = packed(value) if PACK else None
+        return _items(value, d) if p is None else {"$l": p}
     if t is tuple:
-        return {"$t": _items(value, d)}
+        p = packed(value) if PACK else None
+        return {"$t": _items(value, d) if p is None else p}
     if t is dict:
-        return {"$d": _pairs(value, d)}
+        p = packed_map(value) if PACK else None
+        return {"$d": _pairs(value, d)} if p is None else {"$m": p}
     if t is deque:
-        return {"$q": _items(value, d), "n": value.maxlen}
+        p = packed(value) if PACK else None
+        return {"$q": _items(value, d) if p is None else p, "n": value.maxlen}
     if t is array and value.typecode == "d":
-        return {"$a": _items(value, d)}
+        return {"$a": pack_doubles(value) if PACK else _items(value, d)}
     if t is set or t is frozenset:
         return {"$s": _items(value, d)}
     if t is RunState:
         return value.value  # as text, as snapshots had it before RunState: it compares equal to one
     if t is Sample:
-        if d > MAX_DEPTH:
-            raise SnapshotError("state nested too deeply")
-        return {
-            "$p": [_float(value.t), value.run, value.step, {"$d": _pairs(value.metrics, d + 1)}, value.source]
-        }
+        return _sample(value, d)
     if isinstance(value, Enum):
         return {"$e": f"{t.__module__}:{t.__qualname__}", "v": value.value}
     if t.__module__.startswith(_ALLOWED_MODULES):
         return {"$o": f"{t.__module__}:{t.__qualname__}", "a": encode_attrs(value, d)}
     raise SnapshotError(f"cannot snapshot a {t.__name__}")
+
+
+_SHARED = threading.local()  # .samples: id -> (sample, its encoding) while ``sharing``
+
+
+@contextmanager
+def sharing() -> Iterator[None]:
+    """Encode each sample once within: the detectors of a run mostly hold the same newest sample, and
+    its encoding (a list JSON writes as often as it is held) is shared by them."""
+    _SHARED.samples = {}
+    try:
+        yield
+    finally:
+        _SHARED.samples = None
+
+
+def _sample(value: Sample, d: int) -> Any:
+    if d > MAX_DEPTH:
+        raise SnapshotError("state nested too deeply")
+    memo = getattr(_SHARED, "samples", None)
+    if memo is not None:
+        hit = memo.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    metrics = value.metrics
+    p = packed_map(metrics) if PACK and type(metrics) is dict else None
+    form = {"$d": _pairs(metrics, d + 1)} if p is None else {"$m": p}
+    out = {"$p": [_float(value.t), value.run, value.step, form, value.source]}
+    if memo is not None:
+        memo[id(value)] = (value, out)
+    return out
 
 
 def _items(values: Any, depth: int) -> list[Any]:
@@ -141,22 +186,21 @@ def _pairs(mapping: Any, depth: int) -> list[list[Any]]:
     return out
 
 
-_NAMES: dict[type, tuple[str, ...]] = {}  # a class's __slots__ names, its bases' included
+_NAMES: dict[tuple[type, frozenset[str]], tuple[str, ...]] = {}  # (class, skip) -> its slots' names
+_UNSET = object()
 
 
 def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     cls = type(obj)
-    slots = _NAMES.get(cls)
-    if slots is None:
-        slots = _NAMES[cls] = tuple(
-            dict.fromkeys(n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
-        )
+    slots = _NAMES.get((cls, skip))
+    if slots is None:  # (its bases' included, less ``skip``)
+        names = (n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n != "__dict__")
+        slots = _NAMES[(cls, skip)] = tuple(n for n in dict.fromkeys(names) if n not in skip)
     attrs = getattr(obj, "__dict__", None) or {}
     out = {}
     plain = _PLAIN
-    for n in attrs:  # the instance's own attributes first, then its slots (as set)
+    for n, v in attrs.items():  # the instance's own attributes first, then its slots (as set)
         if n not in skip:
-            v = getattr(obj, n)
             t = type(v)
             if t is float:
                 out[n] = v if v - v == 0.0 else _float(v)
@@ -165,8 +209,16 @@ def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -
             else:
                 out[n] = encode(v, depth)
     for n in slots:
-        if n not in skip and n not in attrs and hasattr(obj, n):
-            out[n] = encode(getattr(obj, n), depth)
+        v = getattr(obj, n, _UNSET)
+        if v is _UNSET or n in attrs:
+            continue
+        t = type(v)
+        if t is float:
+            out[n] = v if v - v == 0.0 else _float(v)
+        elif t in plain:
+            out[n] = v
+        else:
+            out[n] = encode(v, depth)
     return out
 
 
@@ -193,13 +245,19 @@ def decode(data: Any, depth: int = 0) -> Any:
     if "$f" in data:
         return float(data["$f"])
     if "$t" in data:
-        return tuple(decode(v, d) for v in data["$t"])
+        return tuple(_seq(data["$t"], d))
     if "$d" in data:
         return {decode(k, d): decode(v, d) for k, v in data["$d"]}
     if "$q" in data:
-        return deque((decode(v, d) for v in data["$q"]), maxlen=data.get("n"))
+        return deque(_seq(data["$q"], d), maxlen=data.get("n"))
     if "$a" in data:
+        if isinstance(data["$a"], str):
+            return _packed(unpack_doubles, data["$a"])
         return array("d", [float(decode(v, d)) for v in data["$a"]])
+    if "$l" in data:
+        return _packed(unpacked, data["$l"])
+    if "$m" in data:
+        return _packed(unpacked_map, data["$m"])
     if "$s" in data:
         return {decode(v, d) for v in data["$s"]}
     if "$p" in data:
@@ -216,6 +274,20 @@ def decode(data: Any, depth: int = 0) -> Any:
             after(obj)
         return obj
     raise SnapshotError("unreadable state")
+
+
+def _seq(data: Any, depth: int) -> Any:
+    """The items of a list, tuple or deque: as version 2 wrote them (a list) or packed."""
+    if isinstance(data, list):
+        return (decode(v, depth) for v in data)
+    return _packed(unpacked, data)
+
+
+def _packed(read: Any, data: Any) -> Any:
+    try:
+        return read(data)
+    except PackError as exc:
+        raise SnapshotError(str(exc)) from exc
 
 
 def restore_attrs(obj: Any, attrs: dict[str, Any], depth: int = 0) -> None:

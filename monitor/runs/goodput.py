@@ -348,8 +348,8 @@ class Goodput(Book):
         return {
             "v": 1,
             **{k: getattr(self, k) for k in _PLAIN},
-            "intervals": tuple([r3(x) for x in self.intervals]),  # JSON lists; tuples of numbers: untracked
-            "totals": {k: r3(v) for k, v in self.totals.items()},
+            "intervals": tuple([round(x, 3) for x in self.intervals]),  # (r3 inline; a tuple: untracked)
+            "totals": {k: round(v, 3) for k, v in self.totals.items()},
             "incidents": list(self.incidents),
             "counts": dict(self.counts),
             "last_marks": tuple(sorted(self._marks())),

@@ -18,10 +18,16 @@ from monitor.storage.models import RuleState
 log = logging.getLogger(__name__)
 MAX_BYTES = 4 * 1024 * 1024  # compressed; a bigger snapshot is a bug: skipped (the run starts cold)
 LEVEL = 1  # zlib's fastest: the writer compresses every run's snapshot every few polls (read: any level)
+# a snapshot is a tree (``rules.snapshot`` bounds its depth): no check for cycles, a container each
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
+
+
+def _compressed(state: dict[str, Any]) -> bytes:
+    return zlib.compress(_ENCODER.encode(state).encode(), LEVEL)
 
 
 def save(s: Session, run_id: str, version: int, state: dict[str, Any], now: float) -> None:
-    data = zlib.compress(json.dumps(state, separators=(",", ":"), allow_nan=False).encode(), LEVEL)
+    data = _compressed(state)
     if len(data) > MAX_BYTES:
         log.warning("rule state of run %s is %d bytes compressed: not saved", run_id, len(data))
         return
@@ -49,7 +55,7 @@ def save_many(s: Session, states: dict[str, tuple[int, dict[str, Any]]], now: fl
     """Several runs' snapshots (run -> (version, state)) in one multi-row upsert."""
     rows = []
     for run_id, (version, state) in states.items():
-        data = zlib.compress(json.dumps(state, separators=(",", ":"), allow_nan=False).encode(), LEVEL)
+        data = _compressed(state)
         if len(data) > MAX_BYTES:
             log.warning("rule state of run %s is %d bytes compressed: not saved", run_id, len(data))
             continue

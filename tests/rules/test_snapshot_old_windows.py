@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from monitor.rules import snapshot
 from monitor.rules.base import DETECTORS
 from monitor.rules.loader import load_pack
 from monitor.samples import RunState, Sample
@@ -89,29 +90,41 @@ def events(n: int = 900) -> list[Sample]:
     return out
 
 
+def version_2(det: Any) -> dict[str, Any]:
+    """The detector's snapshot as state version 2 wrote it (windows as JSON lists, not packed): the
+    form the older ones are rewritten from."""
+    packing, snapshot.PACK = snapshot.PACK, False
+    try:
+        return json.loads(json.dumps(det.export_state()))
+    finally:
+        snapshot.PACK = packing
+
+
 def goes_on_alike(  # noqa: ANN001
     spec: Any, samples: list[Sample], cut: int, to_old, as_deques: bool = False, fires: bool = False
 ) -> None:
-    """Three detectors of ``spec`` fed ``samples``; at ``cut`` one is restored from the snapshot as it is,
-    one from it rewritten by ``to_old(detector, attrs)`` into an older form (its windows read back as
-    deques if ``as_deques``, else as lists): from there all three say the same, timers included (and, if
-    ``fires``, the rule fired after the cut)."""
+    """Four detectors of ``spec`` fed ``samples``; at ``cut`` one is restored from the snapshot as it is,
+    one from it as version 2 wrote it (not packed), one from that rewritten by ``to_old(detector, attrs)``
+    into an older form (its windows read back as deques if ``as_deques``, else as lists): from there all
+    four say the same, timers included (and, if ``fires``, the rule fired after the cut)."""
     kind = DETECTORS[spec.kind]
-    old, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
-    out: dict[int, list] = {id(d): [] for d in (old, new, kept)}
+    old, two, new, kept = kind(spec, "r"), kind(spec, "r"), kind(spec, "r"), kind(spec, "r")
+    out: dict[int, list] = {id(d): [] for d in (old, two, new, kept)}
     for k, s in enumerate(samples):
         if k == cut:
             saved = json.loads(json.dumps(kept.export_state()))
             assert new.import_state(json.loads(json.dumps(saved)))
+            assert two.import_state(version_2(kept))
+            saved = version_2(kept)
             assert to_old(kept, saved["state"]) > 0  # the form before: deques, with values in them
             assert old.import_state(saved)
-            assert deques(new) == 0 and (deques(old) > 0 if as_deques else deques(old) == 0)
-        for d in (old, new, kept):
+            assert deques(new) == deques(two) == 0 and (deques(old) > 0 if as_deques else deques(old) == 0)
+        for d in (old, two, new, kept):
             d.observe(s)
             for now in (s.t, s.t + 1800.0):  # (a clocked rule: its timers too)
                 f = d.evaluate(now)
                 out[id(d)].append((d.hot, d.wake_at, f.active, f.value, f.reason, f.onset))
-    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:]
+    assert out[id(old)][cut:] == out[id(kept)][cut:] == out[id(new)][cut:] == out[id(two)][cut:]
     assert not fires or any(row[2] for row in out[id(kept)][cut:])  # it fired after the cut
 
 
@@ -142,7 +155,7 @@ def test_an_old_flatline_snapshot_with_deques_reads_back_and_goes_on_alike():
     ]
     for k, s in enumerate(samples):
         if k == 120:
-            saved = json.loads(json.dumps(kept.export_state()))
+            saved = version_2(kept)
             assert old_form(saved["state"]) >= 4
             assert old.import_state(saved) and deques(old) == 4
         if k >= 120:
@@ -153,10 +166,10 @@ def test_an_old_flatline_snapshot_with_deques_reads_back_and_goes_on_alike():
     assert kept.hot  # flat since sample 150
 
 
-def test_a_snapshot_says_its_version_older_ones_read_and_a_newer_one_starts_cold():
-    """The windows' forms changed (lists, arrays of doubles): a snapshot of this version says so by its
-    version, which the release before does not read (its runs start cold on a rollback: safe), while this
-    one still reads that release's snapshots."""
+def test_a_snapshot_says_its_version_older_ones_read_and_a_newer_one_starts_cold(monkeypatch):
+    """The windows' forms changed (lists, arrays of doubles, then packed doubles): a snapshot of this
+    version says so by its version, which the release before does not read (its runs start cold on a
+    rollback: safe), while this one still reads the snapshots of the releases before."""
     from monitor.engine.evaluator import Evaluator
     from monitor.engine.run_rules import STATE_VERSION
 
@@ -167,10 +180,16 @@ def test_a_snapshot_says_its_version_older_ones_read_and_a_newer_one_starts_cold
         ev.observe(s)
     run = samples[0].run
     state = json.loads(json.dumps(ev.export_state(run)))
-    assert state["v"] == STATE_VERSION == 2
+    assert state["v"] == STATE_VERSION == 3
+    assert "$z" in json.dumps(state)  # its windows packed
     assert Evaluator(lambda run: [spec]).import_state(run, state) == 1
-    state["v"] = 1  # the release before wrote v 1 (with the same detectors' fields, older forms read)
+    monkeypatch.setattr(snapshot, "PACK", False)
+    state = json.loads(json.dumps(ev.export_state(run)))
+    state["v"] = 2  # the release before wrote v 2: the windows as JSON lists
+    assert "$z" not in json.dumps(state)
+    assert Evaluator(lambda run: [spec]).import_state(run, state) == 1
+    state["v"] = 1  # and the one before that v 1 (with the same detectors' fields, older forms read)
     assert old_form(state["detectors"]["loss_spike"]["state"]) > 0
     assert Evaluator(lambda run: [spec]).import_state(run, state) == 1
-    state["v"] = 3  # a newer release's: not guessed at
+    state["v"] = 4  # a newer release's: not guessed at
     assert Evaluator(lambda run: [spec]).import_state(run, state) == 0
