@@ -22,6 +22,7 @@ judge a slow run). A step rewind (a restart from a checkpoint) starts afresh.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
 from operator import sub
@@ -40,6 +41,7 @@ from monitor.samples import Sample
 SPAN = 0.8  # a window's buckets must span this share of it
 FILLED = 0.3  # ... and be this share of its buckets (pauses leave some empty)
 MAX_VALUES = 4096  # values an open bucket holds at most
+NAN = math.nan
 
 
 class TrendSpec(RuleSpec):
@@ -58,13 +60,16 @@ class TrendSpec(RuleSpec):
 
 
 def _window(length: float, buckets: int) -> dict[str, Any]:
-    """One time scale, as plain data: its open bucket and its closed buckets [t, step, median]."""
+    """One time scale, as plain data: its open bucket and its closed buckets as columns of doubles: their
+    first value's time and step (NaN: none), their median (8 bytes a figure; a list a bucket took ~130)."""
     return {
         "length": length,
         "width": length / buckets,
         "open": None,  # [t, step] of the open bucket's first value
         "values": [],  # the open bucket's values (the shortest window's are the detector's ``values``)
-        "buckets": [],  # at most ``buckets`` + 2
+        "bt": array("d"),  # at most ``buckets`` + 2
+        "bs": array("d"),
+        "by": array("d"),
         "rise": 0.0,
         "tau": 0.0,
         "hit": False,  # its latest judgement
@@ -98,6 +103,17 @@ class TrendDetector(Detector[TrendSpec]):
         self.cond = False
         self.hit: int | None = None  # the window whose trend fired
         self.resets = 0
+
+    def import_state(self, data: dict) -> bool:
+        if not super().import_state(data):
+            return False
+        for w in self.windows:  # written before the buckets were columns: [t, step, median] lists
+            old = w.pop("buckets", None)
+            if old is not None:
+                w["bt"] = array("d", [b[0] for b in old])
+                w["bs"] = array("d", [NAN if b[1] is None else b[1] for b in old])
+                w["by"] = array("d", [b[2] for b in old])
+        return True
 
     def observe(self, sample: Sample) -> None:
         v = sample.metrics.get(self.metric)
@@ -174,12 +190,17 @@ class TrendDetector(Detector[TrendSpec]):
             mid = median_of_sorted(sorted(values))
             if k == 0:  # raw values: to the judged scale
                 mid = self._sign * (math.log(mid) if self._log else mid)
-            closed = [*w["open"], mid]
-            buckets = w["buckets"]
-            buckets.append(closed)
-            horizon = t - w["length"]
-            while buckets and (buckets[0][0] < horizon or len(buckets) > self._keep):
-                buckets.pop(0)
+            t0, step0 = w["open"]
+            closed = [t0, step0, mid]
+            bt, bs, by = w["bt"], w["bs"], w["by"]
+            bt.append(t0)
+            bs.append(NAN if step0 is None else step0)
+            by.append(mid)
+            horizon, gone, n = t - w["length"], 0, len(bt)
+            while gone < n and (bt[gone] < horizon or n - gone > self._keep):
+                gone += 1
+            if gone:
+                del bt[:gone], bs[:gone], by[:gone]
             values, w["open"] = [], None
             if k == 0:
                 self.values = values
@@ -192,18 +213,17 @@ class TrendDetector(Detector[TrendSpec]):
         return closed
 
     def _ready(self, w: dict[str, Any]) -> bool:
-        b = w["buckets"]
-        if len(b) < FILLED * self.rule.buckets or b[-1][0] - b[0][0] < SPAN * w["length"]:
+        bt = w["bt"]
+        if len(bt) < FILLED * self.rule.buckets or bt[-1] - bt[0] < SPAN * w["length"]:
             return False
-        first, last = b[0][1], b[-1][1]  # steps: none for a metric logged without one
-        return first is None or last is None or last - first >= self.rule.min_steps
+        first, last = w["bs"][0], w["bs"][-1]  # steps: NaN for a metric logged without one
+        return first != first or last != last or last - first >= self.rule.min_steps
 
     def _judge(self, w: dict[str, Any]) -> bool:
         if not self._ready(w):
             return False
-        buckets = w["buckets"]
-        n, third = len(buckets), len(buckets) // 3
-        ys = [b[2] for b in buckets]
+        ys = w["by"].tolist()
+        n, third = len(ys), len(ys) // 3
         # the thirds' medians sit 2/3 of the span apart: far below a third of the rise needed, the
         # O(n^2) statistics cannot find enough (a healthy loss falls or stays flat); the rise needed is
         # at least min_rise, so a rise of the thirds below a third of that needs no noise estimate
@@ -215,7 +235,7 @@ class TrendDetector(Detector[TrendSpec]):
         if thirds < needed / 3:
             w["rise"] = w["tau"] = 0.0
             return False
-        pts = [(b[0], b[2]) for b in buckets]
+        pts = list(zip(w["bt"].tolist(), ys, strict=True))
         slopes = sorted(
             (y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(pts) for t2, y2 in pts[i + 1 :] if t2 > t1
         )
@@ -238,10 +258,11 @@ class TrendDetector(Detector[TrendSpec]):
             return Finding(False, value=v, step=step, reason=f"{m} is not {rising} steadily")
         w = self.windows[self.hit]
         size = f"{(math.exp(w['rise']) - 1) * 100:.1f}%" if self._log else fmt_value(w["rise"])
-        first, newest = w["buckets"][0], w["buckets"][-1]
-        steps = f" (steps {first[1]} to {step})" if first[1] is not None and step is not None else ""
+        first_t, first_step = w["bt"][0], w["bs"][0]
+        first_step = None if first_step != first_step else int(first_step)
+        steps = f" (steps {first_step} to {step})" if first_step is not None and step is not None else ""
         reason = (
-            f"{m} {rose} steadily by {size} over the last {format_duration(newest[0] - first[0])}"
+            f"{m} {rose} steadily by {size} over the last {format_duration(w['bt'][-1] - first_t)}"
             f"{steps}, now {fmt_value(v)} (tau {w['tau']:.2f}): diverging"
         )
         return Finding(  # the onset: the start of the window it rose steadily over
@@ -250,8 +271,8 @@ class TrendDetector(Detector[TrendSpec]):
             threshold=self.rule.min_rise,
             step=step,
             reason=reason,
-            onset=first[0],
-            onset_step=first[1],
+            onset=first_t,
+            onset_step=first_step,
         )
 
     def holds_until(self) -> float:
