@@ -18,6 +18,7 @@ window's edge, and the moment a change is noticed, are exact to 1/60 of the wind
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from typing import Literal
 
@@ -79,8 +80,9 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self._mean = rule.mode == "mean"
         self._after = rule.after_step
         self._width = rule.window / BUCKETS
-        # closed: (index, first t, n, sum, beyond), oldest first (a list: an empty deque costs 624 bytes)
-        self._buckets: list[tuple[float, float, int, float, int]] = []
+        # closed: index, first t, n, sum, beyond of each, oldest first, as one array of doubles (40 bytes a
+        # bucket; a tuple of five took ~150)
+        self._buckets = array("d")
         self._b = -INF  # the open bucket: index, first t, count, sum, beyond
         self._bt = 0.0
         self._bn = 0
@@ -94,6 +96,13 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         self.figure: float | None = None  # the newest value, window mean or share beyond
         self._since: tuple[float, int | None] | None = None  # latest mode: the first value of this breach
         self.span = 0.0  # the time the window's values span (more than the window for a slow run)
+
+    def import_state(self, data: dict) -> bool:
+        if not super().import_state(data):
+            return False
+        if type(self._buckets) is not array:  # written before: a list (or a deque) of 5-tuples
+            self._buckets = array("d", [x for b in self._buckets for x in b])
+        return True
 
     @property
     def last(self) -> tuple[float, float, int | None] | None:
@@ -198,29 +207,32 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         bn = self._bn
         if bn:
             bsum, bbeyond = self._bsum, self._bbeyond
-            buckets.append((self._b, self._bt, bn, bsum, bbeyond))
+            buckets.extend((self._b, self._bt, bn, bsum, bbeyond))
             total_n += bn
             total_sum += bsum
             total_beyond += bbeyond
         oldest = b - BUCKETS
         min_samples = rule.min_samples
-        if buckets and buckets[0][0] < oldest:
+        if buckets and buckets[0] < oldest:
             need = min_samples - 1  # the new value counts too
             stale = None  # (worked out only when the window's count would fall short)
-            while buckets:
-                first = buckets[0]
-                if first[0] >= oldest:
+            i, end = 0, len(buckets)
+            while i < end:
+                if buckets[i] >= oldest:
                     break
-                if total_n - first[2] < need:  # an old bucket kept for its values, unless stale
+                n_i = int(buckets[i + 2])
+                if total_n - n_i < need:  # an old bucket kept for its values, unless stale
                     if stale is None:
                         reach, window = rule.stale_after or INF, rule.window
                         stale = t - (reach if reach > window else window)  # never reach back further
-                    if first[1] >= stale:
+                    if buckets[i + 1] >= stale:
                         break
-                del buckets[0]  # (a list; a deque in a snapshot from before: the same)
-                total_n -= first[2]
-                total_sum -= first[3]
-                total_beyond -= first[4]
+                total_n -= n_i
+                total_sum -= buckets[i + 3]
+                total_beyond -= int(buckets[i + 4])
+                i += 5
+            if i:
+                del buckets[:i]
         if not buckets:
             total_n, total_sum, total_beyond = 0, 0.0, 0  # no drift from float sums
         self._n, self._sum, self._beyond = total_n, total_sum, total_beyond
@@ -228,7 +240,7 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         bbeyond = 1 if v > above or v < below else 0
         self._b, self._bt, self._bn, self._bsum, self._bbeyond = b, t, 1, v, bbeyond
         n = total_n + 1
-        self.span = span = t - (buckets[0][1] if buckets else t)
+        self.span = span = t - (buckets[1] if buckets else t)
         if n >= min_samples and span >= rule.min_span:
             if self._mean:
                 mean = self.figure = (total_sum + v) / n
@@ -303,5 +315,6 @@ class ThresholdDetector(Detector[ThresholdSpec]):
         the bound."""
         if not self.cond:
             return None
-        first = next((t for _, t, _, _, beyond in self._buckets if beyond), None)
+        b = self._buckets
+        first = next((b[i + 1] for i in range(0, len(b), 5) if b[i + 4]), None)
         return first if first is not None else self._bt
