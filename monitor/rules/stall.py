@@ -26,6 +26,7 @@ seen, never below their spread nor ``floor``. While the source cannot be read, p
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 
 from alerts.model import Finding
@@ -76,8 +77,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
         self.top_step: int | None = None
         self.awaiting_since: float | None = None  # a (re)start with no step since
         self.awaiting_learnable = False  # the start time is known (not merely first sight)
-        # the windows are lists (an empty deque costs 624 bytes): the newest ``window``, STRIDES, LEARNED
-        self.intervals: list[float] = []
+        self.intervals = array("d")  # the newest ``window`` (8 B a value; STRIDES, LEARNED: lists below)
         self.strides: list[int] = []
         self.restores: list[float] = []
         self.pauses: list[float] = []
@@ -103,8 +103,9 @@ class StallDetector(StallBatch, Detector[StallSpec]):
     def import_state(self, data: dict) -> bool:
         if not super().import_state(data):
             return False
-        for name in WINDOWS:  # a snapshot written before holds them as deques (as bounded): as lists
+        for name in WINDOWS:  # a snapshot written before holds them as deques (as bounded) or lists
             setattr(self, name, list(getattr(self, name)))
+        self.intervals = array("d", self.intervals)
         return True
 
     # ---- samples ---------------------------------------------------------------------------
@@ -204,7 +205,7 @@ class StallDetector(StallBatch, Detector[StallSpec]):
             self.outliers += 1
             if self.outliers < NEW_CADENCE:
                 return  # a short pause (an eval): not cadence
-            self.intervals.clear()  # several in a row: the cadence changed
+            del self.intervals[:]  # several in a row: the cadence changed
         self.outliers = 0
         intervals = self.intervals
         intervals.append(gap)

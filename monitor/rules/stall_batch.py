@@ -9,6 +9,7 @@ outlier), ending in the state ``observe`` one by one would leave; anything else 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from operator import sub
 from typing import TYPE_CHECKING, Protocol
@@ -44,7 +45,7 @@ class StallBatch:
     first_step_at: float | None
     top_step: int | None
     awaiting_since: float | None
-    intervals: list[float]
+    intervals: array
     strides: list[int]
     outliers: int
     p99: float | None
@@ -97,7 +98,10 @@ class StallBatch:
                 grown = len(intervals) >= young  # (the intervals only grow in this loop)
                 cols = columns(samples, i, end) if not at_once and end - i >= STRETCH else None
                 can = (  # (a replay batch: no state either; windows restored as deques: one by one)
-                    cols is not None and cols.lacks(counter) and type(intervals) is type(strides) is list
+                    cols is not None
+                    and cols.lacks(counter)
+                    and type(intervals) is array
+                    and type(strides) is list
                 )
                 want = can
                 while i < end:
@@ -107,7 +111,7 @@ class StallBatch:
                         if got is not None:
                             gaps, strides_new = got
                             n = len(gaps)
-                            intervals += gaps
+                            intervals.extend(gaps)
                             if len(intervals) > window:
                                 del intervals[:-window]
                             strides += strides_new

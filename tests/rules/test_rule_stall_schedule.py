@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from array import array
 from collections import deque
 
 import pytest
@@ -142,7 +143,8 @@ def test_the_detector_state_is_bounded_plain_data():
     for s in sc.build():
         det.observe(s)
     assert len(det.schedule.habits) == 1 and len(det.schedule.marks) == MEMORY
-    state = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det).items()}
+    assert len(det.intervals) <= det.rule.window
+    state = {k: (list(v) if isinstance(v, deque | array) else v) for k, v in fields(det).items()}
     state["schedule"] = {k: (list(v) if isinstance(v, deque) else v) for k, v in fields(det.schedule).items()}
     json.dumps(state)
 
