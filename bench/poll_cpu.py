@@ -102,13 +102,15 @@ def main() -> None:
     ap.add_argument("--database-url", default=None, help="PostgreSQL (a scratch database); default SQLite")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--lines", type=int, default=40)
-    ap.add_argument("--checkpoint-polls", type=int, default=None, help="an experiment: save state so seldom")
+    ap.add_argument(
+        "--checkpoint-seconds", type=float, default=None, help="an experiment: save state so seldom"
+    )
     args = ap.parse_args()
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
-    if args.checkpoint_polls is not None:
+    if args.checkpoint_seconds is not None:
         from monitor.engine import cycle
 
-        cycle.CHECKPOINT_POLLS = args.checkpoint_polls
+        cycle.CHECKPOINT_SECONDS = args.checkpoint_seconds
     if args.database_url:
         with scratch_database(args.database_url) as url:
             per, wall, text = measure(url, args)

@@ -164,4 +164,4 @@ class Adoption:
                     into[run] = (STATE_VERSION, state)
                 else:
                     rule_state_repo.save(s, run, STATE_VERSION, state, now)
-                self.checkpoints.saved(run)
+                self.checkpoints.saved(run, now)

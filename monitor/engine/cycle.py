@@ -56,7 +56,7 @@ from monitor.storage.models import Run
 from monitor.storage.series_tails import SeriesTails
 
 log = logging.getLogger(__name__)
-CHECKPOINT_POLLS = 4  # detector state is saved every this many polls of a run that brought samples or events
+CHECKPOINT_SECONDS = 120.0  # a run's detector state is saved this often, at a poll that brought it something
 
 
 @dataclass
@@ -100,7 +100,7 @@ class Engine:
         # held while a batch writes, a watch is taken up or let go, or source health is recorded
         self.lock = threading.RLock()
         self.memory = RunMemory(self.watches, sessions, self.lock)  # runs, cursors, warm watches
-        self.checkpoints = CheckpointCounter()  # polls of each run since its detector state was saved
+        self.checkpoints = CheckpointCounter()  # when each run's detector state was last saved
         self.source_polls = SourcePolls()  # what each watch's last poll of each source said (the API)
         self.evaluator = Evaluator(self._rules_for_run, self.memory.labels, self.memory.title)
         self.fleet = FleetStep(self._rules_for_run)
@@ -376,7 +376,7 @@ class Engine:
         self.recorder.refresh(s, run_id, now)
         self.blind.refresh(s, run_id)
         report.events.extend(events)
-        if self.checkpoints.due(run_id, CHECKPOINT_POLLS, changed=bool(samples or events)):
+        if self.checkpoints.due(run_id, now, CHECKPOINT_SECONDS, changed=bool(samples or events)):
             self.adoption.save_state(s, [run_id], now, writes.states)
 
     # ---- source health, on its own schedule -------------------------------------------------------
