@@ -56,3 +56,31 @@ def test_the_range_picker_narrows_the_charts_to_the_last_hour(live, page, artifa
     lo, hi = first.evaluate("h => [h.uplot.scales.x.min, h.uplot.scales.x.max]")
     assert abs(hi - now) < 120 and abs((hi - lo) - 3600) < 120, (lo, hi, now)
     page.screenshot(path=str(artifacts / "run-hero-b-last-hour.png"), full_page=True)
+
+
+TIME_TICKS = """host => {
+  const u = host.uplot, ax = u.axes[0], ctx = u.ctx;
+  ctx.save(); ctx.font = ax.font[0]; const boxes = [];
+  (ax._splits || []).forEach((v, i) => {
+    const text = String((ax._values || [])[i] ?? ""), w = ctx.measureText(text).width;
+    const x = u.valToPos(v, "x", true) / devicePixelRatio;
+    if (text) boxes.push([x - w / 2, x + w / 2, text]);
+  });
+  ctx.restore();
+  return boxes;
+}"""
+
+
+def test_time_ticks_over_days_never_print_over_each_other(live, page, artifacts):
+    live.tick(2.5 * 24 * 3600, every=3600.0)  # two and a half days: the labels carry the date
+    for width in (1400, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live.url + "/runs/hero-b")
+        plots = page.locator(".plot")
+        expect(plots.first.locator("canvas")).to_have_count(1)
+        for i in range(plots.count()):
+            boxes = plots.nth(i).evaluate(TIME_TICKS)
+            assert len(boxes) >= 2 and any("-" in b[2] for b in boxes), boxes  # dates on the axis
+            gaps = [b[0] - a[1] for a, b in zip(boxes, boxes[1:], strict=False)]
+            assert min(gaps) > 4, f"time ticks overlap at {width}px: {boxes}"
+        page.screenshot(path=str(artifacts / f"run-hero-b-days-{width}.png"), full_page=True)

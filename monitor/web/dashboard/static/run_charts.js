@@ -57,13 +57,17 @@
     return Number((v / sc[0]).toPrecision(4)).toString() + sc[1];
   }
   function utc(t) { return new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ") + " UTC"; }
-  function timeTicks(u, vals, axisIdx, space, incr) {  // UTC, 24 h: 14:05, or 05-28 14:05 over days
+  function timeTicks(u, vals, axisIdx, space, incr) {  // UTC, 24 h: 14:05, 05-28 14:05 over days, 05-28
     var span = u.scales.x.max - u.scales.x.min;
     return vals.map(function (t) {
       var iso = new Date(t * 1000).toISOString();
+      if (incr >= 86400) return iso.slice(5, 10);  // whole days: the date alone
       var hm = incr < 60 ? iso.slice(11, 19) : iso.slice(11, 16);
       return span > 36 * 3600 ? iso.slice(5, 10) + " " + hm : hm;
     });
+  }
+  function timeSpace(u, axisIdx, min, max) {  // pixels between ticks: room for the widest label and a gap
+    return max - min > 36 * 3600 ? 110 : 70;
   }
   function timeRange(u, min, max) {  // up to now, so a stall still going on shows as one
     var lo = min, hi = Math.max(max, data.now || max);
@@ -265,7 +269,8 @@
     };
     var axes = [
       axis === "time"
-        ? { stroke: ink, grid: { stroke: grid }, label: "time (UTC)", labelSize: 18, values: timeTicks }
+        ? { stroke: ink, grid: { stroke: grid }, label: "time (UTC)", labelSize: 18, values: timeTicks,
+            space: timeSpace }
         : { stroke: ink, grid: { stroke: grid }, incrs: STEP_INCRS, label: "step", labelSize: 18,
             values: function (u, vals) { return vals.map(function (v) { return Math.round(v).toLocaleString("en-US"); }); } },
       { stroke: ink, grid: { stroke: grid }, size: 64, label: c.title + unit, labelSize: 18, values: tickValues }
