@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
+from itertools import chain
 from typing import Any
 
 from monitor.rules.snapshot_pack import (
@@ -199,25 +200,16 @@ def encode_attrs(obj: Any, depth: int = 0, skip: frozenset[str] = frozenset()) -
     attrs = getattr(obj, "__dict__", None) or {}
     out = {}
     plain = _PLAIN
-    for n, v in attrs.items():  # the instance's own attributes first, then its slots (as set)
-        if n not in skip:
-            t = type(v)
-            if t is float:
-                out[n] = v if v - v == 0.0 else _float(v)
-            elif t in plain:
-                out[n] = v
-            else:
-                out[n] = encode(v, depth)
-    for n in slots:
-        v = getattr(obj, n, _UNSET)
-        if v is _UNSET or n in attrs:
-            continue
+    # the instance's own attributes first, then its slots (those set), in one pass
+    own = ((n, v) for n, v in attrs.items() if n not in skip)
+    set_slots = ((n, getattr(obj, n, _UNSET)) for n in slots if n not in attrs)
+    for n, v in chain(own, set_slots):
         t = type(v)
         if t is float:
             out[n] = v if v - v == 0.0 else _float(v)
         elif t in plain:
             out[n] = v
-        else:
+        elif v is not _UNSET:
             out[n] = encode(v, depth)
     return out
 
