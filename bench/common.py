@@ -71,3 +71,18 @@ def malloc_report() -> str:
         f" {info.arena * mb:.0f} MB in its heaps), {info.hblkhd * mb:.0f} MB mmapped; RSS {before:.0f} MB"
         f" -> {rss_mb():.0f} MB after malloc_trim"
     )
+
+
+def profiled_writer(batches, profiler):  # noqa: ANN001, ANN201
+    """The batch writer's ``_write`` wrapped so that ``profiler`` runs while it writes (in the writer
+    thread); set it as ``batches._write`` and put the original (``batches._write`` before) back after."""
+    real_write = batches._write
+
+    def profiled_write(jobs):  # noqa: ANN001, ANN202 - runs in the writer thread
+        profiler.enable()
+        try:
+            return real_write(jobs)
+        finally:
+            profiler.disable()
+
+    return profiled_write

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import profiled_writer  # noqa: E402
 from scale import config, scratch_database  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -59,15 +60,7 @@ def measure(url: str, args: argparse.Namespace) -> tuple[float, float, str]:
         reader, writer = cProfile.Profile(), cProfile.Profile()
         real_write = engine.batches._write
         if args.profile:
-
-            def profiled_write(jobs):  # noqa: ANN001, ANN202 - runs in the writer thread
-                writer.enable()
-                try:
-                    return real_write(jobs)
-                finally:
-                    writer.disable()
-
-            engine.batches._write = profiled_write
+            engine.batches._write = profiled_writer(engine.batches, writer)
             reader.enable()
         c0, w0 = cpu(), time.perf_counter()
         for _ in range(args.rounds):

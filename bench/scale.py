@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import malloc_report, pymalloc_report, rss_mb  # noqa: E402
+from common import malloc_report, profiled_writer, pymalloc_report, rss_mb  # noqa: E402
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -105,15 +105,7 @@ def profiled_polls(service, n: int) -> str:  # noqa: ANN001
     reader, writer = cProfile.Profile(), cProfile.Profile()
     batches = service.engine.batches
     real_write = batches._write
-
-    def profiled_write(jobs):  # noqa: ANN001, ANN202 - runs in the writer thread
-        writer.enable()
-        try:
-            return real_write(jobs)
-        finally:
-            writer.disable()
-
-    batches._write = profiled_write
+    batches._write = profiled_writer(batches, writer)
     reader.enable()
     for name in list(service.engine.watches)[:n]:
         service.engine.poll(name)

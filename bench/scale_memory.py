@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import pymalloc_report, rss_mb  # noqa: E402
+from common import profiled_writer, pymalloc_report, rss_mb  # noqa: E402
 from scale import config, scratch_database  # noqa: E402
 
 from alerts.clock import ManualClock  # noqa: E402
@@ -65,13 +65,7 @@ def measure(url: str, args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     profiler = cProfile.Profile(time.thread_time)  # CPU of the writer thread: no waits, less of the load
     real_write = engine.batches._write
-
-    def profiled_write(jobs):  # noqa: ANN001, ANN202 - runs in the writer thread
-        profiler.enable()
-        try:
-            return real_write(jobs)
-        finally:
-            profiler.disable()
+    profiled_write = profiled_writer(engine.batches, profiler)
 
     gc_cpu, started = [0.0, 0.0, 0.0], threading.local()
 
